@@ -1,0 +1,142 @@
+//! Command-line arguments: parsing only, no I/O.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Exit status: 0 found / ok; 1 the kernel would say no (not found, ambiguous, bad position,
+an address outside every symbol); 2 usage or input error.
+
+Examples:
+  klpsym sympos init_once                 every init_once with the position old_sympos takes
+  klpsym lookup init_once --sympos 3      what klp_find_object_symbol() resolves
+  klpsym lookup nft_do_chain --object nf_tables
+  klpsym addr ffffffff81000000 0xffffffffc0201000
+  klpsym dump --kernel saved-kallsyms.txt > copy.txt
+  klpsym info --json";
+
+/// Linux livepatch symbol resolution, outside the kernel.
+///
+/// klpsym answers what the kernel's livepatch code would answer when it looks a symbol up by
+/// name (klp_find_object_symbol), with the same positions (sympos), verdicts and messages —
+/// for the running kernel or for any saved symbol table — plus fast address symbolization.
+#[derive(Debug, Parser)]
+#[command(name = "klpsym", version, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Resolve NAME exactly as the kernel's livepatch would (klp_find_object_symbol).
+    ///
+    /// Prints the address the kernel would use, or the kernel's own error message
+    /// (`livepatch: ...`) and the candidates to choose a position from.
+    Lookup(LookupArgs),
+    /// List every definition of NAME with its position (old_sympos), address, type and object.
+    Sympos(SymposArgs),
+    /// Symbolize addresses like the kernel's %pS: `name+0xoff/0xsize [module]`.
+    ///
+    /// Addresses come from the arguments, or from standard input one per line when none is given.
+    Addr(AddrArgs),
+    /// Write the symbol table back in /proc/kallsyms format.
+    Dump(DumpArgs),
+    /// Describe a source: its kind, symbol and object counts, whether addresses are hidden.
+    Info(InfoArgs),
+}
+
+/// Options every verb takes.
+#[derive(Debug, Args, Clone)]
+pub struct SourceArgs {
+    /// A symbol source: /proc/kallsyms (the default), a saved copy, or a System.map. The kind is
+    /// told from the content, not the name. Repeat to ask several kernels.
+    #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
+    pub kernels: Vec<PathBuf>,
+    /// Print JSON (documented, stable fields: see docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Refuse inputs larger than this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    pub max_input_size: u64,
+}
+
+/// `klpsym lookup`.
+#[derive(Debug, Args)]
+pub struct LookupArgs {
+    /// The symbol name (exact, as the kernel compares it).
+    pub name: String,
+    /// The object: `vmlinux` (the default) or a module name in any spelling (`nf-tables`,
+    /// `nf_tables.ko`), normalized as the kernel spells it.
+    #[arg(long, short = 'o', value_name = "OBJ")]
+    pub object: Option<String>,
+    /// The position (old_sympos): 0 = the name must be unique in the object; N = the N-th
+    /// definition in kallsyms order.
+    #[arg(long, short = 'p', value_name = "N", default_value_t = 0)]
+    pub sympos: u64,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym sympos`.
+#[derive(Debug, Args)]
+pub struct SymposArgs {
+    /// The symbol name.
+    pub name: String,
+    /// Only this object (vmlinux or a module name).
+    #[arg(long, short = 'o', value_name = "OBJ")]
+    pub object: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym addr`.
+#[derive(Debug, Args)]
+pub struct AddrArgs {
+    /// Addresses in hex, with or without 0x. None: read standard input, one per line.
+    pub addrs: Vec<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// Only this object's symbols (vmlinux or a module name).
+    #[arg(long, short = 'o', value_name = "OBJ")]
+    pub object: Option<String>,
+    /// Write to FILE (through a temporary file renamed into place) instead of standard output.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_repeated_kernels() {
+        let c = Cli::try_parse_from(["klpsym", "lookup", "x", "-k", "a", "--kernel", "b", "--sympos", "2"]).unwrap();
+        let Command::Lookup(l) = c.command else { panic!() };
+        assert_eq!(l.source.kernels.len(), 2);
+        assert_eq!(l.sympos, 2);
+    }
+}

@@ -1,0 +1,116 @@
+//! `klpsym info`: what a source holds.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use klpsym_core::ObjectKind;
+
+use crate::cli::InfoArgs;
+use crate::output::{hex, print_json, CliError, Outcome};
+use crate::sources::load_all;
+
+#[derive(Debug, Serialize)]
+struct InfoJson {
+    kernel: String,
+    kind: &'static str,
+    bytes: u64,
+    symbols: usize,
+    distinct_names: usize,
+    addresses_hidden: bool,
+    lowest_address: Option<String>,
+    highest_address: Option<String>,
+    objects: Vec<ObjectJson>,
+    read_ms: f64,
+    parse_ms: f64,
+    name_index_ms: f64,
+    addr_index_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct ObjectJson {
+    name: String,
+    kind: ObjectKind,
+    symbols: u32,
+}
+
+pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
+    let kernels = load_all(&args.source)?;
+    let mut infos = Vec::new();
+    for k in &kernels {
+        let t = &k.table;
+        let t0 = Instant::now();
+        let distinct = t.distinct_names();
+        let name_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t1 = Instant::now();
+        if !t.is_empty() {
+            let _ = t.size(klpsym_core::SymbolId(0));
+        }
+        let addr_ms = t1.elapsed().as_secs_f64() * 1e3;
+        let (lo, hi) = if t.addresses_hidden() || t.is_empty() {
+            (None, None)
+        } else {
+            let lo = t.iter().map(|s| s.addr).min();
+            let hi = t.iter().map(|s| s.addr).max();
+            (lo, hi)
+        };
+        infos.push(InfoJson {
+            kernel: k.path.display().to_string(),
+            kind: k.kind.as_str(),
+            bytes: k.bytes,
+            symbols: t.len(),
+            distinct_names: distinct,
+            addresses_hidden: t.addresses_hidden(),
+            lowest_address: lo.map(hex),
+            highest_address: hi.map(hex),
+            objects: t
+                .objects()
+                .iter()
+                .map(|o| ObjectJson {
+                    name: o.name.clone(),
+                    kind: o.kind,
+                    symbols: o.symbol_count,
+                })
+                .collect(),
+            read_ms: k.read_time.as_secs_f64() * 1e3,
+            parse_ms: k.parse_time.as_secs_f64() * 1e3,
+            name_index_ms: name_ms,
+            addr_index_ms: addr_ms,
+        });
+    }
+    if args.source.json {
+        if infos.len() == 1 {
+            print_json(&infos[0])?;
+        } else {
+            print_json(&infos)?;
+        }
+        return Ok(Outcome::Ok);
+    }
+    for i in &infos {
+        println!("source:          {}", i.kernel);
+        println!("kind:            {}", i.kind);
+        println!("size:            {} bytes", i.bytes);
+        println!("symbols:         {} ({} distinct names)", i.symbols, i.distinct_names);
+        println!(
+            "addresses:       {}",
+            if i.addresses_hidden {
+                "hidden (all zero: kptr_restrict)".to_string()
+            } else {
+                format!(
+                    "{} .. {}",
+                    i.lowest_address.as_deref().unwrap_or("-"),
+                    i.highest_address.as_deref().unwrap_or("-")
+                )
+            }
+        );
+        let mods = i.objects.iter().filter(|o| o.kind == ObjectKind::Module).count();
+        let pseudo: Vec<&str> = i.objects.iter().filter(|o| o.kind == ObjectKind::Pseudo).map(|o| o.name.as_str()).collect();
+        println!("objects:         vmlinux ({} symbols), {mods} module(s){}", i.objects[0].symbols,
+            if pseudo.is_empty() { String::new() } else { format!(", pseudo: {}", pseudo.join(" ")) });
+        println!(
+            "time:            read {:.1} ms, parse {:.1} ms, name index {:.1} ms, address index {:.1} ms",
+            i.read_ms, i.parse_ms, i.name_index_ms, i.addr_index_ms
+        );
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,111 @@
+//! `klpsym lookup`: klp_find_object_symbol() with the kernel's verdicts and messages.
+
+use serde::Serialize;
+
+use klpsym_core::{find_object_symbol, LookupRequest, Verdict, SIZE_UNKNOWN};
+
+use super::{candidates, print_candidates, Candidate};
+use crate::cli::LookupArgs;
+use crate::output::{hex, print_json, CliError, Outcome};
+use crate::sources::load_all;
+
+#[derive(Debug, Serialize)]
+struct LookupJson {
+    name: String,
+    object: String,
+    sympos: u64,
+    results: Vec<KernelResult>,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelResult {
+    kernel: String,
+    verdict: Verdict,
+    address: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    size: Option<String>,
+    position: Option<u64>,
+    count: u64,
+    message: Option<String>,
+    object_loaded: bool,
+    candidates: Vec<Candidate>,
+}
+
+pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
+    let kernels = load_all(&args.source)?;
+    let req = LookupRequest {
+        name: &args.name,
+        object: args.object.as_deref(),
+        sympos: args.sympos,
+    };
+    let mut all_found = true;
+    let mut results = Vec::new();
+    let mut object_name = String::new();
+    for k in &kernels {
+        let t = &k.table;
+        let o = find_object_symbol(t, &req);
+        object_name.clone_from(&o.object);
+        all_found &= o.verdict == Verdict::Found;
+        let sym = o.symbol.map(|id| (t.symbol(id), t.size(id)));
+        results.push(KernelResult {
+            kernel: k.path.display().to_string(),
+            verdict: o.verdict,
+            address: o.address.map(hex),
+            kind: sym.map(|(s, _)| s.kind.to_string()),
+            size: sym.and_then(|(_, sz)| (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then(|| format!("{sz:#x}"))),
+            position: (o.verdict == Verdict::Found).then_some(o.count),
+            count: o.count,
+            message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
+            object_loaded: o.object_id.is_some(),
+            candidates: candidates(t, &o.candidates),
+        });
+    }
+    if args.source.json {
+        print_json(&LookupJson {
+            name: args.name.clone(),
+            object: object_name,
+            sympos: args.sympos,
+            results,
+        })?;
+        return Ok(Outcome::all_ok(all_found));
+    }
+    let many = results.len() > 1;
+    for r in &results {
+        if many {
+            println!("== {}", r.kernel);
+        }
+        match r.verdict {
+            Verdict::Found => {
+                let total = r.candidates.len();
+                println!(
+                    "{} {} {}{} (position {} of {} in {}{})",
+                    r.address.as_deref().map_or("(address hidden)".to_string(), |a| a[2..].to_string()),
+                    r.kind.as_deref().unwrap_or("?"),
+                    args.name,
+                    if object_name == "vmlinux" { String::new() } else { format!("\t[{object_name}]") },
+                    r.position.unwrap_or(0),
+                    total,
+                    object_name,
+                    r.size.as_deref().map_or(String::new(), |s| format!(", size {s}")),
+                );
+            }
+            _ => {
+                println!("{}", r.message.as_deref().unwrap_or("livepatch: (no message)"));
+                if !r.object_loaded {
+                    println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");
+                } else if r.candidates.is_empty() {
+                    println!("  note: no symbol named '{}' in {object_name}", args.name);
+                } else {
+                    println!(
+                        "  {} has {} definition(s) in {object_name}; choose one with --sympos N (the patch's old_sympos):",
+                        args.name,
+                        r.candidates.len()
+                    );
+                    print_candidates(&r.candidates, "  ");
+                }
+            }
+        }
+    }
+    Ok(Outcome::all_ok(all_found))
+}

@@ -1,0 +1,62 @@
+//! One file per verb.
+
+pub mod addr;
+pub mod dump;
+pub mod info;
+pub mod lookup;
+pub mod sympos;
+
+use serde::Serialize;
+
+use klpsym_core::{SymbolId, SymbolTable, SIZE_UNKNOWN};
+
+use crate::output::hex;
+
+/// One definition of a name, as JSON and the tables print it.
+#[derive(Debug, Serialize)]
+pub struct Candidate {
+    /// 1-based position in the object's kallsyms order (old_sympos).
+    pub position: usize,
+    /// Address, `0x`-prefixed hex; null when the source hides addresses.
+    pub address: Option<String>,
+    /// Type letter.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Size in bytes, `0x`-prefixed hex; null when unknown.
+    pub size: Option<String>,
+    /// The object.
+    pub object: String,
+}
+
+/// Describes `ids` (one object's matches in kernel order) as candidates.
+pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            let s = table.symbol(id);
+            let size = if table.addresses_hidden() { SIZE_UNKNOWN } else { table.size(id) };
+            Candidate {
+                position: i + 1,
+                address: (!table.addresses_hidden()).then(|| hex(s.addr)),
+                kind: s.kind.to_string(),
+                size: (size != SIZE_UNKNOWN).then(|| format!("{size:#x}")),
+                object: table.object_info(s.object).name.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Prints candidates as an aligned table.
+pub fn print_candidates(cands: &[Candidate], indent: &str) {
+    println!("{indent}{:>4}  {:<18}  TYPE  {:<10}  OBJECT", "POS", "ADDRESS", "SIZE");
+    for c in cands {
+        println!(
+            "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {}",
+            c.position,
+            c.address.as_deref().unwrap_or("(hidden)"),
+            c.kind,
+            c.size.as_deref().unwrap_or("?"),
+            c.object
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The `klpsym` binary: parse arguments, load sources, dispatch. Nothing else lives here.
+
+mod cli;
+mod commands;
+mod output;
+mod sources;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::output::Outcome;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lookup(a) => commands::lookup::run(&a),
+        Command::Sympos(a) => commands::sympos::run(&a),
+        Command::Addr(a) => commands::addr::run(&a),
+        Command::Dump(a) => commands::dump::run(&a),
+        Command::Info(a) => commands::info::run(&a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::KernelSaysNo) => ExitCode::from(1),
+        Err(e) => {
+            output::print_error(&e);
+            ExitCode::from(2)
+        }
+    }
+}

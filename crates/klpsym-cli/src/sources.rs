@@ -1,0 +1,53 @@
+//! Loading the kernels a verb was pointed at, with the warnings a user needs.
+
+use std::path::PathBuf;
+
+use klpsym_core::resched::Resched;
+use klpsym_loader::{load, LoadOptions, LoadedKernel, DEFAULT_SOURCE};
+
+use crate::cli::SourceArgs;
+use crate::output::CliError;
+
+/// The sources named with --kernel, or the running kernel's /proc/kallsyms.
+pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
+    let paths: Vec<PathBuf> = if args.kernels.is_empty() {
+        vec![PathBuf::from(DEFAULT_SOURCE)]
+    } else {
+        args.kernels.clone()
+    };
+    let opts = LoadOptions {
+        max_input_size: args.max_input_size,
+    };
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        let k = load(&p, &opts, &mut Resched::none())?;
+        if k.table.addresses_hidden() {
+            warn_hidden(&k);
+        }
+        out.push(k);
+    }
+    Ok(out)
+}
+
+/// Says why every address is zero and how to fix it, once per source.
+pub fn warn_hidden(k: &LoadedKernel) {
+    eprintln!(
+        "klpsym: warning: {}: every address is 0000000000000000 — the kernel hides symbol \
+         addresses from readers without CAP_SYSLOG while kernel.kptr_restrict is 1 (and from \
+         everyone at 2). Name queries (lookup verdicts, positions) still work; for addresses run \
+         as root with kptr_restrict <= 1 (`sysctl kernel.kptr_restrict=1`), or read a saved copy.",
+        k.path.display()
+    );
+}
+
+/// Errors out when a verb needs addresses and the source hides them.
+pub fn require_addresses(k: &LoadedKernel) -> Result<(), CliError> {
+    if k.table.addresses_hidden() {
+        return Err(format!(
+            "{}: addresses are hidden (all zero; see the warning above), so addresses cannot be answered",
+            k.path.display()
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! The address index: a sorted array of (address, symbol) for binary search, and the sizes
+//! inferred from it.
+//!
+//! Symbols are ordered by address, ties by kernel order, so the first entry at an address is
+//! the one the kernel's `get_symbol_pos()` picks (it walks back to the lowest index of an
+//! address run). Sizes: the distance to the next higher address *of the same object*; the
+//! last symbol of an object has no such neighbour and its size is unknown.
+
+use crate::resched::{Cancelled, Resched};
+use crate::table::{SymbolTable, SIZE_UNKNOWN};
+
+#[derive(Debug)]
+pub(crate) struct AddrIndex {
+    /// Addresses, sorted; parallel to `ids`. Kept apart so the binary search touches only
+    /// 8 bytes per probe.
+    addrs: Vec<u64>,
+    ids: Vec<u32>,
+    /// Inferred size per symbol, in kernel order.
+    sizes: Vec<u64>,
+}
+
+impl AddrIndex {
+    pub(crate) fn build(table: &SymbolTable, resched: &mut Resched) -> Result<AddrIndex, Cancelled> {
+        let n = table.syms.len();
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
+        for (i, r) in table.syms.iter().enumerate() {
+            resched.tick()?;
+            order.push((r.addr, i as u32));
+        }
+        // Kernel order is mostly address order already (vmlinux is sorted; each module is a
+        // handful of runs), so the stable sort's run detection makes this close to linear.
+        // It is chunked so reschedule points are reached during big sorts.
+        sort_with_points(&mut order, resched)?;
+        let mut sizes = vec![SIZE_UNKNOWN; n];
+        // Per object: the symbols at the address currently pending (aliases), waiting for the
+        // next higher address of that object.
+        let mut pending: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); table.objects.len()];
+        for &(addr, id) in &order {
+            resched.tick()?;
+            let obj = table.syms[id as usize].object as usize;
+            let (paddr, list) = &mut pending[obj];
+            if !list.is_empty() && *paddr != addr {
+                for &p in list.iter() {
+                    sizes[p as usize] = addr - *paddr;
+                }
+                list.clear();
+            }
+            *paddr = addr;
+            list.push(id);
+        }
+        let (addrs, ids) = order.into_iter().unzip();
+        Ok(AddrIndex { addrs, ids, sizes })
+    }
+
+    #[inline]
+    pub(crate) fn size(&self, id: u32) -> u64 {
+        self.sizes[id as usize]
+    }
+
+    /// The first symbol (kernel order) at the highest address <= `addr`, if any.
+    #[inline]
+    pub(crate) fn floor(&self, addr: u64) -> Option<u32> {
+        // partition_point: number of entries with address <= addr.
+        let upper = self.addrs.partition_point(|&a| a <= addr);
+        if upper == 0 {
+            return None;
+        }
+        let found = self.addrs[upper - 1];
+        // First entry with that address.
+        let first = self.addrs[..upper].partition_point(|&a| a < found);
+        Some(self.ids[first])
+    }
+
+    /// Symbols whose address equals `addr`, in kernel order.
+    pub(crate) fn at(&self, addr: u64) -> &[u32] {
+        let lo = self.addrs.partition_point(|&a| a < addr);
+        let hi = self.addrs.partition_point(|&a| a <= addr);
+        &self.ids[lo..hi]
+    }
+}
+
+fn sort_with_points(v: &mut [(u64, u32)], resched: &mut Resched) -> Result<(), Cancelled> {
+    const CHUNK: usize = 4096;
+    if v.len() <= CHUNK {
+        v.sort_unstable();
+        return resched.tick();
+    }
+    // Sort chunks (each a bounded amount of work), then merge pairwise with points between
+    // merge steps. (u64, u32) pairs are unique, so unstable sorts are deterministic.
+    for c in v.chunks_mut(CHUNK) {
+        c.sort_unstable();
+        resched.tick()?;
+    }
+    let mut width = CHUNK;
+    let mut buf: Vec<(u64, u32)> = Vec::with_capacity(v.len());
+    while width < v.len() {
+        buf.clear();
+        let mut start = 0;
+        while start < v.len() {
+            let mid = (start + width).min(v.len());
+            let end = (start + 2 * width).min(v.len());
+            merge(&v[start..mid], &v[mid..end], &mut buf, resched)?;
+            start = end;
+        }
+        v.copy_from_slice(&buf);
+        width *= 2;
+    }
+    Ok(())
+}
+
+fn merge(a: &[(u64, u32)], b: &[(u64, u32)], out: &mut Vec<(u64, u32)>, resched: &mut Resched) -> Result<(), Cancelled> {
+    // Already ordered runs (the common case for kernel order) are copied whole.
+    if a.last().zip(b.first()).is_none_or(|(x, y)| x <= y) {
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        return resched.tick_n(((a.len() + b.len()) / 64) as u32 + 1);
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+        resched.tick()?;
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_sort_matches_std_sort() {
+        let mut v: Vec<(u64, u32)> = (0..20_000u32)
+            .map(|i| (u64::from(i.wrapping_mul(2_654_435_761) % 5000), i))
+            .collect();
+        let mut expected = v.clone();
+        expected.sort();
+        sort_with_points(&mut v, &mut Resched::none()).unwrap();
+        assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn floor_picks_first_alias() {
+        use crate::{ObjectId, SymbolTableBuilder};
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x100, b'T', "a").unwrap();
+        b.push(ObjectId::VMLINUX, 0x100, b'T', "b").unwrap();
+        b.push(ObjectId::VMLINUX, 0x200, b'T', "c").unwrap();
+        let t = b.build();
+        let idx = t.addr_index();
+        assert_eq!(idx.floor(0xff), None);
+        assert_eq!(idx.floor(0x100), Some(0));
+        assert_eq!(idx.floor(0x1ff), Some(0));
+        assert_eq!(idx.floor(0x200), Some(2));
+        assert_eq!(idx.at(0x100), &[0, 1]);
+    }
+}

@@ -1,0 +1,28 @@
+//! The symbol-table model of klpsym and the kernel's lookup semantics over it.
+//!
+//! This crate never opens a file, never reads `/proc`, and never decompresses anything: it
+//! takes symbols from a source parser (see `klpsym-sources`) and answers queries the way the
+//! kernel would.
+//!
+//! - [`SymbolTable`] holds objects (vmlinux, modules, pseudo-objects) and their symbols in
+//!   kernel order, with a name index and an address index built on first use.
+//! - [`lookup`] reproduces `klp_find_object_symbol()` (kernel/livepatch/core.c): positions,
+//!   verdicts and the kernel's exact messages.
+//! - [`symbolize`] reproduces `%pS` (`name+0xoff/0xsize [module]`).
+//! - [`resched`] is the one reschedule-point mechanism every long operation goes through.
+
+mod addr_index;
+mod format;
+mod lookup;
+mod name_index;
+mod object;
+pub mod resched;
+mod symbolize;
+mod table;
+
+pub use format::{write_kallsyms, KallsymsWriter};
+pub use lookup::{find_object_symbol, LookupOutcome, LookupRequest, Verdict};
+pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
+pub use resched::{Cancelled, Resched, ReschedPolicy};
+pub use symbolize::{Symbolized, SymbolizeOutcome};
+pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};

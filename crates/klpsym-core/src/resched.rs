@@ -1,0 +1,280 @@
+//! Bounded reschedule points: the one mechanism every long klpsym operation goes through.
+//!
+//! The kernel learned in 5.17 ("livepatch: Avoid CPU hogging with cond_resched") that a long
+//! symbol walk without a reschedule point starves everything else on its CPU. klpsym runs
+//! next to latency-critical work, so every loop whose length grows with its input calls
+//! [`Resched::tick`] once per item. `tick` is a counter decrement; only every `stride` items
+//! does it read the clock, and the stride adapts so that the clock is read about four times per
+//! interval. When at least `interval` has passed since the last point, the point runs: it does
+//! what the [`ReschedPolicy`] says (nothing, `sched_yield`, a callback) and checks cancellation.
+//!
+//! The instrumented mode records the longest stretch between two points, which is how the
+//! bound is proven on real inputs (`klpsym bench resched`).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The default interval between reschedule points. See the README's "Never hog a CPU"
+/// section for the measurement behind it.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(50);
+
+/// Returned by a reschedule point when the operation was cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("operation cancelled")]
+pub struct Cancelled;
+
+/// What a reschedule point does.
+pub enum ReschedPolicy {
+    /// Nothing (the point still checks cancellation and records statistics).
+    Nothing,
+    /// Give the CPU away with `std::thread::yield_now` (`sched_yield(2)` on Linux).
+    Yield,
+    /// Run a callback; returning `Err(Cancelled)` stops the operation.
+    Callback(Box<dyn FnMut() -> Result<(), Cancelled> + Send>),
+}
+
+impl fmt::Debug for ReschedPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReschedPolicy::Nothing => f.write_str("Nothing"),
+            ReschedPolicy::Yield => f.write_str("Yield"),
+            ReschedPolicy::Callback(_) => f.write_str("Callback(..)"),
+        }
+    }
+}
+
+/// Statistics an instrumented [`Resched`] collects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReschedStats {
+    /// Number of reschedule points reached.
+    pub points: u64,
+    /// Number of items counted by `tick`.
+    pub items: u64,
+    /// The longest time between two consecutive points (or the start and the first point).
+    pub longest_stretch: Duration,
+}
+
+/// A reschedule-point driver. Create one per operation (or share one across the phases of an
+/// operation), call [`tick`](Resched::tick) per unit of work and `?` its result.
+pub struct Resched {
+    policy: ReschedPolicy,
+    interval: Duration,
+    cancel: Option<Arc<AtomicBool>>,
+    countdown: u32,
+    stride: u32,
+    last_point: Instant,
+    last_check: Instant,
+    stats: ReschedStats,
+}
+
+impl fmt::Debug for Resched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resched")
+            .field("policy", &self.policy)
+            .field("interval", &self.interval)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Default for Resched {
+    fn default() -> Self {
+        Resched::new(ReschedPolicy::Nothing)
+    }
+}
+
+impl Resched {
+    /// A driver with the given policy and the default interval.
+    pub fn new(policy: ReschedPolicy) -> Self {
+        let now = Instant::now();
+        Resched {
+            policy,
+            interval: DEFAULT_INTERVAL,
+            cancel: None,
+            countdown: 1,
+            stride: 1,
+            last_point: now,
+            last_check: now,
+            stats: ReschedStats::default(),
+        }
+    }
+
+    /// A driver whose points do nothing: for callers that do not care.
+    pub fn none() -> Self {
+        Resched::new(ReschedPolicy::Nothing)
+    }
+
+    /// Sets the interval between points (clamped to at least 1 µs).
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval.max(Duration::from_micros(1));
+        self
+    }
+
+    /// Cancels the operation at its next point once `flag` is set.
+    pub fn with_cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// The configured interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Statistics so far. `longest_stretch` includes the stretch still running.
+    pub fn stats(&self) -> ReschedStats {
+        let mut s = self.stats;
+        s.items += u64::from(self.stride - self.countdown);
+        s.longest_stretch = s.longest_stretch.max(self.last_point.elapsed());
+        s
+    }
+
+    /// Counts one unit of work; runs a reschedule point when the interval has passed.
+    #[inline]
+    pub fn tick(&mut self) -> Result<(), Cancelled> {
+        self.countdown -= 1;
+        if self.countdown == 0 {
+            self.check_clock(u64::from(self.stride))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Counts `n` units of work at once (for loops that process items in chunks).
+    #[inline]
+    pub fn tick_n(&mut self, n: u32) -> Result<(), Cancelled> {
+        if n >= self.countdown {
+            let items = u64::from(self.stride - self.countdown) + u64::from(n);
+            self.check_clock(items)
+        } else {
+            self.countdown -= n;
+            Ok(())
+        }
+    }
+
+    /// Runs a reschedule point now, whatever the clock says.
+    pub fn point(&mut self) -> Result<(), Cancelled> {
+        let now = Instant::now();
+        self.run_point(now)
+    }
+
+    #[cold]
+    fn check_clock(&mut self, items: u64) -> Result<(), Cancelled> {
+        let now = Instant::now();
+        self.stats.items += items;
+        let since_check = now.saturating_duration_since(self.last_check);
+        // Adapt the stride so that the clock is read about four times per interval.
+        let target = self.interval / 4;
+        let per_item_ns = (since_check.as_nanos() as u64 / items.max(1)).max(1);
+        let wanted = (target.as_nanos() as u64 / per_item_ns).clamp(1, 1 << 16);
+        self.stride = wanted as u32;
+        self.countdown = self.stride;
+        self.last_check = now;
+        if now.saturating_duration_since(self.last_point) >= self.interval {
+            self.run_point(now)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn run_point(&mut self, now: Instant) -> Result<(), Cancelled> {
+        let stretch = now.saturating_duration_since(self.last_point);
+        self.stats.longest_stretch = self.stats.longest_stretch.max(stretch);
+        self.stats.points += 1;
+        let result = match &mut self.policy {
+            ReschedPolicy::Nothing => Ok(()),
+            ReschedPolicy::Yield => {
+                std::thread::yield_now();
+                Ok(())
+            }
+            ReschedPolicy::Callback(f) => f(),
+        };
+        let cancelled = self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed));
+        let after = Instant::now();
+        self.last_point = after;
+        self.last_check = after;
+        result?;
+        if cancelled {
+            return Err(Cancelled);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn busy(ns: u64) {
+        let start = Instant::now();
+        while start.elapsed().as_nanos() < u128::from(ns) {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn points_are_reached_while_working() {
+        let mut r = Resched::none().with_interval(Duration::from_micros(100));
+        for _ in 0..20_000 {
+            busy(200);
+            r.tick().unwrap();
+        }
+        // 20k items of 0.2 µs = 4 ms of work: dozens of points at least.
+        assert!(r.stats().points >= 10, "{:?}", r.stats());
+    }
+
+    #[test]
+    fn callback_runs_and_can_cancel() {
+        let mut calls = 0u32;
+        let counter = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let c2 = counter.clone();
+        let mut r = Resched::new(ReschedPolicy::Callback(Box::new(move || {
+            if c2.fetch_add(1, Ordering::Relaxed) >= 2 {
+                Err(Cancelled)
+            } else {
+                Ok(())
+            }
+        })))
+        .with_interval(Duration::from_micros(1));
+        let mut result = Ok(());
+        for _ in 0..1_000_000 {
+            busy(100);
+            calls += 1;
+            result = r.tick();
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(Cancelled));
+        assert!(calls < 1_000_000);
+        assert_eq!(counter.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn cancel_flag_stops_at_next_point() {
+        let flag = Arc::new(AtomicBool::new(true));
+        let mut r = Resched::none()
+            .with_interval(Duration::from_micros(1))
+            .with_cancel_flag(flag);
+        let mut n = 0;
+        while r.tick().is_ok() {
+            busy(500);
+            n += 1;
+            assert!(n < 100_000, "cancellation never observed");
+        }
+    }
+
+    #[test]
+    fn tick_n_counts_items() {
+        let mut r = Resched::none().with_interval(Duration::from_secs(3600));
+        for _ in 0..100 {
+            r.tick_n(1000).unwrap();
+        }
+        assert!(r.stats().items >= 90_000, "{:?}", r.stats());
+    }
+}

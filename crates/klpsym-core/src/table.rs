@@ -1,0 +1,433 @@
+//! The symbol table: objects and their symbols in kernel order, with lazily built indexes.
+
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::addr_index::AddrIndex;
+use crate::name_index::NameIndex;
+use crate::object::{ObjectId, ObjectInfo, ObjectKind};
+use crate::resched::{Cancelled, Resched};
+
+/// Marks a size that no source and no neighbour could tell.
+pub const SIZE_UNKNOWN: u64 = u64::MAX;
+
+/// Index of a symbol in kernel order (the order /proc/kallsyms prints it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SymbolId(pub u32);
+
+/// The compact record behind every symbol: 24 bytes, no allocation per symbol.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SymRec {
+    pub(crate) addr: u64,
+    pub(crate) name_off: u32,
+    pub(crate) name_len: u32,
+    pub(crate) object: u32,
+    pub(crate) kind: u8,
+}
+
+/// A borrowed view of one symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symbol<'t> {
+    /// Its index in kernel order.
+    pub id: SymbolId,
+    /// Its address (zero when the source hides addresses).
+    pub addr: u64,
+    /// The type letter the kernel prints (`t`, `T`, `d`, ...).
+    pub kind: char,
+    /// Its name.
+    pub name: &'t str,
+    /// The object that holds it.
+    pub object: ObjectId,
+}
+
+/// Why a table could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// More symbols or name bytes than the 32-bit layout holds.
+    #[error("symbol table too large: {0}")]
+    TooLarge(&'static str),
+    /// The operation was cancelled at a reschedule point.
+    #[error(transparent)]
+    Cancelled(#[from] Cancelled),
+}
+
+/// A table of kernel symbols from one source.
+#[derive(Debug)]
+pub struct SymbolTable {
+    pub(crate) names: Vec<u8>,
+    pub(crate) syms: Vec<SymRec>,
+    pub(crate) objects: Vec<ObjectInfo>,
+    source_sizes: Option<Vec<u64>>,
+    addr_width: u8,
+    addresses_hidden: bool,
+    name_index: OnceLock<NameIndex>,
+    addr_index: OnceLock<AddrIndex>,
+}
+
+/// Builds a [`SymbolTable`] symbol by symbol, in kernel order.
+#[derive(Debug)]
+pub struct SymbolTableBuilder {
+    names: Vec<u8>,
+    syms: Vec<SymRec>,
+    objects: Vec<ObjectInfo>,
+    object_ids: FxHashMap<String, u32>,
+    last_object: u32,
+    source_sizes: Option<Vec<u64>>,
+    addr_width: u8,
+    any_nonzero: bool,
+}
+
+impl Default for SymbolTableBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SymbolTableBuilder {
+    /// An empty builder; vmlinux is object 0.
+    pub fn new() -> Self {
+        SymbolTableBuilder {
+            names: Vec::new(),
+            syms: Vec::new(),
+            objects: vec![ObjectInfo {
+                name: "vmlinux".to_string(),
+                kind: ObjectKind::Vmlinux,
+                symbol_count: 0,
+            }],
+            object_ids: FxHashMap::default(),
+            last_object: 0,
+            source_sizes: None,
+            addr_width: 16,
+            any_nonzero: false,
+        }
+    }
+
+    /// Pre-sizes the builder for `symbols` symbols with `name_bytes` bytes of names in total.
+    pub fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
+        let mut b = Self::new();
+        b.syms.reserve(symbols);
+        b.names.reserve(name_bytes);
+        b
+    }
+
+    /// Takes an existing byte buffer as the name arena: names already in it can be added with
+    /// [`push_arena_name`](Self::push_arena_name) without copying (the text parsers hand over
+    /// the file they read).
+    pub fn with_name_arena(arena: Vec<u8>, symbols: usize) -> Self {
+        let mut b = Self::new();
+        b.names = arena;
+        b.syms.reserve(symbols);
+        b
+    }
+
+    /// Number of hex digits addresses print with in `dump` (16 on 64-bit kernels).
+    pub fn set_addr_width(&mut self, digits: u8) {
+        self.addr_width = digits.clamp(1, 16);
+    }
+
+    /// The object id for `name` (a module or pseudo-object name; `vmlinux` is 0), created with
+    /// `kind` on first use.
+    pub fn object(&mut self, name: &str, kind: ObjectKind) -> ObjectId {
+        if name == "vmlinux" && kind == ObjectKind::Vmlinux {
+            return ObjectId::VMLINUX;
+        }
+        let last = &self.objects[self.last_object as usize];
+        if last.name == name && self.last_object != 0 {
+            return ObjectId(self.last_object);
+        }
+        let id = match self.object_ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.objects.len() as u32;
+                self.objects.push(ObjectInfo {
+                    name: name.to_string(),
+                    kind,
+                    symbol_count: 0,
+                });
+                self.object_ids.insert(name.to_string(), id);
+                id
+            }
+        };
+        self.last_object = id;
+        ObjectId(id)
+    }
+
+    /// Adds a symbol whose name is copied into the arena.
+    pub fn push(&mut self, object: ObjectId, addr: u64, kind: u8, name: &str) -> Result<SymbolId, BuildError> {
+        let off = self.names.len();
+        self.names.extend_from_slice(name.as_bytes());
+        self.push_arena_name(object, addr, kind, off, name.len())
+    }
+
+    /// Adds a symbol whose name is already at `name_off..name_off+name_len` of the arena.
+    ///
+    /// The caller guarantees those bytes are valid UTF-8 (the text parsers check it).
+    pub fn push_arena_name(
+        &mut self,
+        object: ObjectId,
+        addr: u64,
+        kind: u8,
+        name_off: usize,
+        name_len: usize,
+    ) -> Result<SymbolId, BuildError> {
+        let id = u32::try_from(self.syms.len()).map_err(|_| BuildError::TooLarge("over 4G symbols"))?;
+        let name_off = u32::try_from(name_off).map_err(|_| BuildError::TooLarge("over 4 GiB of names"))?;
+        let name_len = u32::try_from(name_len).map_err(|_| BuildError::TooLarge("name over 4 GiB"))?;
+        debug_assert!(std::str::from_utf8(&self.names[name_off as usize..(name_off + name_len) as usize]).is_ok());
+        self.any_nonzero |= addr != 0;
+        self.objects[object.0 as usize].symbol_count += 1;
+        self.syms.push(SymRec {
+            addr,
+            name_off,
+            name_len,
+            object: object.0,
+            kind,
+        });
+        if let Some(sizes) = &mut self.source_sizes {
+            sizes.push(SIZE_UNKNOWN);
+        }
+        Ok(SymbolId(id))
+    }
+
+    /// Records a size the source knows (an ELF `st_size`) for the most recent symbol.
+    pub fn set_last_size(&mut self, size: u64) {
+        let n = self.syms.len();
+        if n == 0 {
+            return;
+        }
+        let sizes = self.source_sizes.get_or_insert_with(|| vec![SIZE_UNKNOWN; n]);
+        sizes[n - 1] = size;
+    }
+
+    /// Number of symbols so far.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// The name arena (the buffer handed to [`with_name_arena`](Self::with_name_arena) plus
+    /// names copied since).
+    pub fn arena(&self) -> &[u8] {
+        &self.names
+    }
+
+    /// True when no symbol was added.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// Finishes the table. Addresses count as hidden when the table has symbols and every one
+    /// of them is zero (what /proc/kallsyms prints under kptr_restrict).
+    pub fn build(self) -> SymbolTable {
+        let hidden = !self.syms.is_empty() && !self.any_nonzero;
+        SymbolTable {
+            names: self.names,
+            syms: self.syms,
+            objects: self.objects,
+            source_sizes: self.source_sizes,
+            addr_width: self.addr_width,
+            addresses_hidden: hidden,
+            name_index: OnceLock::new(),
+            addr_index: OnceLock::new(),
+        }
+    }
+}
+
+impl SymbolTable {
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// True when the table holds no symbol.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// True when every address is zero: the source hid them (kptr_restrict). Name queries
+    /// still work; address queries cannot.
+    pub fn addresses_hidden(&self) -> bool {
+        self.addresses_hidden
+    }
+
+    /// Hex digits of an address in `dump` output.
+    pub fn addr_width(&self) -> u8 {
+        self.addr_width
+    }
+
+    /// All objects, vmlinux first, then in the order the source listed them.
+    pub fn objects(&self) -> &[ObjectInfo] {
+        &self.objects
+    }
+
+    /// The object named `name` (already normalized), if the table has it.
+    pub fn object_by_name(&self, name: &str) -> Option<ObjectId> {
+        self.objects
+            .iter()
+            .position(|o| o.name == name)
+            .map(|i| ObjectId(i as u32))
+    }
+
+    /// The object's description.
+    pub fn object_info(&self, id: ObjectId) -> &ObjectInfo {
+        &self.objects[id.0 as usize]
+    }
+
+    /// The symbol at `id`.
+    #[inline]
+    pub fn symbol(&self, id: SymbolId) -> Symbol<'_> {
+        let r = &self.syms[id.0 as usize];
+        Symbol {
+            id,
+            addr: r.addr,
+            kind: r.kind as char,
+            name: self.name_of(r),
+            object: ObjectId(r.object),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn name_of(&self, r: &SymRec) -> &str {
+        let bytes = &self.names[r.name_off as usize..(r.name_off + r.name_len) as usize];
+        // The builder only accepts UTF-8 names; a failure here would be a bug in a parser.
+        std::str::from_utf8(bytes).unwrap_or("<invalid utf-8>")
+    }
+
+    #[inline]
+    pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
+        let r = &self.syms[i as usize];
+        &self.names[r.name_off as usize..(r.name_off + r.name_len) as usize]
+    }
+
+    /// All symbols in kernel order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Symbol<'_>> + '_ {
+        (0..self.syms.len() as u32).map(move |i| self.symbol(SymbolId(i)))
+    }
+
+    /// The size a source recorded for `id` (ELF `st_size`), or [`SIZE_UNKNOWN`].
+    pub fn source_size(&self, id: SymbolId) -> u64 {
+        self.source_sizes
+            .as_ref()
+            .map_or(SIZE_UNKNOWN, |s| s[id.0 as usize])
+    }
+
+    /// The size of `id`: the distance to the next higher address in its object, else what the
+    /// source knows, else [`SIZE_UNKNOWN`].
+    pub fn size(&self, id: SymbolId) -> u64 {
+        let inferred = self.addr_index().size(id.0);
+        if inferred != SIZE_UNKNOWN {
+            inferred
+        } else {
+            self.source_size(id)
+        }
+    }
+
+    pub(crate) fn name_index(&self) -> &NameIndex {
+        self.name_index
+            .get_or_init(|| NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag"))
+    }
+
+    pub(crate) fn addr_index(&self) -> &AddrIndex {
+        self.addr_index
+            .get_or_init(|| AddrIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag"))
+    }
+
+    /// Builds both indexes now, reaching reschedule points through `resched`. Queries build
+    /// them on first use otherwise.
+    pub fn build_indexes(&self, resched: &mut Resched) -> Result<(), Cancelled> {
+        if self.name_index.get().is_none() {
+            let idx = NameIndex::build(self, resched)?;
+            let _ = self.name_index.set(idx);
+        }
+        if self.addr_index.get().is_none() {
+            let idx = AddrIndex::build(self, resched)?;
+            let _ = self.addr_index.set(idx);
+        }
+        Ok(())
+    }
+
+    /// Number of distinct names (builds the name index).
+    pub fn distinct_names(&self) -> usize {
+        self.name_index().distinct()
+    }
+
+    /// Every symbol named `name`, in kernel order, across all objects.
+    pub fn by_name<'t>(&'t self, name: &str) -> impl Iterator<Item = Symbol<'t>> + 't {
+        self.name_index()
+            .matches(self, name.as_bytes())
+            .map(move |i| self.symbol(SymbolId(i)))
+    }
+
+    /// Every symbol named `name` in `object`, in the object's kernel order: the order that
+    /// defines livepatch positions (sympos).
+    pub fn by_name_in<'t>(&'t self, name: &str, object: ObjectId) -> impl Iterator<Item = Symbol<'t>> + 't {
+        self.by_name(name).filter(move |s| s.object == object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SymbolTable {
+        let mut b = SymbolTableBuilder::new();
+        let v = ObjectId::VMLINUX;
+        b.push(v, 0x1000, b'T', "_text").unwrap();
+        b.push(v, 0x1000, b'T', "start").unwrap();
+        b.push(v, 0x1010, b't', "dup").unwrap();
+        b.push(v, 0x1040, b't', "dup").unwrap();
+        let m = b.object("mod_a", ObjectKind::Module);
+        b.push(m, 0x9000, b't', "dup").unwrap();
+        b.push(m, 0x8000, b'T', "exported").unwrap();
+        b.build()
+    }
+
+    #[test]
+    fn objects_and_order() {
+        let t = sample();
+        assert_eq!(t.objects().len(), 2);
+        assert_eq!(t.object_info(ObjectId(1)).name, "mod_a");
+        assert_eq!(t.object_info(ObjectId(1)).symbol_count, 2);
+        assert_eq!(t.object_info(ObjectId::VMLINUX).symbol_count, 4);
+        let dups: Vec<_> = t.by_name("dup").map(|s| s.addr).collect();
+        assert_eq!(dups, vec![0x1010, 0x1040, 0x9000]);
+        let in_mod: Vec<_> = t.by_name_in("dup", ObjectId(1)).map(|s| s.addr).collect();
+        assert_eq!(in_mod, vec![0x9000]);
+        assert!(!t.addresses_hidden());
+    }
+
+    #[test]
+    fn sizes_follow_the_next_address_of_the_same_object() {
+        let t = sample();
+        // _text and start are aliases at 0x1000: both end at 0x1010.
+        assert_eq!(t.size(SymbolId(0)), 0x10);
+        assert_eq!(t.size(SymbolId(1)), 0x10);
+        assert_eq!(t.size(SymbolId(2)), 0x30);
+        // last of vmlinux: unknown
+        assert_eq!(t.size(SymbolId(3)), SIZE_UNKNOWN);
+        // module symbols in symtab order, not address order: exported (0x8000) ends at dup (0x9000)
+        assert_eq!(t.size(SymbolId(5)), 0x1000);
+        assert_eq!(t.size(SymbolId(4)), SIZE_UNKNOWN);
+    }
+
+    #[test]
+    fn source_size_fills_in_for_the_last_symbol() {
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x10, b'T', "a").unwrap();
+        b.push(ObjectId::VMLINUX, 0x20, b'T', "b").unwrap();
+        b.set_last_size(8);
+        let t = b.build();
+        assert_eq!(t.size(SymbolId(0)), 0x10);
+        assert_eq!(t.size(SymbolId(1)), 8);
+    }
+
+    #[test]
+    fn all_zero_addresses_are_hidden() {
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0, b'T', "a").unwrap();
+        b.push(ObjectId::VMLINUX, 0, b'T', "b").unwrap();
+        assert!(b.build().addresses_hidden());
+        assert!(!SymbolTableBuilder::new().build().addresses_hidden());
+    }
+}

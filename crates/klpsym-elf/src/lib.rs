@@ -1,0 +1,33 @@
+//! klpsym-elf: the symbols the kernel's kallsyms shows, computed from ELF bytes.
+//!
+//! - [`vmlinux_kallsyms`]: a vmlinux with `.symtab` -> the /proc/kallsyms set and
+//!   order, reproducing `nm -n` + scripts/mksysmap + scripts/kallsyms per era.
+//! - [`module_kallsyms`]: a `.ko` -> the lines the module contributes to
+//!   /proc/kallsyms once loaded, with section-relative addresses;
+//!   [`place_module`] matches them against a running kernel's lines and yields
+//!   absolute addresses.
+//!
+//! This crate never opens files and never decompresses: it takes `&[u8]`.
+
+mod error;
+mod filter;
+mod layout;
+mod module;
+mod nm;
+mod place;
+mod raw;
+mod symbol;
+#[cfg(test)]
+mod testutil;
+mod vmlinux;
+
+pub use error::{machine_name, ElfError};
+pub use filter::KernelVersion;
+pub use layout::layout_core_sections;
+pub use module::{
+    module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with, ModuleOptions,
+    ModuleSection, ModuleSymbols,
+};
+pub use place::{place_module, place_with_bases, section_bases};
+pub use symbol::ElfKallsym;
+pub use vmlinux::{vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols};

@@ -1,0 +1,576 @@
+//! The kallsyms view of a kernel module (.ko, ET_REL) once loaded and
+//! initialised, following kernel/module/kallsyms.c (kernel/module.c before 5.19):
+//! `layout_symtab()`/`add_kallsyms()` keep symbol 0 and every `is_core_symbol()`
+//! in `.symtab` order (all symbols for livepatch modules); `elf_type()` gives the
+//! letter, computed on the section flags as the loader left them (`.modinfo`,
+//! `__versions` and the percpu section lose SHF_ALLOC before layout); `s_show()`
+//! upper-cases the letter when `is_exported()` and lower-cases it otherwise, and
+//! skips entries with an empty name.
+
+use std::collections::HashMap;
+
+use crate::error::{machine_name, ElfError};
+use crate::layout::SHF_RO_AFTER_INIT;
+use crate::raw::{
+    RawElf, RawSection, RawSymbol, EM_IA_64, ET_REL, SHF_ALLOC, SHF_EXECINSTR, SHF_IA_64_SHORT,
+    SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_OBJECT,
+};
+use crate::symbol::ElfKallsym;
+
+/// Offset of `name` in `struct module` on 64-bit kernels: after `enum
+/// module_state state` (padded to 8) and `struct list_head list`.
+const THIS_MODULE_NAME_OFFSET_64: usize = 24;
+/// The same on 32-bit kernels.
+const THIS_MODULE_NAME_OFFSET_32: usize = 12;
+/// MODULE_NAME_LEN on 64-bit kernels (64 - sizeof(unsigned long)).
+const MODULE_NAME_LEN: usize = 56;
+
+/// Result of [`module_kallsyms`].
+#[derive(Debug, Clone)]
+pub struct ModuleSymbols {
+    /// Module name as the kernel spells it (from `.modinfo` `name=`, else
+    /// `.gnu.linkonce.this_module`).
+    pub name: String,
+    /// ELF `e_machine`.
+    pub machine: u16,
+    /// The /proc/kallsyms lines of this module, in the kernel's order, with
+    /// section-relative addresses.
+    pub entries: Vec<ElfKallsym>,
+    /// `.modinfo` key/value pairs in file order.
+    pub modinfo: Vec<(String, String)>,
+    /// `vermagic=` from `.modinfo`.
+    pub vermagic: Option<String>,
+    /// `depends=` from `.modinfo`, split on commas.
+    pub depends: Vec<String>,
+    /// Section headers the entries refer to (index -> facts), for placement.
+    pub sections: Vec<ModuleSection>,
+}
+
+/// A section of the module as the loader sees it, for address computation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSection {
+    /// Section header index.
+    pub index: u32,
+    /// Section name.
+    pub name: String,
+    /// `sh_flags` after the loader's adjustments.
+    pub flags: u64,
+    /// `sh_type`.
+    pub sh_type: u32,
+    /// `sh_size`.
+    pub size: u64,
+    /// `sh_addralign`.
+    pub align: u64,
+}
+
+/// Assumptions about the running kernel's configuration that change the module
+/// view. Defaults match Debian/Ubuntu/Fedora kernels.
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleOptions {
+    /// CONFIG_KALLSYMS_ALL: without it only executable sections' symbols stay.
+    pub kallsyms_all: bool,
+    /// CONFIG_MODULE_UNLOAD: without it `.exit*` sections go with init (6.4+).
+    pub module_unload: bool,
+}
+
+impl Default for ModuleOptions {
+    fn default() -> Self {
+        ModuleOptions {
+            kallsyms_all: true,
+            module_unload: true,
+        }
+    }
+}
+
+/// The /proc/kallsyms view of a module with default [`ModuleOptions`].
+pub fn module_kallsyms(ko: &[u8]) -> Result<ModuleSymbols, ElfError> {
+    module_kallsyms_with(ko, ModuleOptions::default())
+}
+
+/// [`module_kallsyms`], refusing objects for another machine than `machine`.
+pub fn module_kallsyms_for_machine(ko: &[u8], machine: u16) -> Result<ModuleSymbols, ElfError> {
+    let raw = RawElf::parse(ko)?;
+    if raw.machine != machine {
+        return Err(ElfError::WrongMachine {
+            found: raw.machine,
+            found_name: machine_name(raw.machine),
+            expected: machine,
+            expected_name: machine_name(machine),
+        });
+    }
+    module_from_raw(&raw, ModuleOptions::default())
+}
+
+/// [`module_kallsyms`] with explicit kernel configuration assumptions.
+pub fn module_kallsyms_with(ko: &[u8], opts: ModuleOptions) -> Result<ModuleSymbols, ElfError> {
+    module_from_raw(&RawElf::parse(ko)?, opts)
+}
+
+fn module_from_raw(raw: &RawElf<'_>, opts: ModuleOptions) -> Result<ModuleSymbols, ElfError> {
+    if raw.e_type != ET_REL {
+        return Err(ElfError::WrongType {
+            found: raw.e_type,
+            expected: "ET_REL (1)",
+            operation: "module_kallsyms",
+        });
+    }
+    if !raw.has_symtab {
+        return Err(ElfError::NoSymtab);
+    }
+    let modinfo = parse_modinfo(raw)?;
+    let get = |k: &str| {
+        modinfo
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let livepatch = get("livepatch").as_deref() == Some("Y");
+    let name = match get("name") {
+        Some(n) => n,
+        None => this_module_name(raw)?,
+    };
+
+    // Section flags as the loader leaves them before layout_symtab().
+    let mut flags: Vec<u64> = raw.sections.iter().map(|s| s.flags).collect();
+    let alloc_named = |n: &str| {
+        raw.sections
+            .iter()
+            .position(|s| s.name == n && s.flags & SHF_ALLOC != 0)
+    };
+    let pcpu = alloc_named(".data..percpu");
+    for idx in [alloc_named(".modinfo"), alloc_named("__versions"), pcpu]
+        .into_iter()
+        .flatten()
+    {
+        flags[idx] &= !SHF_ALLOC;
+    }
+    // layout_and_allocate() marks these read-only-after-init (no effect on the
+    // letters; it places them in their own layout class).
+    for idx in [
+        alloc_named(".data..ro_after_init"),
+        alloc_named("__jump_table"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        flags[idx] |= SHF_RO_AFTER_INIT;
+    }
+    let small = if raw.machine == EM_IA_64 {
+        SHF_IA_64_SHORT
+    } else {
+        0
+    };
+    let shnum = raw.sections.len();
+    let exports = export_targets(raw);
+
+    let mut entries = Vec::new();
+    for sym in &raw.symbols {
+        let keep =
+            sym.index == 0 || livepatch || is_core_symbol(raw, sym, &flags, shnum, pcpu, opts);
+        if !keep || sym.name.is_empty() {
+            // Symbol 0 and unnamed symbols are kept by the loader but s_show()
+            // prints nothing for an empty name.
+            continue;
+        }
+        let lower = elf_type(raw, sym, &flags, pcpu, small);
+        let exported = exports
+            .get(sym.name.as_str())
+            .is_some_and(|&(shndx, value)| {
+                sym.shndx == shndx && sym.value == value && sym.shndx != SHN_UNDEF
+            });
+        let kind = if exported {
+            lower.to_ascii_uppercase()
+        } else {
+            lower.to_ascii_lowercase()
+        };
+        let section_index =
+            (sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE).then_some(u32::from(sym.shndx));
+        entries.push(ElfKallsym {
+            name: sym.name.clone(),
+            kind,
+            addr: sym.value,
+            size: Some(sym.size),
+            section: section_index
+                .and_then(|i| raw.section_name(i))
+                .map(str::to_owned),
+            section_index,
+            exported,
+        });
+    }
+    let sections = raw
+        .sections
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ModuleSection {
+            index: i as u32,
+            name: s.name.clone(),
+            flags: flags[i],
+            sh_type: s.sh_type,
+            size: s.size,
+            align: s.align,
+        })
+        .collect();
+    Ok(ModuleSymbols {
+        name,
+        machine: raw.machine,
+        entries,
+        vermagic: get("vermagic"),
+        depends: get("depends")
+            .map(|d| {
+                d.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        modinfo,
+        sections,
+    })
+}
+
+/// Sections the loader lays out with the init part, freed after init:
+/// `module_init_layout_section()`.
+pub(crate) fn is_init_section(name: &str, opts: ModuleOptions) -> bool {
+    name.starts_with(".init") || (!opts.module_unload && name.starts_with(".exit"))
+}
+
+/// kernel/module/kallsyms.c is_core_symbol(), on the raw 16-bit st_shndx.
+fn is_core_symbol(
+    raw: &RawElf<'_>,
+    sym: &RawSymbol,
+    flags: &[u64],
+    shnum: usize,
+    pcpu: Option<usize>,
+    opts: ModuleOptions,
+) -> bool {
+    let shndx = usize::from(sym.shndx);
+    if sym.shndx == SHN_UNDEF || shndx >= shnum || sym.st_name == 0 {
+        return false;
+    }
+    if opts.kallsyms_all && Some(shndx) == pcpu {
+        return true;
+    }
+    let f = flags[shndx];
+    if f & SHF_ALLOC == 0 || (!opts.kallsyms_all && f & SHF_EXECINSTR == 0) {
+        return false;
+    }
+    !is_init_section(&raw.sections[shndx].name, opts)
+}
+
+/// kernel/module/kallsyms.c elf_type() ("As per nm").
+fn elf_type(
+    raw: &RawElf<'_>,
+    sym: &RawSymbol,
+    flags: &[u64],
+    pcpu: Option<usize>,
+    small: u64,
+) -> u8 {
+    if sym.bind == STB_WEAK {
+        return if sym.typ == STT_OBJECT { b'v' } else { b'w' };
+    }
+    if sym.shndx == SHN_UNDEF {
+        return b'U';
+    }
+    if sym.shndx == SHN_ABS || Some(usize::from(sym.shndx)) == pcpu {
+        return b'a';
+    }
+    if sym.shndx >= SHN_LORESERVE {
+        return b'?';
+    }
+    let Some(sec): Option<&RawSection<'_>> = raw.sections.get(usize::from(sym.shndx)) else {
+        return b'?';
+    };
+    let f = flags[usize::from(sym.shndx)];
+    if f & SHF_EXECINSTR != 0 {
+        return b't';
+    }
+    if f & SHF_ALLOC != 0 && sec.sh_type != SHT_NOBITS {
+        return if f & SHF_WRITE == 0 {
+            b'r'
+        } else if f & small != 0 {
+            b'g'
+        } else {
+            b'd'
+        };
+    }
+    if sec.sh_type == SHT_NOBITS {
+        return if f & small != 0 { b's' } else { b'b' };
+    }
+    if sec.name.starts_with(".debug") {
+        return b'n';
+    }
+    b'?'
+}
+
+/// For every exported name, the (st_shndx, st_value) of the symbol the export
+/// points at: the kernel's `is_exported()` compares the ksymtab value with the
+/// symbol's value, so a static namesake elsewhere is not exported. Exports are
+/// recognised by their `__ksymtab_<name>` symbols (EXPORT_SYMBOL before 6.5,
+/// modpost-generated since); the target is the non-local definition of `<name>`.
+///
+/// Only the plain `__ksymtab` counts: `is_exported()` searches `mod->syms`, never
+/// `mod->gpl_syms`, so EXPORT_SYMBOL_GPL symbols print lower-case (seen on Debian
+/// 6.1: `t garp_request_join [garp]`).
+fn export_targets<'r>(raw: &'r RawElf<'_>) -> HashMap<&'r str, (u16, u64)> {
+    let mut defs: HashMap<&str, (u16, u64)> = HashMap::new();
+    for s in &raw.symbols {
+        if s.bind != STB_LOCAL && s.shndx != SHN_UNDEF {
+            defs.entry(s.name.as_str()).or_insert((s.shndx, s.value));
+        }
+    }
+    raw.symbols
+        .iter()
+        .filter(|s| {
+            s.section
+                .and_then(|i| raw.section_name(i))
+                .is_some_and(|sec| sec == "__ksymtab" || sec.starts_with("___ksymtab+"))
+        })
+        .filter_map(|s| s.name.strip_prefix("__ksymtab_"))
+        .filter_map(|n| defs.get(n).map(|&d| (n, d)))
+        .collect()
+}
+
+/// `.modinfo`: NUL-separated `key=value` strings, with NUL padding between them.
+fn parse_modinfo(raw: &RawElf<'_>) -> Result<Vec<(String, String)>, ElfError> {
+    let Some(idx) = raw.find_section(".modinfo") else {
+        return Ok(Vec::new());
+    };
+    let data = raw.sections[idx].data.unwrap_or(&[]);
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    for chunk in data.split(|&b| b == 0) {
+        if !chunk.is_empty() {
+            let text = std::str::from_utf8(chunk).map_err(|e| {
+                ElfError::malformed(
+                    format!("modinfo string is not UTF-8: {e}"),
+                    format!(".modinfo offset {offset:#x}"),
+                )
+            })?;
+            let (k, v) = text.split_once('=').ok_or_else(|| {
+                ElfError::malformed(
+                    format!("modinfo entry {text:?} has no '='"),
+                    format!(".modinfo offset {offset:#x}"),
+                )
+            })?;
+            out.push((k.to_owned(), v.to_owned()));
+        }
+        offset += chunk.len() + 1;
+    }
+    Ok(out)
+}
+
+/// `struct module.name` inside `.gnu.linkonce.this_module`.
+fn this_module_name(raw: &RawElf<'_>) -> Result<String, ElfError> {
+    let idx = raw
+        .find_section(".gnu.linkonce.this_module")
+        .ok_or_else(|| {
+            ElfError::malformed(
+                "no .modinfo name= and no .gnu.linkonce.this_module section",
+                "module name",
+            )
+        })?;
+    let data = raw.sections[idx].data.unwrap_or(&[]);
+    let off = if raw.is_64 {
+        THIS_MODULE_NAME_OFFSET_64
+    } else {
+        THIS_MODULE_NAME_OFFSET_32
+    };
+    let field = data
+        .get(off..(off + MODULE_NAME_LEN).min(data.len()))
+        .ok_or_else(|| {
+            ElfError::malformed(
+                format!(
+                    "section is {} bytes, struct module.name needs offset {off}",
+                    data.len()
+                ),
+                ".gnu.linkonce.this_module",
+            )
+        })?;
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    let name = String::from_utf8_lossy(&field[..end]).into_owned();
+    if name.is_empty() {
+        return Err(ElfError::malformed(
+            format!("empty struct module.name at offset {off}"),
+            ".gnu.linkonce.this_module",
+        ));
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{At, Fixture};
+    use object::{Architecture, SectionKind};
+
+    /// A module with every kind of symbol the loader treats differently.
+    fn sample(modinfo: &[u8]) -> Vec<u8> {
+        let mut f = Fixture::new(Architecture::X86_64);
+        let text = f.section(".text", SectionKind::Text, &[]);
+        let init = f.section(".init.text", SectionKind::Text, &[]);
+        let exit = f.section(".exit.text", SectionKind::Text, &[]);
+        let rodata = f.section(".rodata", SectionKind::ReadOnlyData, &[]);
+        let data = f.section(".data", SectionKind::Data, &[]);
+        let bss = f.section(".bss", SectionKind::UninitializedData, &[]);
+        let pcpu = f.section(".data..percpu", SectionKind::Data, &[]);
+        let info = f.section(".modinfo", SectionKind::ReadOnlyData, modinfo);
+        let ksym = f.section("___ksymtab+exported_fn", SectionKind::ReadOnlyData, &[]);
+        let ksym_gpl = f.section("___ksymtab_gpl+gpl_fn", SectionKind::ReadOnlyData, &[]);
+        f.sym("helper", At::Sec(text), 0x10, 'l', 'f');
+        f.sym("dup", At::Sec(text), 0x20, 'l', 'f');
+        f.sym("dup", At::Sec(text), 0x30, 'l', 'f');
+        f.sym("init_fn", At::Sec(init), 0, 'l', 'f');
+        f.sym("exit_fn", At::Sec(exit), 0, 'l', 'f');
+        f.sym("table", At::Sec(rodata), 0, 'l', 'o');
+        f.sym("counter", At::Sec(data), 8, 'l', 'o');
+        f.sym("zeroed", At::Sec(bss), 0, 'l', 'o');
+        f.sym("pcpu_var", At::Sec(pcpu), 0x40, 'l', 'o');
+        f.sym("__UNIQUE_ID_vermagic1", At::Sec(info), 0, 'l', 'o');
+        f.sym("__ksymtab_exported_fn", At::Sec(ksym), 0, 'l', 'o');
+        f.sym("__ksymtab_gpl_fn", At::Sec(ksym_gpl), 0, 'l', 'o');
+        // A static namesake of the exported function: not exported.
+        f.sym("exported_fn", At::Sec(data), 0x40, 'l', 'o');
+        f.sym("exported_fn", At::Sec(text), 0x40, 'g', 'f');
+        f.sym("plain_global", At::Sec(text), 0x50, 'g', 'f');
+        f.sym("weak_fn", At::Sec(text), 0x60, 'w', 'f');
+        f.sym("gpl_fn", At::Sec(text), 0x70, 'g', 'f');
+        f.sym("printk", At::Undef, 0, 'g', 'n');
+        f.bytes()
+    }
+
+    const MODINFO: &[u8] = b"license=GPL\0\0\0depends=dep_a,dep_b\0name=sample_mod\0vermagic=6.1.0-57-amd64 SMP preempt mod_unload modversions \0";
+
+    fn lines(m: &ModuleSymbols) -> Vec<String> {
+        m.entries
+            .iter()
+            .map(|e| format!("{} {} {:#x}", e.kind as char, e.name, e.addr))
+            .collect()
+    }
+
+    #[test]
+    fn kallsyms_all_keeps_core_symbols_in_symtab_order() {
+        let m = module_kallsyms(&sample(MODINFO)).unwrap();
+        assert_eq!(m.name, "sample_mod");
+        assert_eq!(m.machine, 62);
+        assert_eq!(m.depends, ["dep_a", "dep_b"]);
+        assert_eq!(
+            m.vermagic.as_deref(),
+            Some("6.1.0-57-amd64 SMP preempt mod_unload modversions ")
+        );
+        assert_eq!(
+            lines(&m),
+            [
+                "t helper 0x10",
+                "t dup 0x20",
+                "t dup 0x30",
+                "t exit_fn 0x0",
+                "r table 0x0",
+                "d counter 0x8",
+                "b zeroed 0x0",
+                "a pcpu_var 0x40",
+                "r __ksymtab_exported_fn 0x0",
+                "r __ksymtab_gpl_fn 0x0",
+                "d exported_fn 0x40",
+                "T exported_fn 0x40",
+                "t plain_global 0x50",
+                "w weak_fn 0x60",
+                "t gpl_fn 0x70",
+            ]
+        );
+        let exported: Vec<_> = m.entries.iter().filter(|e| e.exported).collect();
+        assert_eq!(exported.len(), 1);
+        assert_eq!(exported[0].section.as_deref(), Some(".text"));
+    }
+
+    #[test]
+    fn without_kallsyms_all_only_text_remains() {
+        let opts = ModuleOptions {
+            kallsyms_all: false,
+            module_unload: true,
+        };
+        let m = module_kallsyms_with(&sample(MODINFO), opts).unwrap();
+        assert_eq!(
+            lines(&m),
+            [
+                "t helper 0x10",
+                "t dup 0x20",
+                "t dup 0x30",
+                "t exit_fn 0x0",
+                "T exported_fn 0x40",
+                "t plain_global 0x50",
+                "w weak_fn 0x60",
+                "t gpl_fn 0x70",
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_sections_go_with_init_without_module_unload() {
+        let opts = ModuleOptions {
+            kallsyms_all: true,
+            module_unload: false,
+        };
+        let m = module_kallsyms_with(&sample(MODINFO), opts).unwrap();
+        assert!(m.entries.iter().all(|e| e.name != "exit_fn"));
+        assert!(m.entries.iter().any(|e| e.name == "helper"));
+    }
+
+    #[test]
+    fn livepatch_modules_keep_every_named_symbol() {
+        let info = b"name=lp\0livepatch=Y\0";
+        let m = module_kallsyms(&sample(info)).unwrap();
+        let names: Vec<_> = lines(&m);
+        assert!(names.contains(&"t init_fn 0x0".to_owned()), "{names:?}");
+        // Undefined entries stay, lower-cased by s_show() like every
+        // non-exported module symbol.
+        assert!(names.contains(&"u printk 0x0".to_owned()), "{names:?}");
+        // .modinfo lost SHF_ALLOC in the loader: elf_type() says '?'.
+        assert!(
+            names.contains(&"? __UNIQUE_ID_vermagic1 0x0".to_owned()),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn name_falls_back_to_this_module() {
+        let mut f = Fixture::new(Architecture::X86_64);
+        let mut this = vec![0u8; 0x380];
+        this[24..24 + 6].copy_from_slice(b"fromtm");
+        f.section(".gnu.linkonce.this_module", SectionKind::Data, &this);
+        let text = f.section(".text", SectionKind::Text, &[]);
+        f.sym("fn_a", At::Sec(text), 0, 'l', 'f');
+        let m = module_kallsyms(&f.bytes()).unwrap();
+        assert_eq!(m.name, "fromtm");
+        assert_eq!(lines(&m), ["t fn_a 0x0"]);
+    }
+
+    #[test]
+    fn other_machine_is_a_clear_error() {
+        let mut f = Fixture::new(Architecture::Aarch64);
+        f.section(".modinfo", SectionKind::ReadOnlyData, b"name=arm\0");
+        let bytes = f.bytes();
+        let err = module_kallsyms_for_machine(&bytes, 62).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("183 (aarch64)") && msg.contains("62 (x86_64)"),
+            "{msg}"
+        );
+        // Without a machine requirement it parses.
+        assert_eq!(module_kallsyms(&bytes).unwrap().machine, 183);
+    }
+
+    #[test]
+    fn malformed_inputs_are_errors_not_panics() {
+        assert!(matches!(
+            module_kallsyms(b"not an elf"),
+            Err(ElfError::Parse(_))
+        ));
+        let good = sample(MODINFO);
+        for cut in [16, 64, 200, good.len() / 2, good.len() - 1] {
+            let _ = module_kallsyms(&good[..cut]);
+        }
+        let bad_info = sample(b"noequals\0");
+        let err = module_kallsyms(&bad_info).unwrap_err().to_string();
+        assert!(err.contains(".modinfo offset 0x0"), "{err}");
+    }
+}

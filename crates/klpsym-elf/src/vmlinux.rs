@@ -1,0 +1,505 @@
+//! The kallsyms view of a vmlinux: what scripts/kallsyms puts in the tables and
+//! so what /proc/kallsyms lists, in its order.
+//!
+//! Pipeline (scripts/link-vmlinux.sh + scripts/kallsyms.c): `nm -n` lines ->
+//! era filters ([`crate::filter`]) -> text-range check unless `--all-symbols`
+//! (CONFIG_KALLSYMS_ALL) -> percpu symbols turned into `A` under
+//! `--absolute-percpu` (x86_64 SMP until 6.15) -> `compare_symbols()` sort.
+
+use std::cmp::Ordering;
+use std::io::Read;
+
+use crate::error::ElfError;
+use crate::filter::{is_ignored, KernelVersion};
+use crate::nm::{nm_sorted, NmLine};
+use crate::raw::{RawElf, EM_X86_64};
+use crate::symbol::ElfKallsym;
+
+/// Result of [`vmlinux_kallsyms`].
+#[derive(Debug, Clone)]
+pub struct VmlinuxSymbols {
+    /// The kallsyms entries in /proc/kallsyms order.
+    pub entries: Vec<ElfKallsym>,
+    /// Whether CONFIG_KALLSYMS_ALL was taken to be on.
+    pub kallsyms_all: bool,
+    /// Where `kallsyms_all` came from: "given by caller", "detected from ...",
+    /// or "assumed ...".
+    pub kallsyms_all_source: String,
+    /// Everything else that was assumed or detected.
+    pub notes: Vec<String>,
+    /// `UTS_RELEASE` from the embedded `linux_banner`, if found.
+    pub version: Option<String>,
+}
+
+/// Options beyond the required `kallsyms_all`, for callers that know better than
+/// the detection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VmlinuxOptions {
+    /// CONFIG_KALLSYMS_ALL; `None` = detect.
+    pub kallsyms_all: Option<bool>,
+    /// Kernel version selecting the era rules; `None` = from `linux_banner`.
+    pub version: Option<KernelVersion>,
+    /// `--absolute-percpu`; `None` = detect (x86_64, percpu section linked at 0,
+    /// kernel before 6.15).
+    pub absolute_percpu: Option<bool>,
+}
+
+/// The kallsyms entries of a vmlinux with a `.symtab`, in /proc/kallsyms order.
+pub fn vmlinux_kallsyms(
+    elf: &[u8],
+    kallsyms_all: Option<bool>,
+) -> Result<VmlinuxSymbols, ElfError> {
+    vmlinux_kallsyms_with(
+        elf,
+        VmlinuxOptions {
+            kallsyms_all,
+            ..VmlinuxOptions::default()
+        },
+    )
+}
+
+/// [`vmlinux_kallsyms`] with every assumption overridable.
+pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<VmlinuxSymbols, ElfError> {
+    let raw = RawElf::parse(elf)?;
+    if !raw.has_symtab {
+        return Err(ElfError::NoSymtab);
+    }
+    let mut notes = Vec::new();
+    let release = find_release(elf);
+    let version = match (
+        opts.version,
+        release.as_deref().and_then(KernelVersion::parse),
+    ) {
+        (Some(v), _) => v,
+        (None, Some(v)) => v,
+        (None, None) => {
+            notes.push(
+                "kernel version unknown (no linux_banner): assumed current (6.17+) filter rules"
+                    .to_owned(),
+            );
+            KernelVersion {
+                major: 6,
+                minor: 17,
+            }
+        }
+    };
+    let lines = nm_sorted(&raw);
+    let kept: Vec<(usize, &NmLine)> = lines
+        .iter()
+        .filter(|l| !is_ignored(version, &l.name, l.kind))
+        .enumerate()
+        .collect();
+
+    let absolute_percpu = match opts.absolute_percpu {
+        Some(b) => b,
+        None => {
+            let start = find_addr(&kept, "__per_cpu_start");
+            let detected = raw.machine == EM_X86_64
+                && start == Some(0)
+                && !(version.major, version.minor).ge(&(6, 15));
+            if detected {
+                notes.push("absolute percpu: x86_64 with .data..percpu linked at 0".to_owned());
+            }
+            detected
+        }
+    };
+
+    let build = |all: bool| build_table(&kept, all, absolute_percpu);
+    let (kallsyms_all, source) = match opts.kallsyms_all {
+        Some(b) => (b, "given by caller".to_owned()),
+        None => detect_all(&raw, elf, &build, &mut notes),
+    };
+    let mut table = build(kallsyms_all);
+    let exported = exported_names(&lines);
+    for e in &mut table {
+        e.exported = exported.contains(e.name.as_str());
+    }
+    Ok(VmlinuxSymbols {
+        entries: table,
+        kallsyms_all,
+        kallsyms_all_source: source,
+        notes,
+        version: release,
+    })
+}
+
+fn find_addr(kept: &[(usize, &NmLine)], name: &str) -> Option<u64> {
+    kept.iter()
+        .find(|(_, l)| l.name == name)
+        .map(|(_, l)| l.addr)
+}
+
+/// `{start, end}` from the named symbols, defaulting like the C statics do.
+fn range(kept: &[(usize, &NmLine)], start: &str, end: &str, default: (u64, u64)) -> (u64, u64) {
+    (
+        find_addr_last(kept, start).unwrap_or(default.0),
+        find_addr_last(kept, end).unwrap_or(default.1),
+    )
+}
+
+/// check_symbol_range() overwrites on every occurrence: the last one wins.
+fn find_addr_last(kept: &[(usize, &NmLine)], name: &str) -> Option<u64> {
+    kept.iter()
+        .rev()
+        .find(|(_, l)| l.name == name)
+        .map(|(_, l)| l.addr)
+}
+
+fn build_table(kept: &[(usize, &NmLine)], all: bool, absolute_percpu: bool) -> Vec<ElfKallsym> {
+    let text = range(kept, "_stext", "_etext", (0, 0));
+    let init = range(kept, "_sinittext", "_einittext", (0, 0));
+    let percpu = range(kept, "__per_cpu_start", "__per_cpu_end", (u64::MAX, 0));
+    let in_range = |a: u64, r: (u64, u64)| a >= r.0 && a <= r.1;
+
+    let mut rows: Vec<(usize, ElfKallsym)> = kept
+        .iter()
+        .filter(|(_, l)| {
+            if all {
+                return true;
+            }
+            if !in_range(l.addr, text) && !in_range(l.addr, init) {
+                return false;
+            }
+            // Symbols sharing _etext/_einittext's address can move between the
+            // kallsyms link passes, so symbol_valid() drops them.
+            !((l.addr == text.1 && l.name != "_etext")
+                || (l.addr == init.1 && l.name != "_einittext"))
+        })
+        .map(|(pos, l)| {
+            let kind = if absolute_percpu && in_range(l.addr, percpu) {
+                b'A'
+            } else {
+                l.kind
+            };
+            (
+                *pos,
+                ElfKallsym {
+                    name: l.name.clone(),
+                    kind,
+                    addr: l.addr,
+                    size: Some(l.size),
+                    section: l.section.clone(),
+                    section_index: None,
+                    exported: false,
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|(pa, a), (pb, b)| compare_symbols(a, *pa, b, *pb));
+    rows.into_iter().map(|(_, e)| e).collect()
+}
+
+/// scripts/kallsyms.c compare_symbols(): address, non-weak before weak, real
+/// symbols before linker-script markers, fewer leading underscores, input order.
+fn compare_symbols(a: &ElfKallsym, pa: usize, b: &ElfKallsym, pb: usize) -> Ordering {
+    let weak = |e: &ElfKallsym| matches!(e.kind, b'w' | b'W');
+    a.addr
+        .cmp(&b.addr)
+        .then_with(|| weak(a).cmp(&weak(b)))
+        .then_with(|| linker_provided(&a.name).cmp(&linker_provided(&b.name)))
+        .then_with(|| underscores(&a.name).cmp(&underscores(&b.name)))
+        .then_with(|| pa.cmp(&pb))
+}
+
+/// may_be_linker_script_provide_symbol(): `__start_*`, `__stop_*`, `__end_*`,
+/// `__*_start`, `__*_end`, for names of at least 8 bytes.
+pub(crate) fn linker_provided(name: &str) -> bool {
+    let n = name.as_bytes();
+    if n.len() < 8 || !name.starts_with("__") {
+        return false;
+    }
+    let rest = &name[2..];
+    rest.starts_with("start_")
+        || rest.starts_with("stop_")
+        || rest.starts_with("end_")
+        || name.ends_with("_start")
+        || name.ends_with("_end")
+}
+
+fn underscores(name: &str) -> usize {
+    name.bytes().take_while(|&c| c == b'_').count()
+}
+
+fn exported_names(lines: &[NmLine]) -> std::collections::HashSet<&str> {
+    lines
+        .iter()
+        .filter_map(|l| l.name.strip_prefix("__ksymtab_"))
+        .collect()
+}
+
+/// Decide CONFIG_KALLSYMS_ALL: embedded IKCONFIG first, then the symbol count
+/// the image's own `kallsyms_num_syms` holds, else assume on (every major
+/// distribution kernel enables it).
+fn detect_all(
+    raw: &RawElf<'_>,
+    elf: &[u8],
+    build: &dyn Fn(bool) -> Vec<ElfKallsym>,
+    notes: &mut Vec<String>,
+) -> (bool, String) {
+    if let Some(config) = find_ikconfig(elf) {
+        if config.lines().any(|l| l.trim() == "CONFIG_KALLSYMS_ALL=y") {
+            return (true, "detected from embedded IKCONFIG".to_owned());
+        }
+        if config
+            .lines()
+            .any(|l| l.trim() == "# CONFIG_KALLSYMS_ALL is not set")
+        {
+            return (false, "detected from embedded IKCONFIG".to_owned());
+        }
+        notes.push("embedded IKCONFIG has no CONFIG_KALLSYMS_ALL line".to_owned());
+    }
+    if let Some(count) = kallsyms_num_syms(raw) {
+        let all = build(true).len() as u64;
+        let text = build(false).len() as u64;
+        if u64::from(count) == all && all != text {
+            return (true, format!("detected from kallsyms_num_syms = {count}"));
+        }
+        if u64::from(count) == text && all != text {
+            return (false, format!("detected from kallsyms_num_syms = {count}"));
+        }
+        notes.push(format!(
+            "kallsyms_num_syms = {count} matches neither computed set (all: {all}, text only: {text})"
+        ));
+    }
+    (
+        true,
+        "assumed (no IKCONFIG, no usable kallsyms_num_syms; distributions enable it)".to_owned(),
+    )
+}
+
+/// The u32 stored at `kallsyms_num_syms`, read through the symbol's own section.
+fn kallsyms_num_syms(raw: &RawElf<'_>) -> Option<u32> {
+    let sym = raw.symbols.iter().find(|s| s.name == "kallsyms_num_syms")?;
+    let sec = raw.sections.get(usize::try_from(sym.section?).ok()?)?;
+    let off = usize::try_from(sym.value.checked_sub(sec.addr)?).ok()?;
+    let b: [u8; 4] = sec.data?.get(off..off.checked_add(4)?)?.try_into().ok()?;
+    Some(if raw.little_endian {
+        u32::from_le_bytes(b)
+    } else {
+        u32::from_be_bytes(b)
+    })
+}
+
+/// The gzip'ed .config between `IKCFG_ST` and `IKCFG_ED` (CONFIG_IKCONFIG),
+/// inflated with a 16 MiB cap.
+pub(crate) fn find_ikconfig(elf: &[u8]) -> Option<String> {
+    let start = memchr::memmem::find(elf, b"IKCFG_ST")? + 8;
+    let len = memchr::memmem::find(&elf[start..], b"IKCFG_ED")?;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&elf[start..start + len])
+        .take(16 << 20)
+        .read_to_end(&mut out)
+        .ok()?;
+    String::from_utf8(out).ok()
+}
+
+/// `UTS_RELEASE` from `linux_banner` ("Linux version 6.1.0-57-amd64 (...").
+pub(crate) fn find_release(elf: &[u8]) -> Option<String> {
+    let needle = b"Linux version ";
+    for pos in memchr::memmem::find_iter(elf, needle) {
+        let rest = &elf[pos + needle.len()..];
+        let end = rest.iter().take(64).position(|&c| c == b' ' || c == 0)?;
+        let rel = std::str::from_utf8(&rest[..end]).ok()?;
+        if KernelVersion::parse(rel).is_some() && !rel.contains('%') {
+            return Some(rel.to_owned());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{At, Fixture};
+    use object::{Architecture, SectionKind};
+
+    /// A vmlinux-like object. Symbol values are used as addresses, as nm does.
+    fn sample(banner: &str, num_syms: Option<u32>, extra_w: bool) -> Vec<u8> {
+        let mut f = Fixture::new(Architecture::X86_64);
+        let text = f.section(".text", SectionKind::Text, &[]);
+        let init = f.section(".init.text", SectionKind::Text, &[]);
+        let mut ro = vec![0u8; 0x8000];
+        ro[0x100..0x100 + banner.len()].copy_from_slice(banner.as_bytes());
+        if let Some(n) = num_syms {
+            ro[0x7300..0x7304].copy_from_slice(&n.to_le_bytes());
+        }
+        let rodata = f.section(".rodata", SectionKind::ReadOnlyData, &ro);
+        let data = f.section(".data", SectionKind::Data, &[]);
+        let bss = f.section(".bss", SectionKind::UninitializedData, &[]);
+        let pcpu = f.section(".data..percpu", SectionKind::Data, &[]);
+        // locals
+        f.sym("pcpu_a", At::Sec(pcpu), 0x10, 'l', 'o');
+        f.sym("_b_fn", At::Sec(text), 0x2000, 'l', 'f');
+        f.sym("at_etext", At::Sec(text), 0x3000, 'l', 'f');
+        f.sym("init_fn", At::Sec(init), 0x5010, 'l', 'f');
+        f.sym("ro_var", At::Sec(rodata), 0x7000, 'l', 'o');
+        f.sym("$x", At::Sec(text), 0x1000, 'l', 'n');
+        // globals
+        f.sym("__per_cpu_start", At::Sec(pcpu), 0, 'g', 'n');
+        f.sym("pcpu_weak", At::Sec(pcpu), 0x20, 'w', 'o');
+        f.sym("__per_cpu_end", At::Sec(pcpu), 0x100, 'g', 'n');
+        f.sym("_text", At::Sec(text), 0x1000, 'g', 'n');
+        f.sym("startup", At::Sec(text), 0x1000, 'g', 'f');
+        f.sym("_stext", At::Sec(text), 0x1000, 'g', 'n');
+        f.sym("c_fn", At::Sec(text), 0x2000, 'g', 'f');
+        f.sym("__x_end", At::Sec(text), 0x2000, 'g', 'n');
+        f.sym("a_weak", At::Sec(text), 0x2000, 'w', 'f');
+        f.sym("__start_marker", At::Sec(text), 0x2000, 'g', 'n');
+        f.sym("__under", At::Sec(text), 0x2000, 'g', 'f');
+        f.sym("_etext", At::Sec(text), 0x3000, 'g', 'n');
+        f.sym("_sinittext", At::Sec(init), 0x5000, 'g', 'n');
+        f.sym("_einittext", At::Sec(init), 0x6000, 'g', 'n');
+        f.sym("kallsyms_names", At::Sec(rodata), 0x7100, 'g', 'o');
+        f.sym("kallsyms_num_syms", At::Sec(rodata), 0x7300, 'g', 'o');
+        f.sym("data_var", At::Sec(data), 0x8000, 'g', 'o');
+        f.sym("bss_var", At::Sec(bss), 0x9000, 'g', 'o');
+        f.sym("__crc_data_var", At::Abs, 0x1234, 'g', 'n');
+        f.sym("abs_sym", At::Abs, 0x42, 'g', 'n');
+        f.sym("printk_undef", At::Undef, 0, 'g', 'n');
+        if extra_w {
+            f.sym("weak_undef", At::Undef, 0, 'w', 'n');
+        }
+        f.bytes()
+    }
+
+    const V61: &str = "Linux version 6.1.0-test (x@y) #1 SMP";
+
+    fn show(v: &VmlinuxSymbols) -> Vec<String> {
+        v.entries
+            .iter()
+            .map(|e| format!("{:x} {} {}", e.addr, e.kind as char, e.name))
+            .collect()
+    }
+
+    const TEXT_ONLY: &[&str] = &[
+        "1000 T startup",
+        "1000 T _stext",
+        "1000 T _text",
+        "2000 T c_fn",
+        "2000 t _b_fn",
+        "2000 T __under",
+        // "__x_end" is shorter than 8 bytes: not taken for a linker marker, so it
+        // ties with "__under" and falls back to nm's name order.
+        "2000 T __x_end",
+        "2000 T __start_marker",
+        "2000 W a_weak",
+        "3000 T _etext",
+        "5000 T _sinittext",
+        "5010 t init_fn",
+        "6000 T _einittext",
+    ];
+
+    #[test]
+    fn text_only_set_and_tie_order() {
+        let v = vmlinux_kallsyms(&sample(V61, None, false), Some(false)).unwrap();
+        assert_eq!(v.version.as_deref(), Some("6.1.0-test"));
+        assert_eq!(v.kallsyms_all_source, "given by caller");
+        assert_eq!(show(&v), TEXT_ONLY);
+    }
+
+    #[test]
+    fn all_symbols_with_absolute_percpu() {
+        let v = vmlinux_kallsyms(&sample(V61, None, true), Some(true)).unwrap();
+        let mut want = vec![
+            "0 A __per_cpu_start",
+            "10 A pcpu_a",
+            // weak, but the percpu 'A' override comes before the sort.
+            "20 A pcpu_weak",
+            "100 A __per_cpu_end",
+        ];
+        want.extend_from_slice(&TEXT_ONLY[..9]);
+        want.extend_from_slice(&[
+            "3000 t at_etext",
+            "3000 T _etext",
+            "5000 T _sinittext",
+            "5010 t init_fn",
+            "6000 T _einittext",
+            "7000 r ro_var",
+            "8000 D data_var",
+            "9000 B bss_var",
+        ]);
+        assert_eq!(show(&v), want);
+        assert!(v.notes.iter().any(|n| n.contains("absolute percpu")));
+    }
+
+    #[test]
+    fn weak_undefined_is_kept_before_6_1_only() {
+        let old = "Linux version 5.10.0-test (x@y) #1 SMP";
+        let v = vmlinux_kallsyms(&sample(old, None, true), Some(true)).unwrap();
+        // 'w' at 0 becomes percpu 'A'; it sorts before the linker marker.
+        assert_eq!(show(&v)[..2], ["0 A weak_undef", "0 A __per_cpu_start"]);
+        let v = vmlinux_kallsyms(&sample(V61, None, true), Some(true)).unwrap();
+        assert!(v.entries.iter().all(|e| e.name != "weak_undef"));
+    }
+
+    #[test]
+    fn kallsyms_all_detected_from_num_syms() {
+        let v = vmlinux_kallsyms(&sample(V61, Some(TEXT_ONLY.len() as u32), false), None).unwrap();
+        assert!(!v.kallsyms_all);
+        assert!(
+            v.kallsyms_all_source.contains("kallsyms_num_syms"),
+            "{}",
+            v.kallsyms_all_source
+        );
+        let v = vmlinux_kallsyms(&sample(V61, Some(21), false), None).unwrap();
+        assert!(v.kallsyms_all, "{}", v.kallsyms_all_source);
+        assert!(v.kallsyms_all_source.contains("detected"));
+        let v = vmlinux_kallsyms(&sample(V61, Some(999), false), None).unwrap();
+        assert!(v.kallsyms_all_source.starts_with("assumed"));
+        assert!(v.notes.iter().any(|n| n.contains("matches neither")));
+    }
+
+    #[test]
+    fn kallsyms_all_detected_from_ikconfig() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"CONFIG_X=y\n# CONFIG_KALLSYMS_ALL is not set\n")
+            .unwrap();
+        let mut blob = b"IKCFG_ST".to_vec();
+        blob.extend(gz.finish().unwrap());
+        blob.extend_from_slice(b"IKCFG_ED");
+        let mut f = Fixture::new(Architecture::X86_64);
+        let ro = f.section(".rodata", SectionKind::ReadOnlyData, &blob);
+        f.sym("kernel_config_data", At::Sec(ro), 0, 'l', 'o');
+        let v = vmlinux_kallsyms(&f.bytes(), None).unwrap();
+        assert!(!v.kallsyms_all);
+        assert_eq!(v.kallsyms_all_source, "detected from embedded IKCONFIG");
+        assert!(v.notes.iter().any(|n| n.contains("version unknown")));
+    }
+
+    #[test]
+    fn stripped_and_garbage_inputs_are_errors() {
+        let mut f = Fixture::new(Architecture::X86_64);
+        f.section(".text", SectionKind::Text, &[]);
+        // object::write always emits a .symtab; a non-ELF must still fail cleanly.
+        assert!(vmlinux_kallsyms(b"\x7fELF\x02\x01\x01", None).is_err());
+        assert!(vmlinux_kallsyms(&[0u8; 64], None).is_err());
+        let good = sample(V61, None, false);
+        for cut in [20, 64, good.len() / 3, good.len() - 3] {
+            let _ = vmlinux_kallsyms(&good[..cut], None);
+        }
+    }
+
+    #[test]
+    fn linker_marker_guess() {
+        for yes in [
+            "__start_foo",
+            "__stop_foo",
+            "__end_foo",
+            "__bss_start",
+            "__bss_end",
+        ] {
+            assert!(linker_provided(yes), "{yes}");
+        }
+        for no in [
+            "_start",
+            "__end",
+            "start_foo",
+            "__foo",
+            "x_end_y",
+            "_s_start",
+        ] {
+            assert!(!linker_provided(no), "{no}");
+        }
+    }
+}

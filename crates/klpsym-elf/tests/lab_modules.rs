@@ -1,0 +1,228 @@
+//! Real-kernel check: the module lines of a captured /proc/kallsyms (Debian
+//! kernel booted in QEMU after loading real modules) must equal what
+//! `module_kallsyms` computes from the same `.ko` files, and `place_module`
+//! must reproduce every address.
+//!
+//! Inputs (skipped when unset):
+//! - `KLPSYM_TEST_KALLSYMS_MODS`: the captured /proc/kallsyms.
+//! - `KLPSYM_TEST_MODULES_LOADED`: lines `<kernel name>\t<path relative to
+//!   lib/modules/<release>/>`.
+//! - `KLPSYM_TEST_MODULES_DIR` (optional): the `lib/modules/<release>` folder;
+//!   default: the single `../root/lib/modules/*` beside the capture folder.
+//! - `proc-modules.txt` beside `KLPSYM_TEST_MODULES_LOADED` (optional): the
+//!   captured /proc/modules; on kernels before 6.4 its base addresses must give,
+//!   through `layout_core_sections`, the same addresses as the kernel shows.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use klpsym_elf::{layout_core_sections, module_kallsyms, place_module, KernelVersion};
+
+type Line = (u64, u8, String);
+
+fn parse_kallsyms(text: &str) -> HashMap<String, Vec<Line>> {
+    let mut out: HashMap<String, Vec<Line>> = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some((head, module)) = line.split_once('\t') else {
+            continue;
+        };
+        let module = module
+            .strip_prefix('[')
+            .and_then(|m| m.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("line {}: bad module field {module:?}", n + 1));
+        let mut it = head.splitn(3, ' ');
+        let addr = u64::from_str_radix(it.next().unwrap(), 16)
+            .unwrap_or_else(|e| panic!("line {}: bad address: {e}", n + 1));
+        let kind = it.next().unwrap().as_bytes()[0];
+        let name = it.next().unwrap_or("").to_owned();
+        out.entry(module.to_owned())
+            .or_default()
+            .push((addr, kind, name));
+    }
+    out
+}
+
+fn modules_dir(loaded: &Path) -> PathBuf {
+    if let Ok(d) = std::env::var("KLPSYM_TEST_MODULES_DIR") {
+        return PathBuf::from(d);
+    }
+    let base = loaded
+        .parent()
+        .and_then(Path::parent)
+        .expect("modules-loaded.txt has a grandparent")
+        .join("root/lib/modules");
+    let mut dirs: Vec<_> = std::fs::read_dir(&base)
+        .unwrap_or_else(|e| panic!("{}: {e}", base.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one release under {}",
+        base.display()
+    );
+    dirs.pop().unwrap()
+}
+
+/// `name size refs deps state address` lines of /proc/modules.
+fn proc_module_bases(loaded: &Path) -> HashMap<String, u64> {
+    let Ok(text) = std::fs::read_to_string(loaded.with_file_name("proc-modules.txt")) else {
+        return HashMap::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let addr = f.last()?.strip_prefix("0x")?;
+            Some((f.first()?.to_string(), u64::from_str_radix(addr, 16).ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn captured_module_kallsyms_match() {
+    let (Ok(kallsyms), Ok(loaded)) = (
+        std::env::var("KLPSYM_TEST_KALLSYMS_MODS"),
+        std::env::var("KLPSYM_TEST_MODULES_LOADED"),
+    ) else {
+        eprintln!(
+            "skipped: set KLPSYM_TEST_KALLSYMS_MODS and KLPSYM_TEST_MODULES_LOADED to compare \
+             against a real kernel capture"
+        );
+        return;
+    };
+    let text = std::fs::read_to_string(&kallsyms).expect("read kallsyms capture");
+    let by_module = parse_kallsyms(&text);
+    let loaded = PathBuf::from(loaded);
+    let dir = modules_dir(&loaded);
+    let list = std::fs::read_to_string(&loaded).expect("read modules-loaded");
+
+    let proc_bases = proc_module_bases(&loaded);
+    let mut laid_out = 0usize;
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    let mut symbols = 0usize;
+    for row in list.lines().filter(|l| !l.trim().is_empty()) {
+        let (kname, rel) = row.split_once('\t').expect("name<TAB>path");
+        let path = dir.join(rel);
+        let ko = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mods = module_kallsyms(&ko).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if mods.name != kname {
+            failures.push(format!("{kname}: .ko says its name is {}", mods.name));
+        }
+        let kernel = by_module.get(kname).map(Vec::as_slice).unwrap_or(&[]);
+        let ours: Vec<(u8, &str)> = mods
+            .entries
+            .iter()
+            .map(|e| (e.kind, e.name.as_str()))
+            .collect();
+        let theirs: Vec<(u8, &str)> = kernel.iter().map(|l| (l.1, l.2.as_str())).collect();
+        if ours != theirs {
+            let n = ours.len().max(theirs.len());
+            for i in 0..n {
+                let (o, t) = (ours.get(i), theirs.get(i));
+                if o != t {
+                    failures.push(format!(
+                        "{kname}: entry {i}: kernel {:?}, ours {:?}",
+                        t.map(|(k, n)| format!("{} {n}", *k as char)),
+                        o.map(|(k, n)| format!("{} {n}", *k as char))
+                    ));
+                }
+            }
+            continue;
+        }
+        if let Some(&base) = proc_bases.get(kname) {
+            let layout_applies = mods
+                .vermagic
+                .as_deref()
+                .and_then(KernelVersion::parse)
+                .is_some_and(|v| (v.major, v.minor) < (6, 4));
+            if layout_applies {
+                let bases = layout_core_sections(&mods, base, 4096);
+                for (e, l) in mods.entries.iter().zip(kernel) {
+                    let Some(b) = e.section_index.and_then(|i| bases.get(&i)) else {
+                        continue; // percpu or absolute: not in the core allocation
+                    };
+                    laid_out += 1;
+                    if b + e.addr != l.0 {
+                        failures.push(format!(
+                            "{kname}: layout puts {} at {:#x}, kernel shows {:#x}",
+                            e.name,
+                            b + e.addr,
+                            l.0
+                        ));
+                    }
+                }
+            }
+        }
+        let lines: Vec<(u64, u8, &str)> = kernel.iter().map(|l| (l.0, l.1, l.2.as_str())).collect();
+        match place_module(&mods, &lines) {
+            Ok(addrs) => {
+                let want: Vec<u64> = kernel.iter().map(|l| l.0).collect();
+                if addrs != want {
+                    failures.push(format!("{kname}: placed addresses differ"));
+                }
+            }
+            Err(e) => failures.push(format!("{kname}: {e}")),
+        }
+        checked += 1;
+        symbols += ours.len();
+    }
+    eprintln!(
+        "checked {checked} modules, {symbols} symbols ({laid_out} also placed from the \
+         /proc/modules base by layout_core_sections), {} failures",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
+
+/// Every `.ko` under `KLPSYM_TEST_MODULES_DIR` parses, names itself like its
+/// file (dashes become underscores), and yields well-formed entries.
+#[test]
+fn every_module_in_a_tree_parses() {
+    let Ok(dir) = std::env::var("KLPSYM_TEST_MODULES_DIR") else {
+        eprintln!("skipped: set KLPSYM_TEST_MODULES_DIR to parse every .ko of a module tree");
+        return;
+    };
+    let mut stack = vec![PathBuf::from(dir)];
+    let (mut files, mut symbols) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    let start = std::time::Instant::now();
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("ko") {
+                continue;
+            }
+            files += 1;
+            let bytes = std::fs::read(&path).unwrap();
+            let stem = path
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .replace('-', "_");
+            match module_kallsyms(&bytes) {
+                Ok(m) => {
+                    symbols += m.entries.len();
+                    if m.name != stem {
+                        failures.push(format!("{}: name {}", path.display(), m.name));
+                    }
+                    if m.entries.iter().any(|e| e.name.is_empty()) {
+                        failures.push(format!("{}: empty name", path.display()));
+                    }
+                }
+                Err(e) => failures.push(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+    eprintln!(
+        "parsed {files} modules, {symbols} kallsyms entries in {:?}, {} failures",
+        start.elapsed(),
+        failures.len()
+    );
+    assert!(files > 0, "no .ko found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,284 @@
+//! One decoder per compression the kernel build can use for its payload, each writing straight
+//! into a single `Vec` sized from the caller's hint and refusing to grow past `limit` bytes.
+//!
+//! Every decoder stops at the end of the first stream/frame and ignores what follows: x86 build
+//! rules append the 4-byte decompressed size (`size_append`) after the stream, and a bzImage's
+//! `payload_length` may cover padding.
+
+use std::io::Read;
+
+use crate::{Compression, ImageError};
+
+/// Decompresses `input` (which starts with the stream) with `compression`.
+///
+/// `hint` is the expected output size (from the kernel's appended size field, when known); the
+/// output buffer is allocated once with that capacity so the common case never reallocates.
+pub(crate) fn decompress(
+    compression: Compression,
+    input: &[u8],
+    offset: usize,
+    hint: Option<usize>,
+    limit: usize,
+) -> Result<Vec<u8>, ImageError> {
+    let ctx = Ctx {
+        compression,
+        offset,
+        limit,
+    };
+    // A hint larger than the limit is either a bomb or a wrong guess: start small then.
+    let capacity = hint.filter(|&h| h <= limit).map_or(1 << 20, |h| h + 1);
+    match compression {
+        Compression::Xz => {
+            let stream = xz2::stream::Stream::new_stream_decoder(u64::MAX, 0)
+                .map_err(|e| ctx.err(format!("cannot create XZ decoder: {e}")))?;
+            lzma_stream(stream, input, capacity, &ctx)
+        }
+        Compression::Lzma => {
+            let stream = xz2::stream::Stream::new_lzma_decoder(u64::MAX)
+                .map_err(|e| ctx.err(format!("cannot create LZMA decoder: {e}")))?;
+            lzma_stream(stream, input, capacity, &ctx)
+        }
+        Compression::Gzip => read_all(flate2::bufread::GzDecoder::new(input), capacity, &ctx),
+        Compression::Bzip2 => read_all(bzip2::bufread::BzDecoder::new(input), capacity, &ctx),
+        Compression::Zstd => {
+            let mut dec = zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|e| ctx.err(format!("cannot create zstd decoder: {e}")))?
+                .single_frame();
+            // Kernel payloads are made with `zstd -22 --ultra`, whose window can exceed the
+            // library's default maximum.
+            dec.window_log_max(31)
+                .map_err(|e| ctx.err(format!("cannot raise zstd window: {e}")))?;
+            read_all(dec, capacity, &ctx)
+        }
+        Compression::Lz4Legacy => lz4_legacy(input, capacity, &ctx),
+        Compression::Lzo => Err(ImageError::UnsupportedCompression {
+            container: "kernel image",
+            offset,
+            found: "LZO".into(),
+        }),
+    }
+}
+
+/// What every decoder needs to build its errors.
+struct Ctx {
+    compression: Compression,
+    offset: usize,
+    limit: usize,
+}
+
+impl Ctx {
+    fn err(&self, message: String) -> ImageError {
+        ImageError::Decompress {
+            compression: self.compression,
+            offset: self.offset,
+            message,
+        }
+    }
+
+    fn too_large(&self) -> ImageError {
+        ImageError::TooLarge {
+            compression: self.compression,
+            offset: self.offset,
+            limit: self.limit,
+        }
+    }
+
+    /// Makes room for more output, never letting capacity pass `limit + 1` (one byte past the
+    /// limit is how an overflow is noticed). Errors once the limit is exceeded.
+    fn grow(&self, out: &mut Vec<u8>) -> Result<(), ImageError> {
+        if out.len() > self.limit {
+            return Err(self.too_large());
+        }
+        if out.len() == out.capacity() {
+            let room = (self.limit + 1 - out.len()).min(out.len().max(1 << 16));
+            out.reserve_exact(room);
+        }
+        Ok(())
+    }
+}
+
+/// Drives a liblzma stream (XZ or LZMA-alone) until its end marker, writing into one `Vec`.
+fn lzma_stream(
+    mut stream: xz2::stream::Stream,
+    input: &[u8],
+    capacity: usize,
+    ctx: &Ctx,
+) -> Result<Vec<u8>, ImageError> {
+    let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    loop {
+        ctx.grow(&mut out)?;
+        let (in_before, out_before) = (stream.total_in(), stream.total_out());
+        let consumed = usize::try_from(in_before)
+            .unwrap_or(usize::MAX)
+            .min(input.len());
+        let status = stream
+            .process_vec(&input[consumed..], &mut out, xz2::stream::Action::Run)
+            .map_err(|e| ctx.err(e.to_string()))?;
+        if out.len() > ctx.limit {
+            return Err(ctx.too_large());
+        }
+        if status == xz2::stream::Status::StreamEnd {
+            return Ok(out);
+        }
+        if stream.total_in() == in_before && stream.total_out() == out_before {
+            return Err(ctx.err(format!(
+                "stream ends without its end marker after {} input bytes",
+                stream.total_in()
+            )));
+        }
+    }
+}
+
+/// Reads a `Read` decoder to its end, with at most `limit` bytes of output.
+fn read_all(reader: impl Read, capacity: usize, ctx: &Ctx) -> Result<Vec<u8>, ImageError> {
+    let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    let cap = u64::try_from(ctx.limit)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    reader
+        .take(cap)
+        .read_to_end(&mut out)
+        .map_err(|e| ctx.err(e.to_string()))?;
+    if out.len() > ctx.limit {
+        return Err(ctx.too_large());
+    }
+    if out.is_empty() {
+        return Err(ctx.err("stream decodes to nothing".into()));
+    }
+    Ok(out)
+}
+
+/// Magic of the legacy LZ4 frame format (`lz4 -l`) used by the kernel build.
+pub(crate) const LZ4_LEGACY_MAGIC: u32 = 0x184C_2102;
+/// Each legacy LZ4 block decompresses to at most 8 MiB.
+const LZ4_LEGACY_BLOCK_MAX: usize = 8 << 20;
+
+/// Decodes the legacy LZ4 frame: the magic, then blocks of `u32 LE compressed size` + LZ4 block
+/// data. A repeated magic starts another frame (as `lz4 -l` concatenations do). Anything that
+/// cannot be a block (fewer than 4 bytes left, or a size larger than what remains: the appended
+/// decompressed size) ends the stream, as the kernel's `unlz4` does at the end of its input.
+fn lz4_legacy(input: &[u8], capacity: usize, ctx: &Ctx) -> Result<Vec<u8>, ImageError> {
+    let read_u32 = |p: usize| -> Option<u32> {
+        input
+            .get(p..p + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if read_u32(0) != Some(LZ4_LEGACY_MAGIC) {
+        return Err(ctx.err("missing legacy LZ4 magic 0x184c2102".into()));
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    let mut pos = 4;
+    let mut blocks = 0usize;
+    while let Some(size) = read_u32(pos) {
+        if size == LZ4_LEGACY_MAGIC {
+            pos += 4;
+            continue;
+        }
+        let size = size as usize;
+        let Some(block) = input.get(pos + 4..pos + 4 + size) else {
+            if blocks == 0 {
+                return Err(ctx.err(format!(
+                    "block at {pos:#x} claims {size} bytes, only {} remain",
+                    input.len() - pos - 4
+                )));
+            }
+            break;
+        };
+        let start = out.len();
+        let want = (start + LZ4_LEGACY_BLOCK_MAX).min(ctx.limit + 1);
+        out.resize(want, 0);
+        let written = lz4_flex::block::decompress_into(block, &mut out[start..])
+            .map_err(|e| ctx.err(format!("block at {pos:#x}: {e}")))?;
+        out.truncate(start + written);
+        if out.len() > ctx.limit {
+            return Err(ctx.too_large());
+        }
+        pos += 4 + size;
+        blocks += 1;
+    }
+    if blocks == 0 {
+        return Err(ctx.err("no LZ4 block after the magic".into()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn sample() -> Vec<u8> {
+        (0..200_000u32)
+            .flat_map(|i| format!("sym_{i} ").into_bytes())
+            .collect()
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn xz_roundtrip_ignores_trailing_size_field() {
+        let data = sample();
+        let mut c = xz(&data);
+        c.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let out = decompress(Compression::Xz, &c, 0, Some(data.len()), 1 << 30).unwrap();
+        assert_eq!(out, data);
+    }
+
+    #[test]
+    fn every_codec_roundtrips_and_enforces_the_limit() {
+        let data = sample();
+        let mut streams: Vec<(Compression, Vec<u8>)> = vec![(Compression::Xz, xz(&data))];
+        let mut g = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        g.write_all(&data).unwrap();
+        streams.push((Compression::Gzip, g.finish().unwrap()));
+        let mut b = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        b.write_all(&data).unwrap();
+        streams.push((Compression::Bzip2, b.finish().unwrap()));
+        streams.push((Compression::Zstd, zstd::encode_all(&data[..], 3).unwrap()));
+        let opts = xz2::stream::LzmaOptions::new_preset(1).unwrap();
+        let mut l = xz2::write::XzEncoder::new_stream(
+            Vec::new(),
+            xz2::stream::Stream::new_lzma_encoder(&opts).unwrap(),
+        );
+        l.write_all(&data).unwrap();
+        streams.push((Compression::Lzma, l.finish().unwrap()));
+        let mut lz = LZ4_LEGACY_MAGIC.to_le_bytes().to_vec();
+        for chunk in data.chunks(LZ4_LEGACY_BLOCK_MAX / 64) {
+            let block = lz4_flex::block::compress(chunk);
+            lz.extend_from_slice(&(block.len() as u32).to_le_bytes());
+            lz.extend_from_slice(&block);
+        }
+        lz.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        streams.push((Compression::Lz4Legacy, lz));
+        for (c, s) in &streams {
+            let out = decompress(*c, s, 0, None, 1 << 30).unwrap();
+            assert_eq!(out.len(), data.len(), "{c}");
+            assert!(out == data, "{c}");
+            let err = decompress(*c, s, 7, None, data.len() - 1).unwrap_err();
+            assert!(
+                matches!(err, ImageError::TooLarge { offset: 7, .. }),
+                "{c}: {err}"
+            );
+            // Exactly at the limit is fine.
+            assert_eq!(
+                decompress(*c, s, 0, None, data.len()).unwrap().len(),
+                data.len()
+            );
+        }
+    }
+
+    #[test]
+    fn truncated_streams_are_errors() {
+        let data = sample();
+        let c = xz(&data);
+        let err = decompress(Compression::Xz, &c[..c.len() / 2], 0, None, 1 << 30).unwrap_err();
+        assert!(matches!(err, ImageError::Decompress { .. }), "{err}");
+        let z = zstd::encode_all(&data[..], 3).unwrap();
+        assert!(decompress(Compression::Zstd, &z[..z.len() / 2], 0, None, 1 << 30).is_err());
+        assert!(decompress(Compression::Lz4Legacy, &[2, 0x21, 0x4c], 0, None, 100).is_err());
+    }
+}

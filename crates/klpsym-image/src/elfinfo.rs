@@ -1,0 +1,74 @@
+//! What an ELF vmlinux adds: the architecture, the file-offset-to-address mapping of its loaded
+//! segments (needed for place-relative offsets), and, when it still has a `.symtab`, the
+//! `kallsyms_*` symbols themselves (used to cross-check what the scan found).
+
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+use crate::Arch;
+
+/// Facts read from an ELF vmlinux.
+#[derive(Debug, Default)]
+pub(crate) struct ElfInfo {
+    pub arch: Option<Arch>,
+    /// (file offset, file size, virtual address) of each loaded segment.
+    pub segments: Vec<(u64, u64, u64)>,
+    /// File offsets of `kallsyms_*` symbols found in `.symtab`.
+    pub kallsyms_symbols: Vec<(String, usize)>,
+}
+
+impl ElfInfo {
+    pub fn parse(data: &[u8]) -> Option<ElfInfo> {
+        let file = object::File::parse(data).ok()?;
+        let arch = match file.architecture() {
+            object::Architecture::X86_64 => Arch::X86_64,
+            object::Architecture::Aarch64 => Arch::Arm64,
+            other => Arch::Other(format!("{other:?}")),
+        };
+        let segments: Vec<(u64, u64, u64)> = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .filter(|&(_, size, _)| size > 0)
+            .collect();
+        let mut info = ElfInfo {
+            arch: Some(arch),
+            segments,
+            kallsyms_symbols: Vec::new(),
+        };
+        for sym in file.symbols() {
+            let Ok(name) = sym.name() else { continue };
+            if name.starts_with("kallsyms_") {
+                if let Some(off) = info.file_offset(sym.address()) {
+                    info.kallsyms_symbols.push((name.to_owned(), off));
+                }
+            }
+        }
+        Some(info)
+    }
+
+    /// Virtual address of a file offset, when a loaded segment covers it.
+    pub fn vaddr(&self, off: usize) -> Option<u64> {
+        let off = off as u64;
+        self.segments
+            .iter()
+            .find(|&&(o, s, _)| off >= o && off < o + s)
+            .map(|&(o, _, v)| v + (off - o))
+    }
+
+    fn file_offset(&self, vaddr: u64) -> Option<usize> {
+        self.segments
+            .iter()
+            .find(|&&(_, s, v)| vaddr >= v && vaddr < v + s)
+            .and_then(|&(o, _, v)| usize::try_from(o + (vaddr - v)).ok())
+    }
+
+    /// File offset of the `.symtab` symbol `name`, if present.
+    pub fn symbol(&self, name: &str) -> Option<usize> {
+        self.kallsyms_symbols
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, o)| o)
+    }
+}

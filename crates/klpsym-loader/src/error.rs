@@ -1,0 +1,42 @@
+//! Loader errors: every one names the file it is about.
+
+use std::path::PathBuf;
+
+/// Why a source could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A text source is malformed.
+    #[error("{path}: {source}")]
+    Text {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line number.
+        source: klpsym_sources::TextError,
+    },
+    /// The content is of no kind klpsym reads.
+    #[error("{path}: {what}")]
+    Unrecognized {
+        /// The file.
+        path: PathBuf,
+        /// What was found, and what klpsym expected.
+        what: String,
+    },
+    /// The file is larger than the configured limit.
+    #[error("{path}: {size} bytes is more than the input limit of {limit} bytes (raise it with --max-input-size)")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+}

@@ -1,0 +1,338 @@
+//! The text formats: /proc/kallsyms (and files saved from it) and System.map.
+//!
+//! Both share one line syntax, `%px %c %s` (the kernel's `s_show()` in kernel/kallsyms.c),
+//! with module and pseudo-object lines ending in `\t[%s]`. The parser keeps the file's bytes as
+//! the name arena, so loading allocates nothing per symbol.
+
+use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_core::{BuildError, ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
+
+/// Longest symbol name the kernel keeps: KSYM_NAME_LEN (512 since 6.1, 128 before) minus the
+/// terminating NUL.
+pub const MAX_NAME_LEN: usize = 511;
+
+/// Which text format a buffer holds, told from its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// /proc/kallsyms, or a file saved from it.
+    Kallsyms,
+    /// A System.map (`nm -n vmlinux` output, filtered).
+    SystemMap,
+    /// Debian's stub System.map that only points at the -dbg package.
+    SystemMapStub,
+}
+
+/// What went wrong in a text source, with the 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TextError {
+    /// The buffer is empty.
+    #[error("empty input: expected lines like `ffffffff81000000 T _text`")]
+    Empty,
+    /// The buffer holds binary data.
+    #[error("binary data (a NUL byte at offset {offset}): expected /proc/kallsyms or System.map text")]
+    Binary {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+    /// A line does not follow the syntax.
+    #[error("line {line}: {what}")]
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What was expected and what was found.
+        what: String,
+    },
+    /// Debian ships a stub System.map.
+    #[error("this System.map is a stub that holds no symbols ({0}); use the kernel image (vmlinuz) of the same package instead: klpsym reads its compressed kallsyms tables")]
+    Stub(String),
+    /// The table could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+}
+
+impl From<Cancelled> for TextError {
+    fn from(c: Cancelled) -> Self {
+        TextError::Build(BuildError::Cancelled(c))
+    }
+}
+
+/// A parsed text source.
+#[derive(Debug)]
+pub struct ParsedText {
+    /// The table.
+    pub table: SymbolTable,
+    /// Which format the content was.
+    pub kind: TextKind,
+}
+
+/// Tells /proc/kallsyms text from System.map text, from content alone.
+///
+/// Both use one syntax. A System.map is `nm -n` output: it holds no module column, and it lists
+/// symbols the kernel's kallsyms never shows — undefined (`U`), debugging (`N`), weak-undefined
+/// (`w`/`v`... as nm prints them), and local absolute (`a`) symbols, or the `__crc_`/`__kstrtab_`
+/// families that scripts/kallsyms drops. Anything with a module column is kallsyms; a buffer
+/// that is neither shows as kallsyms (the stricter reading: every line is taken as is).
+pub fn detect(bytes: &[u8]) -> TextKind {
+    let head = &bytes[..bytes.len().min(4096)];
+    if head.len() < 200 && memchr::memmem::find(head, b"System.map is in the").is_some() {
+        return TextKind::SystemMapStub;
+    }
+    if memchr::memchr(b'\t', bytes).is_some() {
+        return TextKind::Kallsyms;
+    }
+    for line in bytes.split(|&b| b == b'\n') {
+        let mut it = line.splitn(3, |&b| b == b' ');
+        let (_, Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
+        if matches!(ty, [b'U' | b'N' | b'a' | b'w' | b'v'])
+            || name.starts_with(b"__crc_")
+            || name.starts_with(b"__kstrtab_")
+            || name.starts_with(b".L")
+        {
+            return TextKind::SystemMap;
+        }
+    }
+    TextKind::Kallsyms
+}
+
+/// Parses /proc/kallsyms or System.map text. Takes the buffer: it becomes the name arena.
+pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, TextError> {
+    if bytes.is_empty() {
+        return Err(TextError::Empty);
+    }
+    if let Some(offset) = memchr::memchr(0, &bytes) {
+        return Err(TextError::Binary { offset });
+    }
+    let kind = detect(&bytes);
+    if kind == TextKind::SystemMapStub {
+        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        return Err(TextError::Stub(String::from_utf8_lossy(first).trim().to_string()));
+    }
+    // ~40 bytes a line in /proc/kallsyms: reserve once.
+    let estimate = bytes.len() / 40 + 16;
+    let mut lines: Vec<Line> = Vec::with_capacity(estimate);
+    let mut addr_width: Option<u8> = None;
+    let mut start = 0usize;
+    let mut line_no = 0usize;
+    while start < bytes.len() {
+        resched.tick()?;
+        line_no += 1;
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let line = parse_line(&bytes, start, end).map_err(|what| TextError::Line { line: line_no, what })?;
+        let width = line.addr_digits;
+        match addr_width {
+            None => addr_width = Some(width),
+            Some(w) if w != width => {
+                return Err(TextError::Line {
+                    line: line_no,
+                    what: format!("address has {width} hex digits where earlier lines have {w}"),
+                })
+            }
+            Some(_) => {}
+        }
+        lines.push(line);
+        start = end + 1;
+    }
+    // The file becomes the name arena; module names are copied only when they change.
+    let mut b = SymbolTableBuilder::with_name_arena(bytes, lines.len());
+    b.set_addr_width(addr_width.unwrap_or(16));
+    let mut cur: Option<((usize, usize), ObjectId)> = None;
+    for l in &lines {
+        resched.tick()?;
+        let oid = match l.object {
+            None => ObjectId::VMLINUX,
+            Some(range) => match cur {
+                Some((r, id)) if b.arena()[r.0..r.1] == b.arena()[range.0..range.1] => id,
+                _ => {
+                    // parse_line checked the bracket name is printable ASCII.
+                    let name = String::from_utf8_lossy(&b.arena()[range.0..range.1]).into_owned();
+                    let id = b.object(&name, ObjectKind::of_bracket_name(&name));
+                    cur = Some((range, id));
+                    id
+                }
+            },
+        };
+        b.push_arena_name(oid, l.addr, l.kind, l.name.0, l.name.1 - l.name.0)?;
+    }
+    Ok(ParsedText {
+        table: b.build(),
+        kind,
+    })
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    addr: u64,
+    addr_digits: u8,
+    kind: u8,
+    name: (usize, usize),
+    object: Option<(usize, usize)>,
+}
+
+fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
+    let line = &bytes[start..end];
+    if line.is_empty() {
+        return Err("empty line: expected `ADDRESS TYPE NAME`".into());
+    }
+    // Address: hex digits up to the first space.
+    let mut addr: u64 = 0;
+    let mut i = 0;
+    while i < line.len() && line[i] != b' ' {
+        let d = match line[i] {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            c @ b'A'..=b'F' => c - b'A' + 10,
+            c => {
+                return Err(format!(
+                    "bad hex address {:?}: {:?} is not a hex digit",
+                    preview(&line[..line.len().min(24)]),
+                    c as char
+                ))
+            }
+        };
+        if i >= 16 {
+            return Err(format!("address {:?} is longer than 16 hex digits", preview(&line[..line.len().min(40)])));
+        }
+        addr = (addr << 4) | u64::from(d);
+        i += 1;
+    }
+    if i == 0 {
+        return Err("missing address: expected `ADDRESS TYPE NAME`".into());
+    }
+    let addr_digits = i as u8;
+    // " T "
+    if line.len() < i + 3 || line[i] != b' ' || line[i + 2] != b' ' {
+        return Err(format!(
+            "missing columns in {:?}: expected `ADDRESS TYPE NAME`",
+            preview(line)
+        ));
+    }
+    let kind = line[i + 1];
+    if !kind.is_ascii_graphic() {
+        return Err(format!("bad type letter {:?}", kind as char));
+    }
+    let name_start = i + 3;
+    let tab = memchr::memchr(b'\t', &line[name_start..]).map(|t| name_start + t);
+    let name_end = tab.unwrap_or(line.len());
+    let name = &line[name_start..name_end];
+    if name.is_empty() {
+        return Err("empty symbol name".into());
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "symbol name of {} bytes is longer than the kernel allows ({MAX_NAME_LEN}, KSYM_NAME_LEN - 1)",
+            name.len()
+        ));
+    }
+    if let Some(&c) = name.iter().find(|c| !c.is_ascii_graphic()) {
+        return Err(format!(
+            "symbol name {:?} holds a byte ({c:#04x}) that no kernel symbol has",
+            preview(name)
+        ));
+    }
+    let object = match tab {
+        None => None,
+        Some(t) => {
+            let rest = &line[t + 1..];
+            if rest.len() < 3 || rest[0] != b'[' || rest[rest.len() - 1] != b']' {
+                return Err(format!("bad module column {:?}: expected `\\t[module]`", preview(rest)));
+            }
+            let m = &rest[1..rest.len() - 1];
+            if m.is_empty() || m.iter().any(|c| !c.is_ascii_graphic() || *c == b'[' || *c == b']') {
+                return Err(format!("bad module name {:?}", preview(m)));
+            }
+            Some((start + t + 2, start + t + 1 + rest.len() - 1))
+        }
+    };
+    Ok(Line {
+        addr,
+        addr_digits,
+        kind,
+        name: (start + name_start, start + name_end),
+        object,
+    })
+}
+
+fn preview(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(80)]).into_owned();
+    if b.len() > 80 {
+        format!("{s}...")
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<ParsedText, TextError> {
+        parse_text(s.as_bytes().to_vec(), &mut Resched::none())
+    }
+
+    #[test]
+    fn parses_kallsyms_with_modules() {
+        let p = parse(
+            "ffffffff81000000 T _text\nffffffff81000010 t init_once\nffffffffc0000000 t init_once\t[nf_tables]\nffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n",
+        )
+        .unwrap();
+        assert_eq!(p.kind, TextKind::Kallsyms);
+        let t = &p.table;
+        assert_eq!(t.len(), 4);
+        let names: Vec<_> = t.objects().iter().map(|o| (o.name.as_str(), o.kind)).collect();
+        assert_eq!(
+            names,
+            [
+                ("vmlinux", ObjectKind::Vmlinux),
+                ("nf_tables", ObjectKind::Module),
+                ("__builtin__ftrace", ObjectKind::Pseudo)
+            ]
+        );
+        let s = t.symbol(klpsym_core::SymbolId(2));
+        assert_eq!((s.name, s.kind, s.addr, s.object), ("init_once", 't', 0xffffffffc0000000, ObjectId(1)));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases: &[(&str, &str)] = &[
+            ("ffffffff81000000 T a\nxyz T b\n", "line 2: bad hex address"),
+            ("ffffffff81000000 T\n", "line 1: missing columns"),
+            ("ffffffff81000000 T a\n\n", "line 2: empty line"),
+            ("ffffffff81000000 T a\t[]\n", "line 1: bad module column"),
+            ("ffffffff81000000 T a\n81000000 T b\n", "line 2: address has 8 hex digits"),
+            ("11111111111111111 T a\n", "line 1: address"),
+        ];
+        for (input, want) in cases {
+            let err = parse(input).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{input:?}: {err}");
+        }
+        let long = format!("ffffffff81000000 T {}\n", "x".repeat(600));
+        assert!(parse(&long).unwrap_err().to_string().contains("longer than the kernel allows"));
+        assert_eq!(parse("").unwrap_err(), TextError::Empty);
+        assert!(matches!(
+            parse_text(vec![0x7f, b'E', b'L', b'F', 0, 1], &mut Resched::none()),
+            Err(TextError::Binary { offset: 4 })
+        ));
+    }
+
+    #[test]
+    fn detects_system_map_and_stub() {
+        assert_eq!(detect(b"0000000000000000 A a\n0000000000001000 U printk\n"), TextKind::SystemMap);
+        assert_eq!(detect(b"ffffffff81000000 T _text\n"), TextKind::Kallsyms);
+        let stub = b"ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-amd64-dbg package\n";
+        assert_eq!(detect(stub), TextKind::SystemMapStub);
+        assert!(parse(std::str::from_utf8(stub).unwrap()).unwrap_err().to_string().contains("vmlinuz"));
+    }
+
+    #[test]
+    fn hidden_addresses() {
+        let p = parse("0000000000000000 T a\n0000000000000000 t b\n").unwrap();
+        assert!(p.table.addresses_hidden());
+    }
+
+    #[test]
+    fn interleaved_module_lines_keep_one_object_per_name() {
+        let p = parse("ffffffff81000000 T a\nffffffffc0000000 t x\t[m1]\nffffffffc1000000 t y\t[m2]\nffffffffc0000010 t z\t[m1]\n").unwrap();
+        assert_eq!(p.table.objects().len(), 3);
+        assert_eq!(p.table.object_info(ObjectId(1)).symbol_count, 2);
+    }
+}

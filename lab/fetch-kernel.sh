@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Fetch and unpack the newest Debian bookworm amd64 kernel for the real-kernel lab.
+#
+# Prints KEY=VALUE lines on stdout (logs go to stderr):
+#   KLPSYM_LAB_DIR  $CACHE/<abi>            the per-ABI work folder
+#   KLPSYM_LAB_ABI  e.g. 6.1.0-57           Debian kernel ABI
+#   KLPSYM_LAB_VERSION e.g. 6.1.192-3       Debian package version
+#   KERNEL_RELEASE  e.g. 6.1.0-57-amd64     uname -r of the booted kernel
+#   VMLINUZ VMLINUX MODULES_DIR HEADERS_DIR SYSTEM_MAP CONFIG
+#
+# Environment:
+#   KLPSYM_LAB_CACHE   cache folder (default /var/cache/klpsym-lab); created if missing
+#   KLPSYM_LAB_ABI     use this ABI instead of discovering the newest one
+#   KLPSYM_LAB_UNSIGNED=1  take linux-image-<abi>-amd64-unsigned instead of the signed
+#                      linux-image-<abi>-amd64 (same kernel, modules without signatures)
+#   KLPSYM_LAB_APT_UPDATE=1  run apt-get update before discovering the ABI
+#
+# Idempotent: .debs are kept in $CACHE/debs and reused, the unpacked tree and the extracted
+# vmlinux are only rebuilt when missing. Never installs the kernel system-wide.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DOWNLOAD_FAILED=75
+HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils libelf1 zlib1g gcc libc6-dev make kmod)
+
+# discover_abi: the ABI that linux-image-amd64 currently depends on, e.g. "6.1.0-57".
+# apt-cache takes over a second here (no binary package cache), so the answer is memoised
+# against a fingerprint of the apt lists: it can only change when the lists do.
+discover_abi() {
+	local memo="$LAB_CACHE/.abi-discovery" stamp abi
+	stamp="$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -printf '%f %s %T@\n' 2>/dev/null |
+		sort | md5sum | cut -d' ' -f1)"
+	if [ -f "$memo" ] && [ "$(head -n1 "$memo")" = "$stamp" ]; then
+		sed -n 2p "$memo"
+		return 0
+	fi
+	abi="$({ apt-cache depends linux-image-amd64 2>/dev/null || true; } |
+		sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*\)-amd64$/\1/p' | head -n1)"
+	if [ -n "$abi" ]; then
+		mkdir -p "$LAB_CACHE"
+		printf '%s\n%s\n' "$stamp" "$abi" >"$memo.$$" && mv "$memo.$$" "$memo"
+	fi
+	printf '%s\n' "$abi"
+}
+
+# pkg_field PKG FIELD: a control field of the candidate version of PKG ("" if unknown).
+pkg_field() {
+	{ apt-cache show --no-all-versions "$1" 2>/dev/null || true; } | sed -n "s/^$2: //p" | head -n1
+}
+
+# fetch_deb PKG VERSION: make sure $CACHE/debs holds PKG at VERSION; print its path.
+fetch_deb() {
+	local pkg="$1" ver="$2" file tmp
+	file="$LAB_CACHE/debs/${pkg}_${ver//:/%3a}_amd64.deb"
+	if [ -s "$file" ] && dpkg-deb --info "$file" >/dev/null 2>&1; then
+		log "reusing $(basename "$file")"
+	else
+		tmp="$(mktemp -d "$LAB_CACHE/debs/.dl.XXXXXX")"
+		# apt's _apt sandbox user must be able to write the folder, else apt warns.
+		chown _apt "$tmp" 2>/dev/null || true
+		log "apt-get download $pkg=$ver"
+		if ! (cd "$tmp" && apt-get download -qq "$pkg=$ver" </dev/null >&2); then
+			rm -rf "$tmp"
+			return 1
+		fi
+		mv "$tmp"/*.deb "$file" && rm -rf "$tmp"
+	fi
+	printf '%s\n' "$file"
+}
+
+# extract_vmlinux VMLINUZ OUT: the uncompressed ELF vmlinux from the XZ payload of a bzImage.
+# The payload is the first XZ stream (magic FD 37 7A 58 5A 00) that decompresses to an ELF
+# file; `xz --single-stream` ignores the bzImage trailer after the stream.
+extract_vmlinux() {
+	local in="$1" out="$2" off
+	for off in $(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$in" | cut -d: -f1); do
+		# Process substitution, not a pipe: tail dies of SIGPIPE when xz stops at the stream
+		# end, which pipefail would report as a failure.
+		if xz -dc --single-stream < <(tail -c +"$((off + 1))" "$in") >"$out.tmp" 2>/dev/null &&
+			[ "$(head -c4 "$out.tmp" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; then
+			mv "$out.tmp" "$out"
+			log "extracted vmlinux from XZ stream at offset $off of $(basename "$in")"
+			return 0
+		fi
+	done
+	rm -f "$out.tmp"
+	die "no XZ stream decompressing to an ELF vmlinux found in $in"
+}
+
+# unpack ABI VERSION: download and unpack the four packages into $CACHE/<abi>/root.
+unpack() {
+	local abi="$1" ver="$2" release="$1-amd64" dir="$LAB_CACHE/$1"
+	local image_pkg="linux-image-$release" hdr_pkg="linux-headers-$release"
+	local common_pkg kbuild_pkg kbuild_ver debs=() deps
+	[ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && image_pkg="$image_pkg-unsigned"
+
+	if [ -f "$dir/.unpacked" ] && [ -s "$dir/vmlinux" ]; then
+		return 0
+	fi
+	deps="$(pkg_field "$hdr_pkg" Depends)"
+	common_pkg="$(grep -o "linux-headers-$abi-common" <<<"$deps" | head -n1 || true)"
+	kbuild_pkg="$(grep -oE 'linux-kbuild-[0-9][0-9.]*' <<<"$deps" | head -n1 || true)"
+	[ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] ||
+		die "cannot find -common/kbuild dependencies of $hdr_pkg (Depends: '$deps')"
+	# The headers require kbuild >= their own version: take exactly that version when the
+	# archive has it (it is built from the same source), else the candidate.
+	kbuild_ver="$ver"
+	if ! apt-cache show "$kbuild_pkg=$ver" >/dev/null 2>&1; then
+		kbuild_ver="$(pkg_field "$kbuild_pkg" Version)"
+		log "$kbuild_pkg $ver not in the archive, using $kbuild_ver"
+	fi
+
+	mkdir -p "$LAB_CACHE/debs"
+	local spec pkg pver f
+	for spec in "$image_pkg=$ver" "$hdr_pkg=$ver" "$common_pkg=$ver" "$kbuild_pkg=$kbuild_ver"; do
+		pkg="${spec%%=*}"
+		pver="${spec#*=}"
+		f="$(fetch_deb "$pkg" "$pver")" || return "$DOWNLOAD_FAILED"
+		debs+=("$f")
+	done
+
+	local t0
+	t0="$(now)"
+	rm -rf "$dir/root.tmp"
+	mkdir -p "$dir/root.tmp"
+	local d
+	for d in "${debs[@]}"; do
+		log "dpkg -x $(basename "$d")"
+		dpkg -x "$d" "$dir/root.tmp" || die "dpkg -x $d failed"
+	done
+	fix_headers_makefile "$dir/root.tmp" "$dir/root" "$abi"
+	rm -rf "$dir/root"
+	mv "$dir/root.tmp" "$dir/root"
+	extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux"
+	printf '%s\n' "$ver" >"$dir/.unpacked"
+	log "unpacked $abi in $(elapsed "$t0")s"
+}
+
+# The -amd64 headers Makefile includes the -common Makefile by its absolute installed path
+# (/usr/src/linux-headers-<abi>-common/Makefile); point it at the unpacked copy instead so
+# `make -C $HEADERS_DIR M=... modules` works without a system-wide install.
+fix_headers_makefile() {
+	local tmp_root="$1" final_root="$2" abi="$3"
+	local mk="$tmp_root/usr/src/linux-headers-$abi-amd64/Makefile"
+	local common="/usr/src/linux-headers-$abi-common"
+	[ -f "$mk" ] || die "headers Makefile missing: $mk"
+	[ -d "$tmp_root$common" ] || die "unpacked -common headers missing: $tmp_root$common"
+	grep -q "$common" "$mk" || die "headers Makefile does not mention $common; layout changed?"
+	sed -i "s#\([ =]\)$common#\1$final_root$common#g" "$mk"
+	log "headers Makefile now includes $final_root$common"
+}
+
+# The package ships no modules.dep (its postinst runs depmod on the installed system):
+# generate it in the unpacked tree so that module dependencies can be resolved.
+make_modules_dep() {
+	local root="$1" release="$2"
+	[ -s "$root/lib/modules/$release/modules.dep" ] && return 0
+	log "depmod -b $root $release"
+	depmod -b "$root" "$release" || die "depmod for $release failed"
+}
+
+main() {
+	local abi ver t0
+	t0="$(now)"
+	ensure_packages "${HOST_PACKAGES[@]}"
+	[ "${KLPSYM_LAB_APT_UPDATE:-0}" = 1 ] && apt_update_once
+
+	abi="${KLPSYM_LAB_ABI:-}"
+	if [ -z "$abi" ]; then
+		abi="$(discover_abi)"
+		if [ -z "$abi" ]; then
+			apt_update_once
+			abi="$(discover_abi)"
+		fi
+		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-amd64' names no linux-image-<abi>-amd64"
+	fi
+	local dir="$LAB_CACHE/$abi"
+	if [ -f "$dir/.unpacked" ] && [ -s "$dir/vmlinux" ]; then
+		ver="$(cat "$dir/.unpacked")"
+	else
+		ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+		if [ -z "$ver" ]; then
+			apt_update_once
+			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+		fi
+		[ -n "$ver" ] || die "linux-image-$abi-amd64 is not in the apt lists"
+		local rc
+		set +e
+		with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
+		rc=$?
+		set -e
+		[ "$rc" = 0 ] || [ "$rc" = "$DOWNLOAD_FAILED" ] || die "unpacking kernel $abi failed (rc=$rc)"
+		if [ "$rc" = "$DOWNLOAD_FAILED" ]; then
+			# Stale lists name a version the archive already dropped: refresh once, retry.
+			[ "$APT_UPDATED" = 0 ] || die "download of kernel $abi ($ver) failed"
+			apt_update_once
+			[ -n "${KLPSYM_LAB_ABI:-}" ] || abi="$(discover_abi)"
+			dir="$LAB_CACHE/$abi"
+			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+			set +e
+			with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
+			rc=$?
+			set -e
+			[ "$rc" = 0 ] || die "download or unpacking of kernel $abi ($ver) failed"
+		fi
+	fi
+
+	local release="$abi-amd64" root="$dir/root"
+	if [ ! -s "$root/lib/modules/$release/modules.dep" ]; then
+		with_lock "$LAB_CACHE/.lock" make_modules_dep "$root" "$release"
+	fi
+	local hdr="$root/usr/src/linux-headers-$release"
+	for f in "$root/boot/vmlinuz-$release" "$dir/vmlinux" "$root/lib/modules/$release" "$hdr/Makefile"; do
+		[ -e "$f" ] || die "expected $f after unpacking; remove $dir and retry"
+	done
+	log "kernel $release ($ver) ready in $(elapsed "$t0")s"
+	cat <<EOF
+KLPSYM_LAB_DIR=$dir
+KLPSYM_LAB_ABI=$abi
+KLPSYM_LAB_VERSION=$ver
+KERNEL_RELEASE=$release
+VMLINUZ=$root/boot/vmlinuz-$release
+VMLINUX=$dir/vmlinux
+MODULES_DIR=$root/lib/modules/$release
+HEADERS_DIR=$hdr
+SYSTEM_MAP=$root/boot/System.map-$release
+CONFIG=$root/boot/config-$release
+EOF
+}
+
+main "$@"
