@@ -179,6 +179,8 @@ mod tests {
             assert!(is_ignored(v, "__crc_foo", b'A'), "{v:?}");
             assert!(is_ignored(v, "$x", b't'), "{v:?}");
             assert!(is_ignored(v, "kallsyms_names", b'R'), "{v:?}");
+            // Regression: Debian 6.1.192 has the table but does not list it.
+            assert!(is_ignored(v, "kallsyms_seqs_of_names", b'R'), "{v:?}");
             assert!(is_ignored(v, "foo_veneer", b't'), "{v:?}");
             assert!(is_ignored(v, "undefined", b'U'), "{v:?}");
             assert!(is_ignored(v, "abs", b'A'), "{v:?}");

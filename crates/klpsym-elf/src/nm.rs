@@ -21,6 +21,8 @@ pub(crate) struct NmLine {
     pub name: String,
     pub size: u64,
     pub section: Option<String>,
+    /// Section header index of `section`.
+    pub section_index: Option<u32>,
     /// Index of the symbol in `.symtab`.
     pub symtab_index: u32,
 }
@@ -134,6 +136,7 @@ pub(crate) fn nm_sorted(elf: &RawElf<'_>) -> Vec<NmLine> {
                         .section
                         .and_then(|i| elf.section_name(i))
                         .map(str::to_owned),
+                    section_index: s.section,
                     symtab_index: s.index,
                 },
             ))

@@ -83,6 +83,16 @@ pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<Vmlinux
             }
         }
     };
+    notes.push(format!(
+        "filter rules of kernel {}.{} (mksysmap input: {})",
+        version.major,
+        version.minor,
+        if (version.major, version.minor) >= (6, 1) {
+            "yes"
+        } else {
+            "no"
+        }
+    ));
     let lines = nm_sorted(&raw);
     let kept: Vec<(usize, &NmLine)> = lines
         .iter()
@@ -179,7 +189,7 @@ fn build_table(kept: &[(usize, &NmLine)], all: bool, absolute_percpu: bool) -> V
                     addr: l.addr,
                     size: Some(l.size),
                     section: l.section.clone(),
-                    section_index: None,
+                    section_index: l.section_index,
                     exported: false,
                 },
             )

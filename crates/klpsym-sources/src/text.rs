@@ -173,27 +173,28 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
     if line.is_empty() {
         return Err("empty line: expected `ADDRESS TYPE NAME`".into());
     }
-    // Address: hex digits up to the first space.
+    // Address: hex digits up to the first space. A table lookup per digit keeps this free of
+    // unpredictable branches; the error path re-scans for a precise message.
     let mut addr: u64 = 0;
+    let mut bad = 0u8;
     let mut i = 0;
-    while i < line.len() && line[i] != b' ' {
-        let d = match line[i] {
-            c @ b'0'..=b'9' => c - b'0',
-            c @ b'a'..=b'f' => c - b'a' + 10,
-            c @ b'A'..=b'F' => c - b'A' + 10,
-            c => {
-                return Err(format!(
-                    "bad hex address {:?}: {:?} is not a hex digit",
-                    preview(&line[..line.len().min(24)]),
-                    c as char
-                ))
-            }
-        };
-        if i >= 16 {
-            return Err(format!("address {:?} is longer than 16 hex digits", preview(&line[..line.len().min(40)])));
-        }
-        addr = (addr << 4) | u64::from(d);
+    let digits_end = line.len().min(17);
+    while i < digits_end && line[i] != b' ' {
+        let v = HEX_VALUE[line[i] as usize];
+        bad |= v;
+        addr = (addr << 4) | u64::from(v & 0xf);
         i += 1;
+    }
+    if bad & 0x80 != 0 {
+        let c = line[..i].iter().copied().find(|&c| HEX_VALUE[c as usize] & 0x80 != 0).unwrap_or(b'?');
+        return Err(format!(
+            "bad hex address {:?}: {:?} is not a hex digit",
+            preview(&line[..line.len().min(24)]),
+            c as char
+        ));
+    }
+    if i > 16 {
+        return Err(format!("address {:?} is longer than 16 hex digits", preview(&line[..line.len().min(40)])));
     }
     if i == 0 {
         return Err("missing address: expected `ADDRESS TYPE NAME`".into());
@@ -223,7 +224,8 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
             name.len()
         ));
     }
-    if let Some(&c) = name.iter().find(|c| !c.is_ascii_graphic()) {
+    if !all_graphic(name) {
+        let c = name.iter().copied().find(|c| !c.is_ascii_graphic()).unwrap_or(b'?');
         return Err(format!(
             "symbol name {:?} holds a byte ({c:#04x}) that no kernel symbol has",
             preview(name)
@@ -250,6 +252,37 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
         name: (start + name_start, start + name_end),
         object,
     })
+}
+
+/// Hex digit values; 0xff marks a byte that is not a hex digit.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        t[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
+
+/// True when every byte is printable ASCII without space (0x21..=0x7e), eight bytes at a time.
+fn all_graphic(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = s.chunks_exact(8);
+    let mut acc = 0u64;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        // a byte below 0x21, or a byte of 0x7f and above
+        acc |= (w.wrapping_sub(ONES * 0x21) & !w) | (w.wrapping_add(ONES) | w);
+    }
+    acc & HIGH == 0 && chunks.remainder().iter().all(u8::is_ascii_graphic)
 }
 
 fn preview(b: &[u8]) -> String {
@@ -321,6 +354,17 @@ mod tests {
         let stub = b"ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-amd64-dbg package\n";
         assert_eq!(detect(stub), TextKind::SystemMapStub);
         assert!(parse(std::str::from_utf8(stub).unwrap()).unwrap_err().to_string().contains("vmlinuz"));
+    }
+
+    #[test]
+    fn graphic_check_matches_the_byte_rule() {
+        for b in 0u8..=255 {
+            for pos in 0..11 {
+                let mut v = vec![b'a'; 11];
+                v[pos] = b;
+                assert_eq!(all_graphic(&v), b.is_ascii_graphic(), "byte {b:#x} at {pos}");
+            }
+        }
     }
 
     #[test]

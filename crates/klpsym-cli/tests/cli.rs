@@ -1,0 +1,265 @@
+//! Integration tests: run the `klpsym` binary the way a user does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_klpsym"))
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn file(&self, name: &str, content: &[u8]) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+fn run_stdin(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut c = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    c.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const SAMPLE: &str = "\
+ffffffff81000000 T _text
+ffffffff81000000 T startup_64
+ffffffff81000100 t init_once
+ffffffff81000140 T do_thing
+ffffffff81000200 t init_once
+ffffffff81000280 t init_once
+ffffffff81000300 T _etext
+ffffffffc0000000 t init_once\t[nf_tables]
+ffffffffc0000040 T nft_do_chain\t[nf_tables]
+ffffffffc0000080 t helper\t[nf_tables]
+ffffffffc0000100 t helper\t[nf_tables]
+ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]
+";
+
+fn sample(f: &Fixture) -> String {
+    f.file("kallsyms.txt", SAMPLE.as_bytes()).display().to_string()
+}
+
+#[test]
+fn lookup_ambiguous_prints_the_kernel_message_and_exits_1() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["lookup", "init_once", "--kernel", &k]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'\n"), "{out}");
+    // candidates with positions 1..3, in kallsyms order
+    assert!(out.contains("   1  0xffffffff81000100"), "{out}");
+    assert!(out.contains("   3  0xffffffff81000280"), "{out}");
+    assert!(!out.contains("0xffffffffc0000000"), "module symbols are not vmlinux candidates: {out}");
+}
+
+#[test]
+fn lookup_positions_and_modules() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["lookup", "init_once", "--sympos", "2", "--kernel", &k]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).starts_with("ffffffff81000200 t init_once (position 2 of 3 in vmlinux, size 0x80)"), "{}", stdout(&o));
+    let o = run(&["lookup", "init_once", "-p", "4", "-k", &k]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).starts_with("livepatch: symbol position 4 for symbol 'init_once' in object 'vmlinux' not found"));
+    let o = run(&["lookup", "helper", "--object", "nf-tables.ko", "-k", &k]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).starts_with("livepatch: unresolvable ambiguity for symbol 'helper' in object 'nf_tables'"));
+    let o = run(&["lookup", "init_once", "--object", "nf_tables", "-k", &k]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(&["lookup", "nothing_here", "-k", &k]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).starts_with("livepatch: symbol 'nothing_here' not found in symbol table"));
+    let o = run(&["lookup", "helper", "--object", "ext4", "-k", &k]);
+    assert!(stdout(&o).contains("not in this symbol table"), "{}", stdout(&o));
+}
+
+#[test]
+fn lookup_json_has_the_documented_fields() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["lookup", "init_once", "--json", "-k", &k]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["name"], "init_once");
+    assert_eq!(v["object"], "vmlinux");
+    let r = &v["results"][0];
+    assert_eq!(r["verdict"], "ambiguous");
+    assert_eq!(r["message"], "livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'");
+    assert_eq!(r["candidates"].as_array().unwrap().len(), 3);
+    assert_eq!(r["candidates"][1]["position"], 2);
+    assert_eq!(r["candidates"][1]["address"], "0xffffffff81000200");
+    assert_eq!(r["candidates"][1]["size"], "0x80");
+}
+
+#[test]
+fn sympos_lists_every_object() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["sympos", "init_once", "-k", &k]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(out.starts_with("init_once: 4 definition(s)"), "{out}");
+    assert!(out.contains("   1  0xffffffffc0000000  t     0x40        nf_tables"), "{out}");
+    let o = run(&["sympos", "init_once", "-o", "nf_tables", "--json", "-k", &k]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"][0]["count"], 1);
+    let o = run(&["sympos", "absent", "-k", &k]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn addr_symbolizes_like_percent_ps_and_reports_outside() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["addr", "-k", &k, "ffffffff81000150", "0xffffffffc0000044", "ffffffffc0201000", "0x10"]);
+    assert_eq!(o.status.code(), Some(1), "0x10 is outside");
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "ffffffff81000150 do_thing+0x10/0xc0");
+    assert_eq!(lines[1], "ffffffffc0000044 nft_do_chain+0x4/0x40 [nf_tables]");
+    assert_eq!(lines[2], "ffffffffc0201000 ftrace_trampoline+0x0 [__builtin__ftrace]");
+    assert!(lines[3].contains("below the first symbol"));
+    // stdin, one per line
+    let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nffffffff81000301\n");
+    let out = stdout(&o);
+    assert!(out.contains("ffffffff81000300 _etext+0x0\n"), "{out}");
+    assert!(out.contains("ffffffff81000301 ?? (outside every symbol"), "{out}");
+    // bad input is a usage error naming the line
+    let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nnot-hex\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("standard input line 2"), "{}", stderr(&o));
+}
+
+#[test]
+fn dump_round_trips_byte_for_byte() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let o = run(&["dump", "-k", &k]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), SAMPLE);
+    let out = f.dir.path().join("out.txt");
+    let o = run(&["dump", "-k", &k, "--output", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), SAMPLE);
+    let o = run(&["dump", "-k", &k, "-o", "nf_tables"]);
+    assert_eq!(stdout(&o).lines().count(), 4);
+}
+
+#[test]
+fn malformed_inputs_name_the_file_and_line() {
+    let f = Fixture::new();
+    let cases: &[(&str, &[u8], &str)] = &[
+        ("badhex.txt", b"ffffffff81000000 T a\nzzzz T b\n", "badhex.txt: line 2: bad hex address"),
+        ("cols.txt", b"ffffffff81000000 T\n", "cols.txt: line 1: missing columns"),
+        ("empty.txt", b"", "empty.txt: empty input"),
+        ("bin.dat", b"\x00\x01\x02garbage", "bin.dat: binary data"),
+        ("elf.o", b"\x7fELF\x02\x01\x01\x00", "elf.o: an ELF file"),
+    ];
+    for (name, content, want) in cases {
+        let p = f.file(name, content);
+        let o = run(&["lookup", "x", "-k", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{name}");
+    }
+    let long = format!("ffffffff81000000 T {}\n", "n".repeat(700));
+    let p = f.file("long.txt", long.as_bytes());
+    let o = run(&["info", "-k", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("long.txt: line 1: symbol name of 700 bytes"), "{}", stderr(&o));
+}
+
+#[test]
+fn hidden_addresses_warn_and_names_still_work() {
+    let f = Fixture::new();
+    let p = f.file(
+        "hidden.txt",
+        b"0000000000000000 T a\n0000000000000000 t dup\n0000000000000000 t dup\n",
+    );
+    let k = p.to_str().unwrap();
+    let o = run(&["lookup", "dup", "-k", k]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("kptr_restrict"), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("livepatch: unresolvable ambiguity"));
+    let o = run(&["lookup", "dup", "-p", "2", "-k", k]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = run(&["addr", "ffffffff81000000", "-k", k]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("addresses are hidden"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_teaches() {
+    let o = run(&["lookup"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(out.contains("Exit status"), "{out}");
+    assert!(out.contains("klpsym sympos init_once"), "{out}");
+}
+
+#[test]
+fn several_kernels_at_once() {
+    let f = Fixture::new();
+    let a = sample(&f);
+    let b = f.file("b.txt", b"ffffffff81000000 T _text\nffffffff81000100 t init_once\n");
+    let o = run(&["lookup", "init_once", "-k", &a, "-k", b.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "ambiguous in one kernel");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"][0]["verdict"], "ambiguous");
+    assert_eq!(v["results"][1]["verdict"], "found");
+}
+
+/// The live kernel: every name's positions and every symbol start's address lookup agree
+/// with a straight reading of /proc/kallsyms. Runs when the file is readable with real
+/// addresses (root with kptr_restrict <= 1); says why it skipped otherwise.
+#[test]
+fn live_proc_kallsyms_agrees_with_a_straight_reading() {
+    let path = Path::new("/proc/kallsyms");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipped: /proc/kallsyms is not readable");
+        return;
+    };
+    if text.lines().all(|l| l.starts_with("0000000000000000")) {
+        eprintln!("skipped: /proc/kallsyms addresses are hidden (kptr_restrict)");
+        return;
+    }
+    let o = run(&["dump"]);
+    assert_eq!(o.status.code(), Some(0));
+    // /proc/kallsyms can change between two reads (modules, BPF); compare only when stable.
+    let again = std::fs::read_to_string(path).unwrap();
+    if again == text {
+        assert!(o.stdout == text.as_bytes(), "dump differs from /proc/kallsyms");
+    }
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The real-kernel livepatch oracle: builds the C livepatch cases of lab/livepatch/cases/
+# against the Debian kernel's headers, loads them in that kernel under QEMU (one boot for
+# all cases, one case after the other, everything unloaded in between) and records what the
+# kernel did, for comparison with `klpsym check`. Format: lab/livepatch/README.md.
+#
+# Usage: lab/livepatch-oracle.sh [CASE]...      (default: every case)
+#
+# Environment:
+#   KLPSYM_BIN   a klpsym binary; when set, cases with `convert=yes` are converted with
+#                `$KLPSYM_BIN convert IN.ko -o OUT.ko --kernel $VMLINUZ --modules $MODULES_DIR
+#                [--pin P]...` and their `post=` edits applied (klp-elfedit); when unset they
+#                are skipped (recorded as `skipped=...`).
+#   KLPSYM_LAB_VERBOSE=1   mirror the guest console on stderr.
+#
+# Outputs, in $KLPSYM_LAB_DIR/livepatch/ (replaced case by case):
+#   index.txt          one line per case: <case> <verdict|skipped> expect=<...> patch=<name>
+#   <case>/oracle.txt  what the kernel did;   <case>/<patch>.ko  the module that was loaded
+#   <case>/case.conf   the case's metadata;  <case>/kallsyms-modules.txt  module symbols then
+# Prints ORACLE_DIR= and ORACLE_INDEX= on stdout. Exit 1 when the VM run fails or a case
+# could not be cleaned up (later cases would be unreliable); a verdict that differs from
+# `expect=` is only reported (the kernel is the judge, the expectation may be wrong).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+LP_SRC="$LAB_SRC_DIR/livepatch"
+SELF="$LAB_SRC_DIR/$(basename "${BASH_SOURCE[0]}")"
+
+# conf_get FILE KEY: the values of KEY (one per line, in order).
+conf_get() { sed -n "s/^$2=//p" "$1"; }
+
+# build_cases BUILD: copies the sources to BUILD and runs kbuild once for all cases
+# (a generated top-level Kbuild descends into every case folder). Skipped when the sources,
+# the headers and this script are unchanged since the last successful build.
+build_cases() {
+	local build="$1" stamp cases_list
+	stamp="$(
+		cd "$LP_SRC" && find include cases -type f | LC_ALL=C sort | xargs md5sum
+		echo "$HEADERS_DIR $KLPSYM_LAB_VERSION"
+		md5sum <"$SELF" "$LP_SRC/guest-oracle.sh"
+	)"
+	if [ -f "$build/.stamp" ] && [ "$(cat "$build/.stamp")" = "$stamp" ]; then
+		log "case modules are up to date in $build"
+		return 0
+	fi
+	rm -rf "$build"
+	mkdir -p "$build"
+	cp -r "$LP_SRC/include" "$LP_SRC/cases" "$build/"
+	cases_list="$(cd "$build/cases" && ls -d -- */ | LC_ALL=C sort)"
+	# shellcheck disable=SC2086 # one folder per word
+	printf 'obj-m += %s\n' $cases_list >"$build/cases/Kbuild"
+	log "building $(wc -w <<<"$cases_list") case modules against $HEADERS_DIR"
+	# KBUILD_MODPOST_WARN=1: the convert cases refer to unexported symbols on purpose.
+	if ! make -s -j2 -C "$HEADERS_DIR" M="$build/cases" KBUILD_MODPOST_WARN=1 modules \
+		>"$build/make.log" 2>&1; then
+		tail -n 30 "$build/make.log" >&2
+		die "kbuild failed (full log: $build/make.log)"
+	fi
+	printf '%s\n' "$stamp" >"$build/.stamp"
+}
+
+# module_load_lines NAME: plan lines loading module NAME of the kernel package, after its
+# dependencies (modules.dep lists them all; modprobe loads them right to left).
+module_load_lines() {
+	local name="$1" line path deps i
+	line="$(awk -v n="$name" '{ p = $1; sub(/:$/, "", p); b = p; sub(/.*\//, "", b); sub(/\.ko$/, "", b);
+		gsub(/-/, "_", b); m = n; gsub(/-/, "_", m); if (b == m) { print; exit } }' "$MODULES_DIR/modules.dep")"
+	[ -n "$line" ] || die "module $name not found in $MODULES_DIR/modules.dep"
+	path="${line%%:*}"
+	read -r -a deps <<<"${line#*:}"
+	for ((i = ${#deps[@]} - 1; i >= 0; i--)); do
+		printf 'load module /modules/%s %s\n' "${deps[i]}" "$(basename "${deps[i]}" .ko | tr - _)"
+		printf '%s\n' "${deps[i]}" >>"$work/module-files"
+	done
+	printf 'load module /modules/%s %s\n' "$path" "$(tr - _ <<<"$name")"
+	printf '%s\n' "$path" >>"$work/module-files"
+}
+
+# prepare_case CASE: fills $stage/CASE (the .ko to load, case.conf) and the guest plan
+# $work/lp/CASE/plan; returns 1 (after writing a skipped oracle.txt) when the case cannot
+# run.
+prepare_case() {
+	local c="$1" conf="$LP_SRC/cases/$1/case.conf" patch built out step pins=() post op
+	patch="$(conf_get "$conf" patch)"
+	[ -n "$patch" ] || die "case $c: case.conf has no patch="
+	built="$build/cases/$c/$patch.ko"
+	[ -f "$built" ] || die "case $c: kbuild produced no $built"
+	out="$stage/$c"
+	mkdir -p "$out" "$work/lp/$c"
+	cp "$conf" "$out/case.conf"
+	if [ "$(conf_get "$conf" convert)" = yes ]; then
+		cp "$built" "$out/$patch.built.ko"
+		if [ -z "${KLPSYM_BIN:-}" ]; then
+			printf 'case=%s\npatch=%s\nskipped=needs klpsym convert: set KLPSYM_BIN\n' "$c" "$patch" >"$out/oracle.txt"
+			return 1
+		fi
+		while IFS= read -r step; do pins+=(--pin "$step"); done < <(conf_get "$conf" pin)
+		if ! "$KLPSYM_BIN" convert "$built" -o "$out/$patch.converted.ko" --kernel "$VMLINUZ" \
+			--modules "$MODULES_DIR" "${pins[@]}" >"$out/convert.log" 2>&1; then
+			printf 'case=%s\npatch=%s\nskipped=klpsym convert failed (see convert.log)\n' "$c" "$patch" >"$out/oracle.txt"
+			log "case $c: klpsym convert failed: $(tail -n 3 "$out/convert.log")"
+			return 1
+		fi
+		cp "$out/$patch.converted.ko" "$out/$patch.ko"
+		while IFS= read -r post; do
+			read -r -a op <<<"$post"
+			if ! "$elfedit" "$out/$patch.ko" "$out/$patch.ko.tmp" "${op[@]}" >>"$out/convert.log" 2>&1; then
+				printf 'case=%s\npatch=%s\nskipped=post step failed: %s\n' "$c" "$patch" "$post" >"$out/oracle.txt"
+				return 1
+			fi
+			mv "$out/$patch.ko.tmp" "$out/$patch.ko"
+		done < <(conf_get "$conf" post)
+	else
+		cp "$built" "$out/$patch.ko"
+	fi
+	{
+		printf 'patch %s\n' "$patch"
+		for step in $(conf_get "$conf" steps); do
+			case "$step" in
+			patch) printf 'load patch /lab/lp/%s/%s.ko\n' "$c" "$patch" ;;
+			module:*) module_load_lines "${step#module:}" ;;
+			*) die "case $c: unknown step '$step' in steps=" ;;
+			esac
+		done
+		conf_get "$conf" exercise | sed 's/^/exercise /'
+	} >"$work/lp/$c/plan"
+	cp "$out/$patch.ko" "$work/lp/$c/"
+	printf '%s\n' "$c" >>"$work/lp/cases.txt"
+}
+
+run_oracle() {
+	local t0 c cases=("$@") vm adds=() verdict expect patch bad=0 summary
+	t0="$(now)"
+	dest="$KLPSYM_LAB_DIR/livepatch"
+	build="$dest/.build"
+	build_cases "$build"
+	log "build step: $(elapsed "$t0")s"
+	elfedit=""
+	if [ -n "${KLPSYM_BIN:-}" ]; then
+		[ -x "$KLPSYM_BIN" ] || die "KLPSYM_BIN=$KLPSYM_BIN is not executable"
+		elfedit="$build/klp-elfedit"
+		gcc -O2 -Wall -Werror -o "$elfedit" "$LP_SRC/klp-elfedit.c" || die "building klp-elfedit failed"
+	fi
+	work="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-oracle.XXXXXX")"
+	trap 'rm -rf "$work"' EXIT
+	stage="$dest/.stage"
+	rm -rf "$stage"
+	mkdir -p "$stage" "$work/lp"
+	: >"$work/lp/cases.txt"
+	: >"$work/module-files"
+	for c in "${cases[@]}"; do
+		[ -f "$LP_SRC/cases/$c/case.conf" ] || die "no case '$c' (no $LP_SRC/cases/$c/case.conf)"
+		prepare_case "$c" || log "case $c skipped: $(sed -n 's/^skipped=//p' "$stage/$c/oracle.txt")"
+	done
+	if [ -s "$work/lp/cases.txt" ]; then
+		adds=(--add "$work/lp:/lab/lp")
+		while IFS= read -r f; do adds+=(--add "$MODULES_DIR/$f:/modules/$f"); done < <(sort -u "$work/module-files")
+		vm="$work/vm"
+		log "booting for $(wc -l <"$work/lp/cases.txt") cases"
+		"$LAB_SRC_DIR/run-vm.sh" --kernel "$VMLINUX" --script "$LP_SRC/guest-oracle.sh" \
+			--out "$vm" "${adds[@]}" </dev/null || die "the oracle VM run failed"
+		while IFS= read -r c; do
+			[ -f "$vm/$c/oracle.txt" ] || die "case $c: the guest wrote no oracle.txt"
+			cp "$vm/$c/"* "$stage/$c/"
+		done <"$work/lp/cases.txt"
+		cp "$vm/console.log" "$vm/boot-dmesg.txt" "$vm/finit.log" "$stage/"
+	fi
+	# Publish: replace each case folder, then rewrite the index.
+	: >"$stage/index.txt"
+	for c in "${cases[@]}"; do
+		verdict="$(sed -n 's/^verdict=//p' "$stage/$c/oracle.txt")"
+		[ -n "$verdict" ] || verdict=skipped
+		expect="$(conf_get "$stage/$c/case.conf" expect)"
+		patch="$(conf_get "$stage/$c/case.conf" patch)"
+		printf '%s %s expect=%s patch=%s\n' "$c" "$verdict" "$expect" "$patch" >>"$stage/index.txt"
+		summary="$c: $verdict"
+		if [ "$verdict" != skipped ] && [ "$verdict" != "$expect" ]; then
+			summary+=" (expected $expect)"
+		fi
+		if grep -q '^cleanup=failed' "$stage/$c/oracle.txt"; then
+			summary+=" ($(grep '^cleanup=' "$stage/$c/oracle.txt"))"
+			bad=1
+		fi
+		log "$summary"
+		rm -rf "${dest:?}/$c"
+		mv "$stage/$c" "$dest/$c"
+	done
+	for f in index.txt console.log boot-dmesg.txt finit.log; do
+		[ -f "$stage/$f" ] && mv "$stage/$f" "$dest/$f"
+	done
+	rm -rf "$stage"
+	log "livepatch oracle done in $(elapsed "$t0")s"
+	return "$bad"
+}
+
+main() {
+	local cases=()
+	ensure_packages gcc make libc6-dev libelf1 zlib1g
+	load_kernel_env
+	if [ $# -gt 0 ]; then
+		cases=("$@")
+	else
+		mapfile -t cases < <(cd "$LP_SRC/cases" && ls -d -- */ | tr -d / | LC_ALL=C sort)
+	fi
+	set +e
+	with_lock "$KLPSYM_LAB_DIR/.livepatch.lock" run_oracle "${cases[@]}"
+	rc=$?
+	set -e
+	printf 'ORACLE_DIR=%s\nORACLE_INDEX=%s\n' "$KLPSYM_LAB_DIR/livepatch" "$KLPSYM_LAB_DIR/livepatch/index.txt"
+	exit "$rc"
+}
+
+main "$@"

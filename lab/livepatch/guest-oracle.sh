@@ -1,0 +1,137 @@
+# Guest side of livepatch-oracle.sh (busybox sh, sourced by /init after guest-lib.sh).
+#
+# Runs every case listed in /lab/lp/cases.txt, one after the other in this one boot, from
+# its plan file /lab/lp/<case>/plan, whose lines are:
+#   patch NAME                 the patch module's name (= /sys/kernel/livepatch/NAME)
+#   load patch GUESTPATH       finit_module(2) the patch module (exactly one call)
+#   load module GUESTPATH NAME finit_module(2) a module of the kernel package
+#   exercise CMD...            after all loads: run CMD, record its output
+# and writes $OUT/<case>/oracle.txt (format: ../livepatch/README.md) and
+# $OUT/<case>/kallsyms-modules.txt. Between cases everything is unloaded again: the patch
+# is disabled (enabled=0), its sysfs folder must vanish (transition done), then rmmod of
+# the patch and of the modules in reverse load order.
+LP=/lab/lp
+LIVEPATCH=/sys/kernel/livepatch
+
+# sleep_short: 0.1 s (busybox sleep takes fractions when built with FANCY_SLEEP).
+sleep_short() { sleep 0.1 2>/dev/null || sleep 1; }
+
+# wait_transition PATCH: until PATCH's transition is 0 or its folder is gone; 1 on timeout.
+wait_transition() {
+	_i=0
+	while [ -d "$LIVEPATCH/$1" ] && [ "$(cat "$LIVEPATCH/$1/transition" 2>/dev/null)" != 0 ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt 300 ] && return 1
+		sleep_short
+	done
+	return 0
+}
+
+# wait_gone PATCH: until PATCH's sysfs folder is gone (unpatching finished and the patch
+# freed); 1 on timeout.
+wait_gone() {
+	_i=0
+	while [ -d "$LIVEPATCH/$1" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt 300 ] && return 1
+		sleep_short
+	done
+	return 0
+}
+
+# klog KEY: drain the kernel log (dmesg -c) into KEY=<line> lines, timestamps stripped;
+# lines starting with "livepatch: " are repeated as LOGKEY=<line> when LOGKEY is given.
+klog() {
+	dmesg -c | sed 's/^\[[ 0-9.]*\] //' >/tmp/klog
+	while IFS= read -r _l; do
+		echo "$1=$_l"
+		if [ -n "${2:-}" ]; then
+			case "$_l" in "livepatch: "*) echo "$2=$_l" ;; esac
+		fi
+	done </tmp/klog
+}
+
+run_case() {
+	c="$1"
+	plan="$LP/$c/plan"
+	o="$OUT/$c"
+	mkdir -p "$o"
+	f="$o/oracle.txt"
+	p="$(sed -n 's/^patch //p' "$plan")"
+	mods=""
+	verdict=accepted
+	: >/tmp/addr_enable
+	dmesg -c >/dev/null
+	{
+		echo "case=$c"
+		echo "patch=$p"
+		echo "kernel=$(uname -r)"
+	} >"$f"
+	while read -r kind a b name; do
+		[ "$kind" = load ] || continue
+		if [ "$a" = patch ]; then echo "load=patch $p" >>"$f"; else echo "load=module $name" >>"$f"; fi
+		res="$(load_module "$b")"
+		rc="$(echo "$res" | sed -n 's/.* rc=\([-0-9]*\) .*/\1/p')"
+		errno="$(echo "$res" | sed -n 's/.* errno=\([A-Z0-9]*\).*/\1/p')"
+		{
+			echo "rc=${rc:-?}"
+			echo "errno=${errno:-?}"
+		} >>"$f"
+		[ "$rc" = 0 ] || verdict=refused
+		[ "$rc" = 0 ] && [ "$a" = module ] && mods="$name $mods"
+		wait_transition "$p" || echo "note=transition still 1 after 30 s" >>"$f"
+		klog dmesg log >>"$f"
+		sed -n 's/^KLPADDR /addr_enable /p' /tmp/klog >>/tmp/addr_enable
+	done <"$plan"
+	if [ -d "$LIVEPATCH/$p" ]; then
+		echo "enabled=$(cat "$LIVEPATCH/$p/enabled")" >>"$f"
+		echo "transition=$(cat "$LIVEPATCH/$p/transition")" >>"$f"
+		for od in "$LIVEPATCH/$p"/*/; do
+			[ -f "$od/patched" ] || continue
+			ob="$(basename "$od")"
+			echo "object=$ob patched=$(cat "$od/patched")" >>"$f"
+			for fd in "$od"*/; do
+				[ -d "$fd" ] && echo "func=$ob $(basename "$fd")" >>"$f"
+			done
+		done
+	else
+		echo "enabled=absent" >>"$f"
+	fi
+	cat /tmp/addr_enable >>"$f"
+	if [ -r "/sys/module/$p/parameters/klp_addrs" ]; then
+		sed 's/^KLPADDR /addr /' "/sys/module/$p/parameters/klp_addrs" >>"$f"
+	fi
+	grep "	\[" /proc/kallsyms >"$o/kallsyms-modules.txt"
+	if [ -d "$LIVEPATCH/$p" ]; then
+		sed -n 's/^exercise //p' "$plan" >/tmp/exercises
+		while IFS= read -r cmd; do
+			echo "run=$cmd" >>"$f"
+			sh -c "$cmd" >/tmp/run.out 2>&1 </dev/null
+			sed 's/^/out=/' /tmp/run.out >>"$f"
+			klog run_dmesg >>"$f"
+			sed -n 's/^KLPREL /reloc /p' /tmp/klog >>"$f"
+		done </tmp/exercises
+	fi
+	echo "verdict=$verdict" >>"$f"
+	# Teardown, so that the next case starts from a kernel without patches or modules.
+	cleanup=ok
+	if [ -d "$LIVEPATCH/$p" ]; then
+		echo 0 >"$LIVEPATCH/$p/enabled" || cleanup="failed: enabled=0 refused"
+		wait_gone "$p" || cleanup="failed: patch $p still in $LIVEPATCH after 30 s"
+	fi
+	if [ -d "/sys/module/$p" ]; then
+		rmmod "$p" >/tmp/rmmod.out 2>&1 || cleanup="failed: rmmod $p: $(cat /tmp/rmmod.out)"
+	fi
+	for m in $mods; do
+		rmmod "$m" >/tmp/rmmod.out 2>&1 || cleanup="failed: rmmod $m: $(cat /tmp/rmmod.out)"
+	done
+	klog teardown >>"$f"
+	echo "cleanup=$cleanup" >>"$f"
+	emit cases "$c verdict=$verdict cleanup=$cleanup"
+}
+
+dmesg >"$OUT/boot-dmesg.txt"
+while read -r c; do
+	[ -n "$c" ] && run_case "$c"
+done <"$LP/cases.txt"
+exit 0
