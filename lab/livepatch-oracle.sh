@@ -184,6 +184,12 @@ run_oracle() {
 		rm -rf "${dest:?}/$c"
 		mv "$stage/$c" "$dest/$c"
 	done
+	# Cases not run this time keep their index line (the index lists every case folder).
+	if [ -f "$dest/index.txt" ]; then
+		awk 'NR == FNR { ran[$1] = 1; next } !($1 in ran)' "$stage/index.txt" "$dest/index.txt" >>"$stage/index.txt.old"
+		cat "$stage/index.txt.old" >>"$stage/index.txt"
+		LC_ALL=C sort -o "$stage/index.txt" "$stage/index.txt"
+	fi
 	for f in index.txt console.log boot-dmesg.txt finit.log; do
 		[ -f "$stage/$f" ] && mv "$stage/$f" "$dest/$f"
 	done

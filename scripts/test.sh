@@ -37,4 +37,4 @@ else
 fi
 
 echo "== cargo test" >&2
-cargo test --workspace --locked --release
+cargo test --workspace --release

@@ -45,23 +45,56 @@ pub enum Command {
     Addr(AddrArgs),
     /// Write the symbol table back in /proc/kallsyms format.
     Dump(DumpArgs),
-    /// Describe a source: its kind, symbol and object counts, whether addresses are hidden.
+    /// Describe a source: its kind, version, architecture, symbol and object counts, where the
+    /// tables were found, whether addresses are hidden, and the time taken.
     Info(InfoArgs),
 }
 
 /// Options every verb takes.
 #[derive(Debug, Args, Clone)]
 pub struct SourceArgs {
-    /// A symbol source: /proc/kallsyms (the default), a saved copy, or a System.map. The kind is
-    /// told from the content, not the name. Repeat to ask several kernels.
+    /// A symbol source, told apart by content: /proc/kallsyms (the default) or a saved copy, a
+    /// System.map, a vmlinux ELF, a kernel image (vmlinuz/bzImage, arm64 Image; its compressed
+    /// kallsyms tables are decoded), or a module (.ko, .ko.xz, .ko.zst, .ko.gz). Repeat to ask
+    /// several kernels.
     #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
     pub kernels: Vec<PathBuf>,
+    /// A module tree (e.g. /lib/modules/VERSION): every module in it is available by its kernel
+    /// name (dashes as underscores).
+    #[arg(long, value_name = "DIR")]
+    pub modules: Option<PathBuf>,
+    /// Which modules of --modules count as loaded, in the order /proc/kallsyms lists them (newest
+    /// first): `a,b,c`, or `@FILE` for a /proc/modules-format file (`@/proc/modules` for the
+    /// running system).
+    #[arg(long, value_name = "LIST")]
+    pub loaded: Option<String>,
+    /// Place loaded modules at the addresses a /proc/kallsyms (live or captured) shows for them;
+    /// without it, offline modules keep section-relative addresses and answer no address query.
+    #[arg(long, value_name = "KALLSYMS")]
+    pub place_from: Option<PathBuf>,
+    /// CONFIG_KALLSYMS_ALL of a vmlinux ELF, when it cannot be read from the image.
+    #[arg(long, value_name = "y|n")]
+    pub kallsyms_all: Option<YesNo>,
     /// Print JSON (documented, stable fields: see docs/json.md).
     #[arg(long)]
     pub json: bool,
     /// Refuse inputs larger than this many bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
     pub max_input_size: u64,
+    /// Refuse to decompress more than this many bytes (a decompression bomb is an error).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    pub max_decompressed_size: u64,
+}
+
+/// A yes/no flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum YesNo {
+    /// Yes.
+    #[value(alias = "yes")]
+    Y,
+    /// No.
+    #[value(alias = "no")]
+    N,
 }
 
 /// `klpsym lookup`.
@@ -118,6 +151,9 @@ pub struct DumpArgs {
 /// `klpsym info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
+    /// Also list every object with its symbol count.
+    #[arg(long)]
+    pub objects: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }

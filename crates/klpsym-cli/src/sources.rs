@@ -3,24 +3,51 @@
 use std::path::PathBuf;
 
 use klpsym_core::resched::Resched;
-use klpsym_loader::{load, LoadOptions, LoadedKernel, DEFAULT_SOURCE};
+use klpsym_loader::{compose, load, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement, DEFAULT_SOURCE};
 
-use crate::cli::SourceArgs;
+use crate::cli::{SourceArgs, YesNo};
 use crate::output::CliError;
 
-/// The sources named with --kernel, or the running kernel's /proc/kallsyms.
+/// Loader options from the command line.
+pub fn load_options(args: &SourceArgs) -> LoadOptions {
+    LoadOptions {
+        max_input_size: args.max_input_size,
+        max_decompressed_size: args.max_decompressed_size,
+        kallsyms_all: args.kallsyms_all.map(|v| v == YesNo::Y),
+    }
+}
+
+/// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
+/// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
     let paths: Vec<PathBuf> = if args.kernels.is_empty() {
         vec![PathBuf::from(DEFAULT_SOURCE)]
     } else {
         args.kernels.clone()
     };
-    let opts = LoadOptions {
-        max_input_size: args.max_input_size,
+    let opts = load_options(args);
+    let tree = match &args.modules {
+        Some(dir) => Some(ModuleTree::scan(dir)?),
+        None => None,
     };
+    let loaded: Vec<String> = match &args.loaded {
+        Some(spec) => LoadedSpec::parse(spec).names()?,
+        None => Vec::new(),
+    };
+    if !loaded.is_empty() && tree.is_none() {
+        return Err("--loaded names modules, but no --modules DIR says where their files are".into());
+    }
+    let placement_kernel = match &args.place_from {
+        Some(p) => Some(load(p, &opts, &mut Resched::none())?),
+        None => None,
+    };
+    let placement = placement_kernel.as_ref().map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
     let mut out = Vec::with_capacity(paths.len());
     for p in paths {
-        let k = load(&p, &opts, &mut Resched::none())?;
+        let mut k = load(&p, &opts, &mut Resched::none())?;
+        if !loaded.is_empty() {
+            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut Resched::none())?;
+        }
         if k.table.addresses_hidden() {
             warn_hidden(&k);
         }

@@ -25,7 +25,10 @@ impl AddrIndex {
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
         for (i, r) in table.syms.iter().enumerate() {
             resched.tick()?;
-            order.push((r.addr, i as u32));
+            // Section-relative addresses (offline modules) answer no address query.
+            if !table.objects[r.object as usize].relative {
+                order.push((r.addr, i as u32));
+            }
         }
         // Kernel order is mostly address order already (vmlinux is sorted; each module is a
         // handful of runs), so the stable sort's run detection makes this close to linear.

@@ -95,6 +95,7 @@ impl SymbolTableBuilder {
                 name: "vmlinux".to_string(),
                 kind: ObjectKind::Vmlinux,
                 symbol_count: 0,
+                relative: false,
             }],
             object_ids: FxHashMap::default(),
             last_object: 0,
@@ -145,6 +146,7 @@ impl SymbolTableBuilder {
                     name: name.to_string(),
                     kind,
                     symbol_count: 0,
+                    relative: false,
                 });
                 self.object_ids.insert(name.to_string(), id);
                 id
@@ -152,6 +154,11 @@ impl SymbolTableBuilder {
         };
         self.last_object = id;
         ObjectId(id)
+    }
+
+    /// Marks an object's addresses as section-relative (see [`ObjectInfo::relative`]).
+    pub fn set_relative(&mut self, object: ObjectId, relative: bool) {
+        self.objects[object.0 as usize].relative = relative;
     }
 
     /// Adds a symbol whose name is copied into the arena.
@@ -220,7 +227,13 @@ impl SymbolTableBuilder {
     /// Finishes the table. Addresses count as hidden when the table has symbols and every one
     /// of them is zero (what /proc/kallsyms prints under kptr_restrict).
     pub fn build(self) -> SymbolTable {
-        let hidden = !self.syms.is_empty() && !self.any_nonzero;
+        // Hidden: there are absolute addresses and every one is zero. Skipped when a nonzero
+        // address was seen (the common case), so this costs nothing on real tables.
+        let hidden = !self.any_nonzero && !self.syms.is_empty()
+            || self.any_nonzero && {
+                let mut absolute = self.syms.iter().filter(|r| !self.objects[r.object as usize].relative);
+                absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
+            };
         SymbolTable {
             names: self.names,
             syms: self.syms,

@@ -21,7 +21,23 @@ pub enum LoadError {
         /// What is wrong, with the line number.
         source: klpsym_sources::TextError,
     },
-    /// The content is of no kind klpsym reads.
+    /// A kernel image could not be decoded.
+    #[error("{path}: {source}")]
+    Image {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: klpsym_image::ImageError,
+    },
+    /// An ELF object (vmlinux or module) could not be read.
+    #[error("{path}: {source}")]
+    Elf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: klpsym_elf::ElfError,
+    },
+    /// The content is of no kind klpsym reads, or not what the option asked for.
     #[error("{path}: {what}")]
     Unrecognized {
         /// The file.
@@ -39,4 +55,13 @@ pub enum LoadError {
         /// The limit.
         limit: u64,
     },
+    /// Something about the set of sources (modules, placement) does not fit together.
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl From<klpsym_core::BuildError> for LoadError {
+    fn from(e: klpsym_core::BuildError) -> Self {
+        LoadError::Setup(e.to_string())
+    }
 }

@@ -1,4 +1,4 @@
-//! Loading one kernel symbol source: read, detect the kind from content, parse.
+//! Loading one kernel symbol source: read, tell the kind from the content, parse or decode.
 
 use std::fs::File;
 use std::io::Read;
@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use klpsym_core::resched::Resched;
-use klpsym_core::SymbolTable;
+use klpsym_core::{ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
 use klpsym_sources::{parse_text, TextKind};
 
+use crate::detect::{detect, Detected};
 use crate::error::LoadError;
 
 /// The source used when the user names none: the running kernel.
@@ -21,6 +22,13 @@ pub enum SourceKind {
     Kallsyms,
     /// A System.map.
     SystemMap,
+    /// A vmlinux ELF with a symbol table: kallsyms derived by scripts/kallsyms' rules.
+    VmlinuxElf,
+    /// A kernel image (bzImage/vmlinuz, arm64 Image, stripped vmlinux): its compressed
+    /// kallsyms tables, decoded.
+    KernelImage,
+    /// A kernel module (.ko, possibly compressed).
+    Module,
 }
 
 impl SourceKind {
@@ -29,6 +37,9 @@ impl SourceKind {
         match self {
             SourceKind::Kallsyms => "kallsyms",
             SourceKind::SystemMap => "system_map",
+            SourceKind::VmlinuxElf => "vmlinux_elf",
+            SourceKind::KernelImage => "kernel_image",
+            SourceKind::Module => "module",
         }
     }
 }
@@ -38,14 +49,35 @@ impl SourceKind {
 pub struct LoadOptions {
     /// Refuse inputs larger than this many bytes (a guard against reading a wrong, huge file).
     pub max_input_size: u64,
+    /// Refuse to decompress more than this many bytes (a decompression bomb is an error).
+    pub max_decompressed_size: u64,
+    /// CONFIG_KALLSYMS_ALL of a vmlinux ELF: `None` = detect from the image.
+    pub kallsyms_all: Option<bool>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             max_input_size: 1 << 30,
+            max_decompressed_size: 1 << 30,
+            kallsyms_all: None,
         }
     }
+}
+
+/// What a source told about itself besides its symbols.
+#[derive(Debug, Clone, Default)]
+pub struct SourceFacts {
+    /// The "Linux version ..." banner, when the source has one.
+    pub version: Option<String>,
+    /// The architecture, when known.
+    pub arch: Option<String>,
+    /// Container and compression, e.g. "bzImage, xz payload at 0x4a4f".
+    pub format: Option<String>,
+    /// Named facts: configuration, table locations, layout era.
+    pub facts: Vec<(String, String)>,
+    /// Anything assumed or uncertain, said plainly.
+    pub notes: Vec<String>,
 }
 
 /// A loaded kernel symbol source.
@@ -57,65 +89,163 @@ pub struct LoadedKernel {
     pub kind: SourceKind,
     /// Its symbols.
     pub table: SymbolTable,
+    /// What else it told.
+    pub facts: SourceFacts,
+    /// The module's own description, when the source was a module.
+    pub module: Option<klpsym_elf::ModuleSymbols>,
     /// Time spent reading the file.
     pub read_time: Duration,
-    /// Time spent parsing.
+    /// Time spent decompressing, parsing and decoding.
     pub parse_time: Duration,
     /// Bytes read.
     pub bytes: u64,
 }
 
-/// Reads `path` (a regular file or a /proc file), tells its kind from the content, and parses
-/// it, reaching reschedule points through `resched`.
+/// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
+/// into a symbol table, reaching reschedule points through `resched`.
 pub fn load(path: &Path, opts: &LoadOptions, resched: &mut Resched) -> Result<LoadedKernel, LoadError> {
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     let read_time = t0.elapsed();
     let n = bytes.len() as u64;
     let t1 = Instant::now();
-    if let Some(what) = binary_kind(&bytes) {
-        return Err(LoadError::Unrecognized {
-            path: path.to_path_buf(),
-            what: format!(
-                "{what}: this build of klpsym reads /proc/kallsyms and System.map text"
-            ),
-        });
-    }
-    let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let kind = match parsed.kind {
-        TextKind::SystemMap => SourceKind::SystemMap,
-        TextKind::Kallsyms | TextKind::SystemMapStub => SourceKind::Kallsyms,
-    };
+    let (kind, table, facts, module) = decode(path, bytes, opts, resched)?;
     Ok(LoadedKernel {
         path: path.to_path_buf(),
         kind,
-        table: parsed.table,
+        table,
+        facts,
+        module,
         read_time,
         parse_time: t1.elapsed(),
         bytes: n,
     })
 }
 
-/// Names a binary format from its magic bytes, for a helpful error.
-fn binary_kind(bytes: &[u8]) -> Option<&'static str> {
-    let magic: &[(&[u8], &str)] = &[
-        (b"\x7fELF", "an ELF file"),
-        (b"MZ", "a PE/bzImage kernel image"),
-        (b"\xfd7zXZ\x00", "an XZ-compressed file"),
-        (b"\x1f\x8b", "a gzip-compressed file"),
-        (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
-        (b"BZh", "a bzip2-compressed file"),
-    ];
-    magic
-        .iter()
-        .find(|(m, _)| bytes.starts_with(m))
-        .map(|&(_, what)| what)
+type Decoded = (SourceKind, SymbolTable, SourceFacts, Option<klpsym_elf::ModuleSymbols>);
+
+fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched) -> Result<Decoded, LoadError> {
+    let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
+    match detect(&bytes) {
+        Detected::Text => {
+            let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let kind = match parsed.kind {
+                TextKind::SystemMap => SourceKind::SystemMap,
+                TextKind::Kallsyms | TextKind::SystemMapStub => SourceKind::Kallsyms,
+            };
+            let mut facts = SourceFacts::default();
+            if kind == SourceKind::SystemMap {
+                facts.notes.push(
+                    "System.map lists symbols the kernel's kallsyms drops; positions are counted over the System.map as given".into(),
+                );
+            }
+            Ok((kind, parsed.table, facts, None))
+        }
+        Detected::ElfRelocatable => module_table(path, &bytes, None),
+        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms(&bytes, opts.kallsyms_all) {
+            Ok(v) => {
+                let mut b = SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.len() * 24);
+                for e in &v.entries {
+                    resched.tick().map_err(klpsym_core::BuildError::from)?;
+                    b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
+                    if let Some(sz) = e.size {
+                        b.set_last_size(sz);
+                    }
+                }
+                let mut facts = SourceFacts {
+                    version: v.version.clone(),
+                    format: Some("vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)".into()),
+                    notes: v.notes.clone(),
+                    ..SourceFacts::default()
+                };
+                facts.facts.push((
+                    "CONFIG_KALLSYMS_ALL".into(),
+                    format!("{} ({})", if v.kallsyms_all { "y" } else { "n" }, v.kallsyms_all_source),
+                ));
+                Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
+            }
+            Err(klpsym_elf::ElfError::NoSymtab) => image_table(path, &bytes, limit, resched),
+            Err(source) => Err(LoadError::Elf {
+                path: path.to_path_buf(),
+                source,
+            }),
+        },
+        Detected::Compressed(codec) => {
+            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| LoadError::Image {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if detect(&d.data) == Detected::ElfRelocatable {
+                module_table(path, &d.data, Some(codec))
+            } else {
+                image_table(path, &bytes, limit, resched)
+            }
+        }
+        Detected::Image => image_table(path, &bytes, limit, resched),
+    }
 }
 
-fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Vec<u8>, LoadError> {
+fn image_table(path: &Path, bytes: &[u8], limit: usize, resched: &mut Resched) -> Result<Decoded, LoadError> {
+    let syms = klpsym_image::extract(bytes, limit).map_err(|source| LoadError::Image {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut b = SymbolTableBuilder::with_capacity(syms.entries.len(), syms.entries.len() * 24);
+    for e in &syms.entries {
+        resched.tick().map_err(klpsym_core::BuildError::from)?;
+        b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
+    }
+    let l = &syms.layout;
+    let facts = SourceFacts {
+        version: syms.version.clone(),
+        arch: Some(format!("{:?}", syms.arch)),
+        format: Some(format!("{:?}", syms.format)),
+        facts: vec![
+            ("kallsyms layout".into(), format!("{:?}", l.era)),
+            ("name lengths".into(), format!("{:?}", l.name_length)),
+            ("addressing".into(), format!("{:?}", l.addressing)),
+            ("tables at".into(), format!("{:?}", l.offsets)),
+        ],
+        notes: syms.notes.clone(),
+    };
+    Ok((SourceKind::KernelImage, b.build(), facts, None))
+}
+
+fn module_table(path: &Path, bytes: &[u8], codec: Option<&str>) -> Result<Decoded, LoadError> {
+    let m = klpsym_elf::module_kallsyms(bytes).map_err(|source| LoadError::Elf {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let table = module_symbols_table(&m, None)?;
+    let facts = SourceFacts {
+        version: m.vermagic.clone(),
+        arch: Some(klpsym_elf::machine_name(m.machine).to_string()),
+        format: Some(match codec {
+            Some(c) => format!("kernel module ({c}-compressed)"),
+            None => "kernel module".to_string(),
+        }),
+        facts: vec![("module name".into(), m.name.clone())],
+        notes: vec!["a module read from its file has no load address: addresses are section-relative".into()],
+    };
+    Ok((SourceKind::Module, table, facts, Some(m)))
+}
+
+/// A table holding one module's symbols: at `addrs` when placed, else section-relative.
+pub fn module_symbols_table(m: &klpsym_elf::ModuleSymbols, addrs: Option<&[u64]>) -> Result<SymbolTable, LoadError> {
+    let mut b = SymbolTableBuilder::with_capacity(m.entries.len(), m.entries.len() * 24);
+    let oid = b.object(&m.name, ObjectKind::Module);
+    b.set_relative(oid, addrs.is_none());
+    for (i, e) in m.entries.iter().enumerate() {
+        let addr = addrs.map_or(e.addr, |a| a[i]);
+        b.push(oid, addr, e.kind, &e.name)?;
+    }
+    Ok(b.build())
+}
+
+pub(crate) fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Vec<u8>, LoadError> {
     let io_err = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -125,7 +255,7 @@ fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Vec<u8
     if meta.is_dir() {
         return Err(LoadError::Unrecognized {
             path: path.to_path_buf(),
-            what: "is a directory; expected a symbol source file".into(),
+            what: "is a directory; expected a symbol source file (use --modules for a module tree)".into(),
         });
     }
     // /proc files report size 0; regular files are read in one go.
@@ -183,13 +313,22 @@ mod tests {
         let elf = dir.path().join("x.ko");
         std::fs::File::create(&elf).unwrap().write_all(b"\x7fELF\x02\x01\x01").unwrap();
         let e = load(&elf, &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
-        assert!(e.contains("an ELF file"), "{e}");
+        assert!(e.starts_with(&format!("{}: ", elf.display())), "{e}");
 
         let e = load(&dir.path().join("missing"), &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
         assert!(e.contains("missing: No such file"), "{e}");
 
-        let opts = LoadOptions { max_input_size: 4 };
+        let opts = LoadOptions {
+            max_input_size: 4,
+            ..LoadOptions::default()
+        };
         assert!(matches!(load(&good, &opts, &mut Resched::none()), Err(LoadError::TooLarge { .. })));
+
+        let random = dir.path().join("random.bin");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        std::fs::write(&random, bytes).unwrap();
+        let e = load(&random, &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", random.display())), "{e}");
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! The loader layer: the only place that opens files, reads /proc, and tells a source's kind
-//! from its content. Parsers below it take bytes; the CLI above it takes loaded kernels.
+//! The loader layer: the only place that opens files, reads /proc, walks module trees, and
+//! tells a source's kind from its content. Parsers below it take bytes; the CLI above it takes
+//! loaded kernels.
 
+mod detect;
 mod error;
 mod kernel;
+mod modules;
 mod output;
 
+pub use detect::{detect, Detected};
 pub use error::LoadError;
+pub use kernel::{load, module_symbols_table, LoadOptions, LoadedKernel, SourceFacts, SourceKind, DEFAULT_SOURCE};
+pub use modules::{compose, LoadedSpec, ModuleTree, Placement};
 pub use output::write_atomically;
-pub use kernel::{load, LoadOptions, LoadedKernel, SourceKind, DEFAULT_SOURCE};

@@ -20,6 +20,11 @@ struct InfoJson {
     addresses_hidden: bool,
     lowest_address: Option<String>,
     highest_address: Option<String>,
+    version: Option<String>,
+    arch: Option<String>,
+    format: Option<String>,
+    facts: std::collections::BTreeMap<String, String>,
+    notes: Vec<String>,
     objects: Vec<ObjectJson>,
     read_ms: f64,
     parse_ms: f64,
@@ -32,6 +37,7 @@ struct ObjectJson {
     name: String,
     kind: ObjectKind,
     symbols: u32,
+    relative: bool,
 }
 
 pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
@@ -63,6 +69,11 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
             addresses_hidden: t.addresses_hidden(),
             lowest_address: lo.map(hex),
             highest_address: hi.map(hex),
+            version: k.facts.version.clone(),
+            arch: k.facts.arch.clone(),
+            format: k.facts.format.clone(),
+            facts: k.facts.facts.iter().cloned().collect(),
+            notes: k.facts.notes.clone(),
             objects: t
                 .objects()
                 .iter()
@@ -70,6 +81,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
                     name: o.name.clone(),
                     kind: o.kind,
                     symbols: o.symbol_count,
+                    relative: o.relative,
                 })
                 .collect(),
             read_ms: k.read_time.as_secs_f64() * 1e3,
@@ -89,6 +101,15 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
     for i in &infos {
         println!("source:          {}", i.kernel);
         println!("kind:            {}", i.kind);
+        if let Some(f) = &i.format {
+            println!("format:          {f}");
+        }
+        if let Some(v) = &i.version {
+            println!("version:         {v}");
+        }
+        if let Some(a) = &i.arch {
+            println!("arch:            {a}");
+        }
         println!("size:            {} bytes", i.bytes);
         println!("symbols:         {} ({} distinct names)", i.symbols, i.distinct_names);
         println!(
@@ -107,6 +128,17 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         let pseudo: Vec<&str> = i.objects.iter().filter(|o| o.kind == ObjectKind::Pseudo).map(|o| o.name.as_str()).collect();
         println!("objects:         vmlinux ({} symbols), {mods} module(s){}", i.objects[0].symbols,
             if pseudo.is_empty() { String::new() } else { format!(", pseudo: {}", pseudo.join(" ")) });
+        for (k, v) in &i.facts {
+            println!("{:<16} {v}", format!("{k}:"));
+        }
+        for n in &i.notes {
+            println!("note:            {n}");
+        }
+        if args.objects {
+            for o in &i.objects {
+                println!("  {:<24} {:>7} symbols{}", o.name, o.symbols, if o.relative { " (section-relative)" } else { "" });
+            }
+        }
         println!(
             "time:            read {:.1} ms, parse {:.1} ms, name index {:.1} ms, address index {:.1} ms",
             i.read_ms, i.parse_ms, i.name_index_ms, i.addr_index_ms

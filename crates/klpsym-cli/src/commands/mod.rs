@@ -26,6 +26,8 @@ pub struct Candidate {
     pub size: Option<String>,
     /// The object.
     pub object: String,
+    /// True when `address` is section-relative (a module read offline, not placed).
+    pub relative: bool,
 }
 
 /// Describes `ids` (one object's matches in kernel order) as candidates.
@@ -34,13 +36,15 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
         .enumerate()
         .map(|(i, &id)| {
             let s = table.symbol(id);
-            let size = if table.addresses_hidden() { SIZE_UNKNOWN } else { table.size(id) };
+            let relative = table.object_info(s.object).relative;
+            let size = if table.addresses_hidden() || relative { SIZE_UNKNOWN } else { table.size(id) };
             Candidate {
                 position: i + 1,
                 address: (!table.addresses_hidden()).then(|| hex(s.addr)),
                 kind: s.kind.to_string(),
                 size: (size != SIZE_UNKNOWN).then(|| format!("{size:#x}")),
                 object: table.object_info(s.object).name.clone(),
+                relative,
             }
         })
         .collect()
@@ -53,7 +57,11 @@ pub fn print_candidates(cands: &[Candidate], indent: &str) {
         println!(
             "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {}",
             c.position,
-            c.address.as_deref().unwrap_or("(hidden)"),
+            match (&c.address, c.relative) {
+                (Some(a), true) => format!("+{} (rel)", a.trim_start_matches("0x").trim_start_matches('0')),
+                (Some(a), false) => a.clone(),
+                (None, _) => "(hidden)".to_string(),
+            },
             c.kind,
             c.size.as_deref().unwrap_or("?"),
             c.object

@@ -1,0 +1,273 @@
+//! Module trees (`--modules DIR`), which modules count as loaded (`--loaded`), and composing a
+//! kernel's table from vmlinux plus its loaded modules.
+//!
+//! /proc/kallsyms lists vmlinux, then the loaded modules newest first (the order of
+//! /proc/modules), then pseudo-objects. A composed table keeps that order: `--loaded a,b,c`
+//! names the modules in the order /proc/kallsyms would list them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use klpsym_core::resched::Resched;
+use klpsym_core::{normalize_module_name, ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
+
+use crate::detect::{detect, Detected};
+use crate::error::LoadError;
+use crate::kernel::{read_bounded, LoadOptions};
+
+/// Every module file under a directory, by the name the kernel gives it.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleTree {
+    /// The directory scanned.
+    pub root: PathBuf,
+    by_name: BTreeMap<String, PathBuf>,
+    /// Names found more than once (the first path, in sorted order, wins).
+    pub duplicates: Vec<String>,
+}
+
+const MODULE_SUFFIXES: &[&str] = &[".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
+
+impl ModuleTree {
+    /// Walks `dir` (e.g. /lib/modules/VERSION) for `.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`.
+    pub fn scan(dir: &Path) -> Result<ModuleTree, LoadError> {
+        let mut tree = ModuleTree {
+            root: dir.to_path_buf(),
+            ..ModuleTree::default()
+        };
+        let mut stack = vec![dir.to_path_buf()];
+        let mut files = Vec::new();
+        while let Some(d) = stack.pop() {
+            let entries = std::fs::read_dir(&d).map_err(|source| LoadError::Io { path: d.clone(), source })?;
+            for e in entries {
+                let e = e.map_err(|source| LoadError::Io { path: d.clone(), source })?;
+                let ft = e.file_type().map_err(|source| LoadError::Io { path: e.path(), source })?;
+                let p = e.path();
+                if ft.is_dir() {
+                    stack.push(p);
+                } else if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                    if MODULE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+                        files.push(p);
+                    }
+                }
+            }
+        }
+        files.sort();
+        for p in files {
+            let name = normalize_module_name(&p.to_string_lossy());
+            if tree.by_name.contains_key(&name) {
+                tree.duplicates.push(name);
+            } else {
+                tree.by_name.insert(name, p);
+            }
+        }
+        Ok(tree)
+    }
+
+    /// Number of modules found.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// True when the tree holds no module.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The file of module `name` (any spelling).
+    pub fn path(&self, name: &str) -> Option<&Path> {
+        self.by_name.get(&normalize_module_name(name)).map(PathBuf::as_path)
+    }
+
+    /// Reads, decompresses and parses module `name`.
+    pub fn load(&self, name: &str, opts: &LoadOptions, resched: &mut Resched) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+        let path = self.path(name).ok_or_else(|| {
+            LoadError::Setup(format!(
+                "module '{}' is not in {} ({} modules there)",
+                normalize_module_name(name),
+                self.root.display(),
+                self.len()
+            ))
+        })?;
+        load_module_file(path, opts, resched)
+    }
+}
+
+/// Reads a `.ko` (compressed or not) and lists its kallsyms.
+pub fn load_module_file(path: &Path, opts: &LoadOptions, resched: &mut Resched) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+    let bytes = read_bounded(path, opts.max_input_size, resched)?;
+    let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
+    let parse = |b: &[u8]| {
+        klpsym_elf::module_kallsyms(b).map_err(|source| LoadError::Elf {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    match detect(&bytes) {
+        Detected::ElfRelocatable => parse(&bytes),
+        Detected::Compressed(_) => {
+            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| LoadError::Image {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            parse(&d.data)
+        }
+        other => Err(LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: format!("expected a kernel module (ELF relocatable object), found {other:?}"),
+        }),
+    }
+}
+
+/// Which modules count as loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadedSpec {
+    /// Names in /proc/kallsyms order (newest first).
+    List(Vec<String>),
+    /// The modules listed in a /proc/modules-format file, in its order.
+    ProcModules(PathBuf),
+}
+
+impl LoadedSpec {
+    /// Parses `--loaded`: `a,b,c`, or `@FILE` for a /proc/modules-format file
+    /// (`@/proc/modules` for the running system).
+    pub fn parse(s: &str) -> LoadedSpec {
+        match s.strip_prefix('@') {
+            Some(p) => LoadedSpec::ProcModules(PathBuf::from(p)),
+            None => LoadedSpec::List(
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(normalize_module_name)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The module names, in /proc/kallsyms order.
+    pub fn names(&self) -> Result<Vec<String>, LoadError> {
+        match self {
+            LoadedSpec::List(v) => Ok(v.clone()),
+            LoadedSpec::ProcModules(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| LoadError::Io { path: p.clone(), source })?;
+                let mut names = Vec::new();
+                for (i, line) in text.lines().enumerate() {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let Some(&first) = fields.first() else { continue };
+                    let valid = fields.len() >= 3
+                        && fields[1].bytes().all(|c| c.is_ascii_digit())
+                        && first.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+                    if !valid {
+                        return Err(LoadError::Unrecognized {
+                            path: p.clone(),
+                            what: format!("line {}: expected /proc/modules format (`name size refcount deps state address`)", i + 1),
+                        });
+                    }
+                    names.push(normalize_module_name(first));
+                }
+                Ok(names)
+            }
+        }
+    }
+}
+
+/// Where placed module addresses come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Placement<'a> {
+    /// No placement: offline modules keep section-relative addresses.
+    None,
+    /// A /proc/kallsyms (live or captured) that lists the modules: each is placed so that every
+    /// one of its symbols lands exactly where the kernel shows it.
+    Kallsyms(&'a SymbolTable),
+}
+
+/// Builds the table of a kernel made of `base` (its vmlinux and whatever objects it lists) plus
+/// the modules `loaded` from `tree` that `base` does not already list.
+pub fn compose(
+    base: &SymbolTable,
+    tree: Option<&ModuleTree>,
+    loaded: &[String],
+    placement: Placement<'_>,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<SymbolTable, LoadError> {
+    let mut b = SymbolTableBuilder::with_capacity(base.len(), base.len() * 24);
+    b.set_addr_width(base.addr_width());
+    let push_object = |b: &mut SymbolTableBuilder, oid_in: ObjectId, resched: &mut Resched| -> Result<(), LoadError> {
+        let info = base.object_info(oid_in);
+        let oid = if info.kind == ObjectKind::Vmlinux { ObjectId::VMLINUX } else { b.object(&info.name, info.kind) };
+        b.set_relative(oid, info.relative);
+        for s in base.iter().filter(|s| s.object == oid_in) {
+            resched.tick().map_err(klpsym_core::BuildError::from)?;
+            b.push(oid, s.addr, s.kind as u8, s.name)?;
+        }
+        Ok(())
+    };
+    push_object(&mut b, ObjectId::VMLINUX, resched)?;
+    for (i, info) in base.objects().iter().enumerate().skip(1) {
+        if info.kind == ObjectKind::Module {
+            push_object(&mut b, ObjectId(i as u32), resched)?;
+        }
+    }
+    for name in loaded {
+        if base.object_by_name(name).is_some() {
+            continue;
+        }
+        let tree = tree.ok_or_else(|| LoadError::Setup(format!("module '{name}' is named as loaded, but no --modules DIR says where its file is")))?;
+        let m = tree.load(name, opts, resched)?;
+        let addrs = match placement {
+            Placement::None => None,
+            Placement::Kallsyms(k) => {
+                let oid = k.object_by_name(&m.name).ok_or_else(|| {
+                    LoadError::Setup(format!("module '{}' is not listed in the placement source", m.name))
+                })?;
+                let lines: Vec<(u64, u8, &str)> = k.iter().filter(|s| s.object == oid).map(|s| (s.addr, s.kind as u8, s.name)).collect();
+                let path = tree.path(name).unwrap_or(Path::new(name)).to_path_buf();
+                Some(klpsym_elf::place_module(&m, &lines).map_err(|source| LoadError::Elf { path, source })?)
+            }
+        };
+        let oid = b.object(&m.name, ObjectKind::Module);
+        b.set_relative(oid, addrs.is_none());
+        for (i, e) in m.entries.iter().enumerate() {
+            resched.tick().map_err(klpsym_core::BuildError::from)?;
+            b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, &e.name)?;
+        }
+    }
+    for (i, info) in base.objects().iter().enumerate().skip(1) {
+        if info.kind == ObjectKind::Pseudo {
+            push_object(&mut b, ObjectId(i as u32), resched)?;
+        }
+    }
+    Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaded_spec_parses_lists_and_files() {
+        assert_eq!(LoadedSpec::parse("a-b, c.ko,"), LoadedSpec::List(vec!["a_b".into(), "c".into()]));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("modules");
+        std::fs::write(&p, "8021q 40960 0 - Live 0xffffffffc0300000\ngarp 20480 1 8021q, Live 0xffffffffc0290000\n").unwrap();
+        let spec = LoadedSpec::parse(&format!("@{}", p.display()));
+        assert_eq!(spec.names().unwrap(), vec!["8021q".to_string(), "garp".to_string()]);
+        std::fs::write(&p, "ffffffff81000000 T _text\n").unwrap();
+        assert!(spec.names().is_err());
+    }
+
+    #[test]
+    fn scan_finds_modules_by_kernel_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("kernel/lib")).unwrap();
+        std::fs::write(dir.path().join("kernel/lib/crc-itu-t.ko"), b"x").unwrap();
+        std::fs::write(dir.path().join("kernel/lib/zz.ko.xz"), b"x").unwrap();
+        std::fs::write(dir.path().join("kernel/lib/readme.txt"), b"x").unwrap();
+        let t = ModuleTree::scan(dir.path()).unwrap();
+        assert_eq!(t.len(), 2);
+        assert!(t.path("crc_itu_t").is_some());
+        assert!(t.path("zz").is_some());
+        let e = t.load("nope", &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        assert!(e.contains("module 'nope' is not in"), "{e}");
+    }
+}
