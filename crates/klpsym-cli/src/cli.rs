@@ -170,8 +170,13 @@ mod tests {
 
     #[test]
     fn parses_repeated_kernels() {
-        let c = Cli::try_parse_from(["klpsym", "lookup", "x", "-k", "a", "--kernel", "b", "--sympos", "2"]).unwrap();
-        let Command::Lookup(l) = c.command else { panic!() };
+        let c = Cli::try_parse_from([
+            "klpsym", "lookup", "x", "-k", "a", "--kernel", "b", "--sympos", "2",
+        ])
+        .unwrap();
+        let Command::Lookup(l) = c.command else {
+            panic!()
+        };
         assert_eq!(l.source.kernels.len(), 2);
         assert_eq!(l.sympos, 2);
     }

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use klpsym_core::resched::Resched;
-use klpsym_loader::{compose, load, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement, DEFAULT_SOURCE};
+use klpsym_loader::{
+    compose, load, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement, DEFAULT_SOURCE,
+};
 
 use crate::cli::{SourceArgs, YesNo};
 use crate::output::CliError;
@@ -35,18 +37,29 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         None => Vec::new(),
     };
     if !loaded.is_empty() && tree.is_none() {
-        return Err("--loaded names modules, but no --modules DIR says where their files are".into());
+        return Err(
+            "--loaded names modules, but no --modules DIR says where their files are".into(),
+        );
     }
     let placement_kernel = match &args.place_from {
         Some(p) => Some(load(p, &opts, &mut Resched::none())?),
         None => None,
     };
-    let placement = placement_kernel.as_ref().map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
+    let placement = placement_kernel
+        .as_ref()
+        .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
     let mut out = Vec::with_capacity(paths.len());
     for p in paths {
         let mut k = load(&p, &opts, &mut Resched::none())?;
         if !loaded.is_empty() {
-            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut Resched::none())?;
+            k.table = compose(
+                &k.table,
+                tree.as_ref(),
+                &loaded,
+                placement,
+                &opts,
+                &mut Resched::none(),
+            )?;
         }
         if k.table.addresses_hidden() {
             warn_hidden(&k);

@@ -64,7 +64,9 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]
 ";
 
 fn sample(f: &Fixture) -> String {
-    f.file("kallsyms.txt", SAMPLE.as_bytes()).display().to_string()
+    f.file("kallsyms.txt", SAMPLE.as_bytes())
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -74,11 +76,19 @@ fn lookup_ambiguous_prints_the_kernel_message_and_exits_1() {
     let o = run(&["lookup", "init_once", "--kernel", &k]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.starts_with("livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'\n"), "{out}");
+    assert!(
+        out.starts_with(
+            "livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'\n"
+        ),
+        "{out}"
+    );
     // candidates with positions 1..3, in kallsyms order
     assert!(out.contains("   1  0xffffffff81000100"), "{out}");
     assert!(out.contains("   3  0xffffffff81000280"), "{out}");
-    assert!(!out.contains("0xffffffffc0000000"), "module symbols are not vmlinux candidates: {out}");
+    assert!(
+        !out.contains("0xffffffffc0000000"),
+        "module symbols are not vmlinux candidates: {out}"
+    );
 }
 
 #[test]
@@ -87,20 +97,33 @@ fn lookup_positions_and_modules() {
     let k = sample(&f);
     let o = run(&["lookup", "init_once", "--sympos", "2", "--kernel", &k]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(stdout(&o).starts_with("ffffffff81000200 t init_once (position 2 of 3 in vmlinux, size 0x80)"), "{}", stdout(&o));
+    assert!(
+        stdout(&o)
+            .starts_with("ffffffff81000200 t init_once (position 2 of 3 in vmlinux, size 0x80)"),
+        "{}",
+        stdout(&o)
+    );
     let o = run(&["lookup", "init_once", "-p", "4", "-k", &k]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).starts_with("livepatch: symbol position 4 for symbol 'init_once' in object 'vmlinux' not found"));
+    assert!(stdout(&o).starts_with(
+        "livepatch: symbol position 4 for symbol 'init_once' in object 'vmlinux' not found"
+    ));
     let o = run(&["lookup", "helper", "--object", "nf-tables.ko", "-k", &k]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).starts_with("livepatch: unresolvable ambiguity for symbol 'helper' in object 'nf_tables'"));
+    assert!(stdout(&o).starts_with(
+        "livepatch: unresolvable ambiguity for symbol 'helper' in object 'nf_tables'"
+    ));
     let o = run(&["lookup", "init_once", "--object", "nf_tables", "-k", &k]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let o = run(&["lookup", "nothing_here", "-k", &k]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).starts_with("livepatch: symbol 'nothing_here' not found in symbol table"));
     let o = run(&["lookup", "helper", "--object", "ext4", "-k", &k]);
-    assert!(stdout(&o).contains("not in this symbol table"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("not in this symbol table"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -114,7 +137,10 @@ fn lookup_json_has_the_documented_fields() {
     assert_eq!(v["object"], "vmlinux");
     let r = &v["results"][0];
     assert_eq!(r["verdict"], "ambiguous");
-    assert_eq!(r["message"], "livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'");
+    assert_eq!(
+        r["message"],
+        "livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'"
+    );
     assert_eq!(r["candidates"].as_array().unwrap().len(), 3);
     assert_eq!(r["candidates"][1]["position"], 2);
     assert_eq!(r["candidates"][1]["address"], "0xffffffff81000200");
@@ -129,7 +155,10 @@ fn sympos_lists_every_object() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     assert!(out.starts_with("init_once: 4 definition(s)"), "{out}");
-    assert!(out.contains("   1  0xffffffffc0000000  t     0x40        nf_tables"), "{out}");
+    assert!(
+        out.contains("   1  0xffffffffc0000000  t     0x40        nf_tables"),
+        "{out}"
+    );
     let o = run(&["sympos", "init_once", "-o", "nf_tables", "--json", "-k", &k]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"][0]["count"], 1);
@@ -141,23 +170,44 @@ fn sympos_lists_every_object() {
 fn addr_symbolizes_like_percent_ps_and_reports_outside() {
     let f = Fixture::new();
     let k = sample(&f);
-    let o = run(&["addr", "-k", &k, "ffffffff81000150", "0xffffffffc0000044", "ffffffffc0201000", "0x10"]);
+    let o = run(&[
+        "addr",
+        "-k",
+        &k,
+        "ffffffff81000150",
+        "0xffffffffc0000044",
+        "ffffffffc0201000",
+        "0x10",
+    ]);
     assert_eq!(o.status.code(), Some(1), "0x10 is outside");
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "ffffffff81000150 do_thing+0x10/0xc0");
-    assert_eq!(lines[1], "ffffffffc0000044 nft_do_chain+0x4/0x40 [nf_tables]");
-    assert_eq!(lines[2], "ffffffffc0201000 ftrace_trampoline+0x0 [__builtin__ftrace]");
+    assert_eq!(
+        lines[1],
+        "ffffffffc0000044 nft_do_chain+0x4/0x40 [nf_tables]"
+    );
+    assert_eq!(
+        lines[2],
+        "ffffffffc0201000 ftrace_trampoline+0x0 [__builtin__ftrace]"
+    );
     assert!(lines[3].contains("below the first symbol"));
     // stdin, one per line
     let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nffffffff81000301\n");
     let out = stdout(&o);
     assert!(out.contains("ffffffff81000300 _etext+0x0\n"), "{out}");
-    assert!(out.contains("ffffffff81000301 ?? (outside every symbol"), "{out}");
+    assert!(
+        out.contains("ffffffff81000301 ?? (outside every symbol"),
+        "{out}"
+    );
     // bad input is a usage error naming the line
     let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nnot-hex\n");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("standard input line 2"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("standard input line 2"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -179,8 +229,16 @@ fn dump_round_trips_byte_for_byte() {
 fn malformed_inputs_name_the_file_and_line() {
     let f = Fixture::new();
     let cases: &[(&str, &[u8], &str)] = &[
-        ("badhex.txt", b"ffffffff81000000 T a\nzzzz T b\n", "badhex.txt: line 2: bad hex address"),
-        ("cols.txt", b"ffffffff81000000 T\n", "cols.txt: line 1: missing columns"),
+        (
+            "badhex.txt",
+            b"ffffffff81000000 T a\nzzzz T b\n",
+            "badhex.txt: line 2: bad hex address",
+        ),
+        (
+            "cols.txt",
+            b"ffffffff81000000 T\n",
+            "cols.txt: line 1: missing columns",
+        ),
         ("empty.txt", b"", "empty.txt: empty input"),
         ("bin.dat", b"\x00\x01\x02garbage", "bin.dat: binary data"),
         ("elf.o", b"\x7fELF\x02\x01\x01\x00", "elf.o: an ELF file"),
@@ -196,7 +254,11 @@ fn malformed_inputs_name_the_file_and_line() {
     let p = f.file("long.txt", long.as_bytes());
     let o = run(&["info", "-k", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("long.txt: line 1: symbol name of 700 bytes"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("long.txt: line 1: symbol name of 700 bytes"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -233,8 +295,19 @@ fn usage_errors_exit_2_and_help_teaches() {
 fn several_kernels_at_once() {
     let f = Fixture::new();
     let a = sample(&f);
-    let b = f.file("b.txt", b"ffffffff81000000 T _text\nffffffff81000100 t init_once\n");
-    let o = run(&["lookup", "init_once", "-k", &a, "-k", b.to_str().unwrap(), "--json"]);
+    let b = f.file(
+        "b.txt",
+        b"ffffffff81000000 T _text\nffffffff81000100 t init_once\n",
+    );
+    let o = run(&[
+        "lookup",
+        "init_once",
+        "-k",
+        &a,
+        "-k",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1), "ambiguous in one kernel");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"][0]["verdict"], "ambiguous");
@@ -260,6 +333,9 @@ fn live_proc_kallsyms_agrees_with_a_straight_reading() {
     // /proc/kallsyms can change between two reads (modules, BPF); compare only when stable.
     let again = std::fs::read_to_string(path).unwrap();
     if again == text {
-        assert!(o.stdout == text.as_bytes(), "dump differs from /proc/kallsyms");
+        assert!(
+            o.stdout == text.as_bytes(),
+            "dump differs from /proc/kallsyms"
+        );
     }
 }

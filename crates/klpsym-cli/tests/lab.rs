@@ -11,7 +11,10 @@ fn lab(var: &str) -> Option<PathBuf> {
     match std::env::var_os(var) {
         Some(v) => Some(PathBuf::from(v)),
         None => {
-            assert!(std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(), "{var} is required (KLPSYM_REQUIRE_LAB is set)");
+            assert!(
+                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
+            );
             eprintln!("skipped: {var} is not set (run scripts/test.sh)");
             None
         }
@@ -19,21 +22,39 @@ fn lab(var: &str) -> Option<PathBuf> {
 }
 
 fn klpsym(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_klpsym")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_klpsym"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn dump_of_the_debian_vmlinuz_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinuz), Some(kallsyms)) = (lab("KLPSYM_TEST_VMLINUZ"), lab("KLPSYM_TEST_KALLSYMS_NOMOD")) else { return };
+    let (Some(vmlinuz), Some(kallsyms)) = (
+        lab("KLPSYM_TEST_VMLINUZ"),
+        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
+    ) else {
+        return;
+    };
     let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), vmlinuz.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let want = std::fs::read(&kallsyms).unwrap();
-    assert!(o.stdout == want, "klpsym dump of {} differs from {}", vmlinuz.display(), kallsyms.display());
+    assert!(
+        o.stdout == want,
+        "klpsym dump of {} differs from {}",
+        vmlinuz.display(),
+        kallsyms.display()
+    );
 }
 
 #[test]
 fn dump_of_the_stripped_vmlinux_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinux), Some(kallsyms)) = (lab("KLPSYM_TEST_VMLINUX_STRIPPED"), lab("KLPSYM_TEST_KALLSYMS_NOMOD")) else { return };
+    let (Some(vmlinux), Some(kallsyms)) = (
+        lab("KLPSYM_TEST_VMLINUX_STRIPPED"),
+        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
+    ) else {
+        return;
+    };
     let o = klpsym(&["dump".as_ref(), "-k".as_ref(), vmlinux.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stdout == std::fs::read(&kallsyms).unwrap());
@@ -41,10 +62,18 @@ fn dump_of_the_stripped_vmlinux_equals_the_booted_kernels_kallsyms() {
 
 #[test]
 fn dump_of_the_dbg_vmlinux_elf_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinux), Some(kallsyms)) = (lab("KLPSYM_TEST_VMLINUX"), lab("KLPSYM_TEST_KALLSYMS_NOMOD")) else { return };
+    let (Some(vmlinux), Some(kallsyms)) = (
+        lab("KLPSYM_TEST_VMLINUX"),
+        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
+    ) else {
+        return;
+    };
     let o = klpsym(&["dump".as_ref(), "-k".as_ref(), vmlinux.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(o.stdout == std::fs::read(&kallsyms).unwrap(), "vmlinux ELF (.symtab) path differs");
+    assert!(
+        o.stdout == std::fs::read(&kallsyms).unwrap(),
+        "vmlinux ELF (.symtab) path differs"
+    );
 }
 
 /// vmlinuz + the package's .ko files of the loaded modules, placed by the captured
@@ -76,8 +105,16 @@ fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
     let want = std::fs::read_to_string(&mods).unwrap();
     let got = String::from_utf8(o.stdout).unwrap();
     if got != want {
-        let first = got.lines().zip(want.lines()).enumerate().find(|(_, (a, b))| a != b);
-        panic!("differs at {first:?} (lines: got {}, want {})", got.lines().count(), want.lines().count());
+        let first = got
+            .lines()
+            .zip(want.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b);
+        panic!(
+            "differs at {first:?} (lines: got {}, want {})",
+            got.lines().count(),
+            want.lines().count()
+        );
     }
     // Without placement, every module symbol (name, type, order) still matches the kernel's.
     let o = klpsym(&[
@@ -90,6 +127,11 @@ fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
         loaded_arg.as_ref(),
     ]);
     assert!(o.status.success());
-    let strip = |s: &str| s.lines().filter(|l| l.contains('\t')).map(|l| l[17..].to_string()).collect::<Vec<_>>();
+    let strip = |s: &str| {
+        s.lines()
+            .filter(|l| l.contains('\t'))
+            .map(|l| l[17..].to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(&String::from_utf8(o.stdout).unwrap()), strip(&want));
 }

@@ -20,7 +20,10 @@ pub(crate) struct AddrIndex {
 }
 
 impl AddrIndex {
-    pub(crate) fn build(table: &SymbolTable, resched: &mut Resched) -> Result<AddrIndex, Cancelled> {
+    pub(crate) fn build(
+        table: &SymbolTable,
+        resched: &mut Resched,
+    ) -> Result<AddrIndex, Cancelled> {
         let n = table.syms.len();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
         for (i, r) in table.syms.iter().enumerate() {
@@ -111,7 +114,12 @@ fn sort_with_points(v: &mut [(u64, u32)], resched: &mut Resched) -> Result<(), C
     Ok(())
 }
 
-fn merge(a: &[(u64, u32)], b: &[(u64, u32)], out: &mut Vec<(u64, u32)>, resched: &mut Resched) -> Result<(), Cancelled> {
+fn merge(
+    a: &[(u64, u32)],
+    b: &[(u64, u32)],
+    out: &mut Vec<(u64, u32)>,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
     // Already ordered runs (the common case for kernel order) are copied whole.
     if a.last().zip(b.first()).is_none_or(|(x, y)| x <= y) {
         out.extend_from_slice(a);

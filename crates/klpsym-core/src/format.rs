@@ -43,7 +43,11 @@ impl<'t> KallsymsWriter<'t> {
 }
 
 /// Writes the whole table to `out` in /proc/kallsyms format, reaching reschedule points.
-pub fn write_kallsyms<W: Write>(table: &SymbolTable, out: &mut W, resched: &mut Resched) -> io::Result<()> {
+pub fn write_kallsyms<W: Write>(
+    table: &SymbolTable,
+    out: &mut W,
+    resched: &mut Resched,
+) -> io::Result<()> {
     let w = KallsymsWriter::new(table);
     let mut buf = Vec::with_capacity(1 << 16);
     for i in 0..table.len() as u32 {
@@ -67,9 +71,11 @@ mod tests {
     #[test]
     fn writes_kernel_format() {
         let mut b = SymbolTableBuilder::new();
-        b.push(ObjectId::VMLINUX, 0xffffffff81000000, b'T', "_text").unwrap();
+        b.push(ObjectId::VMLINUX, 0xffffffff81000000, b'T', "_text")
+            .unwrap();
         let m = b.object("__builtin__ftrace", ObjectKind::Pseudo);
-        b.push(m, 0xffffffffc0201000, b't', "ftrace_trampoline").unwrap();
+        b.push(m, 0xffffffffc0201000, b't', "ftrace_trampoline")
+            .unwrap();
         let t = b.build();
         let mut out = Vec::new();
         write_kallsyms(&t, &mut out, &mut Resched::none()).unwrap();

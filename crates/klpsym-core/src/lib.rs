@@ -24,5 +24,5 @@ pub use format::{write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use resched::{Cancelled, Resched, ReschedPolicy};
-pub use symbolize::{Symbolized, SymbolizeOutcome};
+pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};

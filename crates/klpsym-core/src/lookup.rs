@@ -108,7 +108,11 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
             Some(format!("symbol '{}' not found in symbol table", req.name)),
         )
     } else if count > 1 && req.sympos == 0 {
-        let raw = if is_vmlinux { "(null)" } else { object.as_str() };
+        let raw = if is_vmlinux {
+            "(null)"
+        } else {
+            object.as_str()
+        };
         (
             Verdict::Ambiguous,
             Some(format!(
@@ -161,7 +165,14 @@ mod tests {
     }
 
     fn look(t: &SymbolTable, name: &str, object: Option<&str>, sympos: u64) -> LookupOutcome {
-        find_object_symbol(t, &LookupRequest { name, object, sympos })
+        find_object_symbol(
+            t,
+            &LookupRequest {
+                name,
+                object,
+                sympos,
+            },
+        )
     }
 
     #[test]
@@ -172,7 +183,10 @@ mod tests {
         // sympos 1 on a unique symbol is accepted
         assert_eq!(look(&t, "unique", None, 1).verdict, Verdict::Found);
         let o = look(&t, "init_once", None, 2);
-        assert_eq!((o.verdict, o.address, o.count), (Verdict::Found, Some(0x30), 2));
+        assert_eq!(
+            (o.verdict, o.address, o.count),
+            (Verdict::Found, Some(0x30), 2)
+        );
         assert_eq!(o.candidates.len(), 3);
     }
 
@@ -198,11 +212,17 @@ mod tests {
             Some("symbol position 4 for symbol 'init_once' in object 'vmlinux' not found")
         );
         let o = look(&t, "nope", None, 0);
-        assert_eq!(o.message.as_deref(), Some("symbol 'nope' not found in symbol table"));
+        assert_eq!(
+            o.message.as_deref(),
+            Some("symbol 'nope' not found in symbol table")
+        );
         // a real symbol at address 0 counts as missing
         assert_eq!(look(&t, "at_zero", None, 0).verdict, Verdict::NotFound);
         // an object that is not loaded finds nothing
-        assert_eq!(look(&t, "helper", Some("ext4"), 0).verdict, Verdict::NotFound);
+        assert_eq!(
+            look(&t, "helper", Some("ext4"), 0).verdict,
+            Verdict::NotFound
+        );
         // module lookups only see the module
         let o = look(&t, "init_once", Some("nf_tables.ko"), 0);
         assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0x900)));

@@ -22,7 +22,10 @@ pub(crate) struct NameIndex {
 }
 
 impl NameIndex {
-    pub(crate) fn build(table: &SymbolTable, resched: &mut Resched) -> Result<NameIndex, Cancelled> {
+    pub(crate) fn build(
+        table: &SymbolTable,
+        resched: &mut Resched,
+    ) -> Result<NameIndex, Cancelled> {
         let n = table.syms.len();
         let hasher = DefaultHashBuilder::default();
         let mut heads: HashTable<u32> = HashTable::with_capacity(n);
@@ -45,7 +48,11 @@ impl NameIndex {
                 }
             }
         }
-        Ok(NameIndex { heads, next, hasher })
+        Ok(NameIndex {
+            heads,
+            next,
+            hasher,
+        })
     }
 
     /// Symbol indices named `name`, in kernel order.
@@ -96,7 +103,8 @@ mod tests {
     fn chains_keep_kernel_order() {
         let mut b = SymbolTableBuilder::new();
         for (i, n) in ["a", "b", "a", "c", "a", "b"].iter().enumerate() {
-            b.push(ObjectId::VMLINUX, i as u64 * 16 + 16, b't', n).unwrap();
+            b.push(ObjectId::VMLINUX, i as u64 * 16 + 16, b't', n)
+                .unwrap();
         }
         let t = b.build();
         let idx = t.name_index();

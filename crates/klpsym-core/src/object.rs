@@ -67,7 +67,12 @@ pub fn normalize_module_name(raw: &str) -> String {
     let base = base.strip_prefix('[').unwrap_or(base);
     let base = base.strip_suffix(']').unwrap_or(base);
     let base = match base.find(".ko") {
-        Some(i) if matches!(&base[i + 3..], "" | ".xz" | ".gz" | ".zst" | ".bz2" | ".lz4") => {
+        Some(i)
+            if matches!(
+                &base[i + 3..],
+                "" | ".xz" | ".gz" | ".zst" | ".bz2" | ".lz4"
+            ) =>
+        {
             &base[..i]
         }
         _ => base,
@@ -85,7 +90,10 @@ mod tests {
     #[test]
     fn normalizes_like_the_kernel() {
         assert_eq!(normalize_module_name("snd-hda-intel"), "snd_hda_intel");
-        assert_eq!(normalize_module_name("./drivers/x/snd-hda-intel.ko"), "snd_hda_intel");
+        assert_eq!(
+            normalize_module_name("./drivers/x/snd-hda-intel.ko"),
+            "snd_hda_intel"
+        );
         assert_eq!(normalize_module_name("ext4.ko.zst"), "ext4");
         assert_eq!(normalize_module_name("vmlinux"), "vmlinux");
         assert_eq!(normalize_module_name(""), "vmlinux");
@@ -95,7 +103,10 @@ mod tests {
 
     #[test]
     fn classifies_pseudo_objects() {
-        assert_eq!(ObjectKind::of_bracket_name("__builtin__ftrace"), ObjectKind::Pseudo);
+        assert_eq!(
+            ObjectKind::of_bracket_name("__builtin__ftrace"),
+            ObjectKind::Pseudo
+        );
         assert_eq!(ObjectKind::of_bracket_name("bpf"), ObjectKind::Pseudo);
         assert_eq!(ObjectKind::of_bracket_name("ext4"), ObjectKind::Module);
     }

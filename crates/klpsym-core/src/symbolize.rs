@@ -67,9 +67,16 @@ impl SymbolTable {
         let symbol = self.symbol(SymbolId(id));
         let size = self.size(symbol.id);
         let offset = addr - symbol.addr;
-        let inside = if size == SIZE_UNKNOWN { offset == 0 } else { offset < size };
+        let inside = if size == SIZE_UNKNOWN {
+            offset == 0
+        } else {
+            offset < size
+        };
         if !inside {
-            return SymbolizeOutcome::Outside { nearest: symbol, size };
+            return SymbolizeOutcome::Outside {
+                nearest: symbol,
+                size,
+            };
         }
         let info = self.object_info(symbol.object);
         let module = match info.kind {
@@ -114,15 +121,26 @@ mod tests {
     #[test]
     fn prints_like_percent_ps() {
         let t = table();
-        let SymbolizeOutcome::Found(s) = t.symbolize(0x1010) else { panic!() };
+        let SymbolizeOutcome::Found(s) = t.symbolize(0x1010) else {
+            panic!()
+        };
         assert_eq!(s.to_string(), "_text+0x10/0x100");
-        let SymbolizeOutcome::Found(s) = t.symbolize(0x9040) else { panic!() };
+        let SymbolizeOutcome::Found(s) = t.symbolize(0x9040) else {
+            panic!()
+        };
         assert_eq!(s.to_string(), "ext4_b+0x0 [ext4]");
         // past the last symbol of a module whose size is unknown: outside
-        assert!(matches!(t.symbolize(0x9044), SymbolizeOutcome::Outside { .. }));
-        let SymbolizeOutcome::Found(s) = t.symbolize(0x9000) else { panic!() };
+        assert!(matches!(
+            t.symbolize(0x9044),
+            SymbolizeOutcome::Outside { .. }
+        ));
+        let SymbolizeOutcome::Found(s) = t.symbolize(0x9000) else {
+            panic!()
+        };
         assert_eq!(s.to_string(), "ext4_a+0x0/0x40 [ext4]");
-        let SymbolizeOutcome::Found(s) = t.symbolize(0x1200) else { panic!() };
+        let SymbolizeOutcome::Found(s) = t.symbolize(0x1200) else {
+            panic!()
+        };
         assert_eq!(s.to_string(), "_etext+0x0");
     }
 
@@ -137,7 +155,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(t.symbolize(0x5000), SymbolizeOutcome::Outside { .. }));
-        assert_eq!(t.at_address(0x1000).map(|s| s.name).collect::<Vec<_>>(), ["_text", "startup"]);
+        assert!(matches!(
+            t.symbolize(0x5000),
+            SymbolizeOutcome::Outside { .. }
+        ));
+        assert_eq!(
+            t.at_address(0x1000).map(|s| s.name).collect::<Vec<_>>(),
+            ["_text", "startup"]
+        );
     }
 }

@@ -162,7 +162,13 @@ impl SymbolTableBuilder {
     }
 
     /// Adds a symbol whose name is copied into the arena.
-    pub fn push(&mut self, object: ObjectId, addr: u64, kind: u8, name: &str) -> Result<SymbolId, BuildError> {
+    pub fn push(
+        &mut self,
+        object: ObjectId,
+        addr: u64,
+        kind: u8,
+        name: &str,
+    ) -> Result<SymbolId, BuildError> {
         let off = self.names.len();
         self.names.extend_from_slice(name.as_bytes());
         self.push_arena_name(object, addr, kind, off, name.len())
@@ -179,10 +185,16 @@ impl SymbolTableBuilder {
         name_off: usize,
         name_len: usize,
     ) -> Result<SymbolId, BuildError> {
-        let id = u32::try_from(self.syms.len()).map_err(|_| BuildError::TooLarge("over 4G symbols"))?;
-        let name_off = u32::try_from(name_off).map_err(|_| BuildError::TooLarge("over 4 GiB of names"))?;
-        let name_len = u32::try_from(name_len).map_err(|_| BuildError::TooLarge("name over 4 GiB"))?;
-        debug_assert!(std::str::from_utf8(&self.names[name_off as usize..(name_off + name_len) as usize]).is_ok());
+        let id =
+            u32::try_from(self.syms.len()).map_err(|_| BuildError::TooLarge("over 4G symbols"))?;
+        let name_off =
+            u32::try_from(name_off).map_err(|_| BuildError::TooLarge("over 4 GiB of names"))?;
+        let name_len =
+            u32::try_from(name_len).map_err(|_| BuildError::TooLarge("name over 4 GiB"))?;
+        debug_assert!(std::str::from_utf8(
+            &self.names[name_off as usize..(name_off + name_len) as usize]
+        )
+        .is_ok());
         self.any_nonzero |= addr != 0;
         self.objects[object.0 as usize].symbol_count += 1;
         self.syms.push(SymRec {
@@ -204,7 +216,9 @@ impl SymbolTableBuilder {
         if n == 0 {
             return;
         }
-        let sizes = self.source_sizes.get_or_insert_with(|| vec![SIZE_UNKNOWN; n]);
+        let sizes = self
+            .source_sizes
+            .get_or_insert_with(|| vec![SIZE_UNKNOWN; n]);
         sizes[n - 1] = size;
     }
 
@@ -231,7 +245,10 @@ impl SymbolTableBuilder {
         // address was seen (the common case), so this costs nothing on real tables.
         let hidden = !self.any_nonzero && !self.syms.is_empty()
             || self.any_nonzero && {
-                let mut absolute = self.syms.iter().filter(|r| !self.objects[r.object as usize].relative);
+                let mut absolute = self
+                    .syms
+                    .iter()
+                    .filter(|r| !self.objects[r.object as usize].relative);
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
         SymbolTable {
@@ -337,13 +354,15 @@ impl SymbolTable {
     }
 
     pub(crate) fn name_index(&self) -> &NameIndex {
-        self.name_index
-            .get_or_init(|| NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag"))
+        self.name_index.get_or_init(|| {
+            NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
+        })
     }
 
     pub(crate) fn addr_index(&self) -> &AddrIndex {
-        self.addr_index
-            .get_or_init(|| AddrIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag"))
+        self.addr_index.get_or_init(|| {
+            AddrIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
+        })
     }
 
     /// Builds both indexes now, reaching reschedule points through `resched`. Queries build
@@ -374,7 +393,11 @@ impl SymbolTable {
 
     /// Every symbol named `name` in `object`, in the object's kernel order: the order that
     /// defines livepatch positions (sympos).
-    pub fn by_name_in<'t>(&'t self, name: &str, object: ObjectId) -> impl Iterator<Item = Symbol<'t>> + 't {
+    pub fn by_name_in<'t>(
+        &'t self,
+        name: &str,
+        object: ObjectId,
+    ) -> impl Iterator<Item = Symbol<'t>> + 't {
         self.by_name(name).filter(move |s| s.object == object)
     }
 }

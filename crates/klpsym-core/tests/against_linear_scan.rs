@@ -34,7 +34,8 @@ fn build(rows: &[Row]) -> SymbolTable {
         } else {
             b.object(&format!("mod{}", r.object), ObjectKind::Module)
         };
-        b.push(oid, r.addr, b't', &format!("sym{}", r.name)).unwrap();
+        b.push(oid, r.addr, b't', &format!("sym{}", r.name))
+            .unwrap();
     }
     b.build()
 }

@@ -88,7 +88,10 @@ fn captured_module_kallsyms_match() {
             "skipped: set KLPSYM_TEST_KALLSYMS_MODS and KLPSYM_TEST_MODULES_LOADED to compare \
              against a real kernel capture"
         );
-        assert!(std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(), "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)");
+        assert!(
+            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        );
         return;
     };
     let text = std::fs::read_to_string(&kallsyms).expect("read kallsyms capture");
@@ -182,7 +185,10 @@ fn captured_module_kallsyms_match() {
 fn every_module_in_a_tree_parses() {
     let Ok(dir) = std::env::var("KLPSYM_TEST_MODULES_DIR") else {
         eprintln!("skipped: set KLPSYM_TEST_MODULES_DIR to parse every .ko of a module tree");
-        assert!(std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(), "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)");
+        assert!(
+            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        );
         return;
     };
     let mut stack = vec![PathBuf::from(dir)];

@@ -19,7 +19,10 @@ fn captured_vmlinux_kallsyms_match() {
             "skipped: set KLPSYM_TEST_VMLINUX and KLPSYM_TEST_KALLSYMS_NOMOD to compare against a \
              real kernel capture"
         );
-        assert!(std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(), "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)");
+        assert!(
+            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        );
         return;
     };
     let elf = std::fs::read(&vmlinux).expect("read vmlinux");

@@ -12,7 +12,10 @@ fn vmlinuz_matches_captured_proc_kallsyms() {
         eprintln!(
             "skipped: set KLPSYM_TEST_VMLINUZ and KLPSYM_TEST_KALLSYMS to compare a real image"
         );
-        assert!(std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(), "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)");
+        assert!(
+            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        );
         return;
     };
     let bytes = std::fs::read(&image).expect("read KLPSYM_TEST_VMLINUZ");

@@ -49,12 +49,21 @@ fn generate(n: usize) -> Vec<u8> {
         addr += 16 + (x % 512);
         // 1 in 50 names is a static name defined in up to ~20 places (like init_once, of
         // which a 6.x kernel has a dozen); the rest are unique.
-        let name = if x % 50 == 0 { format!("common_{}", x % 500) } else { format!("sym_{i}_{:x}", x & 0xffff) };
-        let kind = if x % 3 == 0 { 'T' } else { 't' };
+        let name = if x.is_multiple_of(50) {
+            format!("common_{}", x % 500)
+        } else {
+            format!("sym_{i}_{:x}", x & 0xffff)
+        };
+        let kind = if x.is_multiple_of(3) { 'T' } else { 't' };
         if i < vmlinux {
             writeln!(s, "{addr:016x} {kind} {name}").unwrap();
         } else {
-            writeln!(s, "{addr:016x} {kind} {name}\t[mod_{}]", (i - vmlinux) * 40 / (n - vmlinux)).unwrap();
+            writeln!(
+                s,
+                "{addr:016x} {kind} {name}\t[mod_{}]",
+                (i - vmlinux) * 40 / (n - vmlinux)
+            )
+            .unwrap();
         }
     }
     s.into_bytes()
@@ -86,7 +95,12 @@ fn load_proc_kallsyms(b: Bencher) {
         return;
     }
     b.bench(|| {
-        let k = load(Path::new("/proc/kallsyms"), &LoadOptions::default(), &mut Resched::none()).unwrap();
+        let k = load(
+            Path::new("/proc/kallsyms"),
+            &LoadOptions::default(),
+            &mut Resched::none(),
+        )
+        .unwrap();
         assert!(k.table.len() > 1000);
         k
     });
@@ -132,7 +146,14 @@ fn name_lookup_x1024(b: Bencher, label: &str) {
     b.bench(|| {
         let mut found = 0;
         for (n, o) in &names {
-            let r = find_object_symbol(t, &LookupRequest { name: n, object: o.as_deref(), sympos: 1 });
+            let r = find_object_symbol(
+                t,
+                &LookupRequest {
+                    name: n,
+                    object: o.as_deref(),
+                    sympos: 1,
+                },
+            );
             found += (r.verdict == Verdict::Found) as usize;
         }
         assert!(found > 0);
@@ -145,7 +166,11 @@ fn name_lookup_x1024(b: Bencher, label: &str) {
 fn addr_lookup_x1024(b: Bencher, label: &str) {
     let t = table(label);
     let step = (t.len() / 1024).max(1);
-    let addrs: Vec<u64> = (0..t.len()).step_by(step).take(1024).map(|i| t.symbol(klpsym_core::SymbolId(i as u32)).addr + 1).collect();
+    let addrs: Vec<u64> = (0..t.len())
+        .step_by(step)
+        .take(1024)
+        .map(|i| t.symbol(klpsym_core::SymbolId(i as u32)).addr + 1)
+        .collect();
     b.bench(|| {
         let mut found = 0;
         for &a in &addrs {

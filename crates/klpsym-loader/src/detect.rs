@@ -24,7 +24,11 @@ pub fn detect(bytes: &[u8]) -> Detected {
             (_, Some(&a), Some(&b)) => u16::from_le_bytes([a, b]),
             _ => 0,
         };
-        return if et == 1 { Detected::ElfRelocatable } else { Detected::ElfExecutable };
+        return if et == 1 {
+            Detected::ElfRelocatable
+        } else {
+            Detected::ElfExecutable
+        };
     }
     let magics: &[(&[u8], &str)] = &[
         (b"\xfd7zXZ\x00", "xz"),
@@ -37,12 +41,18 @@ pub fn detect(bytes: &[u8]) -> Detected {
     if let Some((_, name)) = magics.iter().find(|(m, _)| bytes.starts_with(m)) {
         return Detected::Compressed(name);
     }
-    if bytes.starts_with(b"MZ") || bytes.get(0x38..0x3c) == Some(b"ARM\x64") || bytes.get(0x202..0x206) == Some(b"HdrS") {
+    if bytes.starts_with(b"MZ")
+        || bytes.get(0x38..0x3c) == Some(b"ARM\x64")
+        || bytes.get(0x202..0x206) == Some(b"HdrS")
+    {
         return Detected::Image;
     }
     // Text: the first line looks like "hex space letter space".
     let head = &bytes[..bytes.len().min(256)];
-    let looks_text = !head.is_empty() && head.iter().all(|&c| c == b'\n' || c == b'\t' || c == b'\r' || (0x20..0x7f).contains(&c));
+    let looks_text = !head.is_empty()
+        && head
+            .iter()
+            .all(|&c| c == b'\n' || c == b'\t' || c == b'\r' || (0x20..0x7f).contains(&c));
     if looks_text || bytes.is_empty() {
         Detected::Text
     } else {

@@ -103,7 +103,11 @@ pub struct LoadedKernel {
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`.
-pub fn load(path: &Path, opts: &LoadOptions, resched: &mut Resched) -> Result<LoadedKernel, LoadError> {
+pub fn load(
+    path: &Path,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     let read_time = t0.elapsed();
@@ -122,9 +126,19 @@ pub fn load(path: &Path, opts: &LoadOptions, resched: &mut Resched) -> Result<Lo
     })
 }
 
-type Decoded = (SourceKind, SymbolTable, SourceFacts, Option<klpsym_elf::ModuleSymbols>);
+type Decoded = (
+    SourceKind,
+    SymbolTable,
+    SourceFacts,
+    Option<klpsym_elf::ModuleSymbols>,
+);
 
-fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched) -> Result<Decoded, LoadError> {
+fn decode(
+    path: &Path,
+    bytes: Vec<u8>,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<Decoded, LoadError> {
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     match detect(&bytes) {
         Detected::Text => {
@@ -147,7 +161,8 @@ fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched
         Detected::ElfRelocatable => module_table(path, &bytes, None),
         Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms(&bytes, opts.kallsyms_all) {
             Ok(v) => {
-                let mut b = SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.len() * 24);
+                let mut b =
+                    SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.len() * 24);
                 for e in &v.entries {
                     resched.tick().map_err(klpsym_core::BuildError::from)?;
                     b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
@@ -157,13 +172,20 @@ fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched
                 }
                 let mut facts = SourceFacts {
                     version: v.version.clone(),
-                    format: Some("vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)".into()),
+                    format: Some(
+                        "vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)"
+                            .into(),
+                    ),
                     notes: v.notes.clone(),
                     ..SourceFacts::default()
                 };
                 facts.facts.push((
                     "CONFIG_KALLSYMS_ALL".into(),
-                    format!("{} ({})", if v.kallsyms_all { "y" } else { "n" }, v.kallsyms_all_source),
+                    format!(
+                        "{} ({})",
+                        if v.kallsyms_all { "y" } else { "n" },
+                        v.kallsyms_all_source
+                    ),
                 ));
                 Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
             }
@@ -174,9 +196,11 @@ fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched
             }),
         },
         Detected::Compressed(codec) => {
-            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| LoadError::Image {
-                path: path.to_path_buf(),
-                source,
+            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| {
+                LoadError::Image {
+                    path: path.to_path_buf(),
+                    source,
+                }
             })?;
             if detect(&d.data) == Detected::ElfRelocatable {
                 module_table(path, &d.data, Some(codec))
@@ -188,7 +212,12 @@ fn decode(path: &Path, bytes: Vec<u8>, opts: &LoadOptions, resched: &mut Resched
     }
 }
 
-fn image_table(path: &Path, bytes: &[u8], limit: usize, resched: &mut Resched) -> Result<Decoded, LoadError> {
+fn image_table(
+    path: &Path,
+    bytes: &[u8],
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<Decoded, LoadError> {
     let syms = klpsym_image::extract(bytes, limit).map_err(|source| LoadError::Image {
         path: path.to_path_buf(),
         source,
@@ -228,13 +257,19 @@ fn module_table(path: &Path, bytes: &[u8], codec: Option<&str>) -> Result<Decode
             None => "kernel module".to_string(),
         }),
         facts: vec![("module name".into(), m.name.clone())],
-        notes: vec!["a module read from its file has no load address: addresses are section-relative".into()],
+        notes: vec![
+            "a module read from its file has no load address: addresses are section-relative"
+                .into(),
+        ],
     };
     Ok((SourceKind::Module, table, facts, Some(m)))
 }
 
 /// A table holding one module's symbols: at `addrs` when placed, else section-relative.
-pub fn module_symbols_table(m: &klpsym_elf::ModuleSymbols, addrs: Option<&[u64]>) -> Result<SymbolTable, LoadError> {
+pub fn module_symbols_table(
+    m: &klpsym_elf::ModuleSymbols,
+    addrs: Option<&[u64]>,
+) -> Result<SymbolTable, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(m.entries.len(), m.entries.len() * 24);
     let oid = b.object(&m.name, ObjectKind::Module);
     b.set_relative(oid, addrs.is_none());
@@ -245,7 +280,11 @@ pub fn module_symbols_table(m: &klpsym_elf::ModuleSymbols, addrs: Option<&[u64]>
     Ok(b.build())
 }
 
-pub(crate) fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Vec<u8>, LoadError> {
+pub(crate) fn read_bounded(
+    path: &Path,
+    limit: u64,
+    resched: &mut Resched,
+) -> Result<Vec<u8>, LoadError> {
     let io_err = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -255,7 +294,8 @@ pub(crate) fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Re
     if meta.is_dir() {
         return Err(LoadError::Unrecognized {
             path: path.to_path_buf(),
-            what: "is a directory; expected a symbol source file (use --modules for a module tree)".into(),
+            what: "is a directory; expected a symbol source file (use --modules for a module tree)"
+                .into(),
         });
     }
     // /proc files report size 0; regular files are read in one go.
@@ -286,7 +326,9 @@ pub(crate) fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Re
                 limit,
             });
         }
-        resched.tick().map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
+        resched
+            .tick()
+            .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
     }
     Ok(buf)
 }
@@ -307,27 +349,47 @@ mod tests {
 
         let bad = dir.path().join("bad.txt");
         std::fs::write(&bad, "ffffffff81000000 T _text\nzz T x\n").unwrap();
-        let e = load(&bad, &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        let e = load(&bad, &LoadOptions::default(), &mut Resched::none())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bad.txt: line 2: bad hex address"), "{e}");
 
         let elf = dir.path().join("x.ko");
-        std::fs::File::create(&elf).unwrap().write_all(b"\x7fELF\x02\x01\x01").unwrap();
-        let e = load(&elf, &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        std::fs::File::create(&elf)
+            .unwrap()
+            .write_all(b"\x7fELF\x02\x01\x01")
+            .unwrap();
+        let e = load(&elf, &LoadOptions::default(), &mut Resched::none())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(&format!("{}: ", elf.display())), "{e}");
 
-        let e = load(&dir.path().join("missing"), &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        let e = load(
+            &dir.path().join("missing"),
+            &LoadOptions::default(),
+            &mut Resched::none(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("missing: No such file"), "{e}");
 
         let opts = LoadOptions {
             max_input_size: 4,
             ..LoadOptions::default()
         };
-        assert!(matches!(load(&good, &opts, &mut Resched::none()), Err(LoadError::TooLarge { .. })));
+        assert!(matches!(
+            load(&good, &opts, &mut Resched::none()),
+            Err(LoadError::TooLarge { .. })
+        ));
 
         let random = dir.path().join("random.bin");
-        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let bytes: Vec<u8> = (0..100_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         std::fs::write(&random, bytes).unwrap();
-        let e = load(&random, &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        let e = load(&random, &LoadOptions::default(), &mut Resched::none())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(&format!("{}: ", random.display())), "{e}");
     }
 

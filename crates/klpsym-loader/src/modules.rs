@@ -37,10 +37,19 @@ impl ModuleTree {
         let mut stack = vec![dir.to_path_buf()];
         let mut files = Vec::new();
         while let Some(d) = stack.pop() {
-            let entries = std::fs::read_dir(&d).map_err(|source| LoadError::Io { path: d.clone(), source })?;
+            let entries = std::fs::read_dir(&d).map_err(|source| LoadError::Io {
+                path: d.clone(),
+                source,
+            })?;
             for e in entries {
-                let e = e.map_err(|source| LoadError::Io { path: d.clone(), source })?;
-                let ft = e.file_type().map_err(|source| LoadError::Io { path: e.path(), source })?;
+                let e = e.map_err(|source| LoadError::Io {
+                    path: d.clone(),
+                    source,
+                })?;
+                let ft = e.file_type().map_err(|source| LoadError::Io {
+                    path: e.path(),
+                    source,
+                })?;
                 let p = e.path();
                 if ft.is_dir() {
                     stack.push(p);
@@ -54,10 +63,13 @@ impl ModuleTree {
         files.sort();
         for p in files {
             let name = normalize_module_name(&p.to_string_lossy());
-            if tree.by_name.contains_key(&name) {
-                tree.duplicates.push(name);
-            } else {
-                tree.by_name.insert(name, p);
+            match tree.by_name.entry(name) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    tree.duplicates.push(e.key().clone())
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(p);
+                }
             }
         }
         Ok(tree)
@@ -75,11 +87,18 @@ impl ModuleTree {
 
     /// The file of module `name` (any spelling).
     pub fn path(&self, name: &str) -> Option<&Path> {
-        self.by_name.get(&normalize_module_name(name)).map(PathBuf::as_path)
+        self.by_name
+            .get(&normalize_module_name(name))
+            .map(PathBuf::as_path)
     }
 
     /// Reads, decompresses and parses module `name`.
-    pub fn load(&self, name: &str, opts: &LoadOptions, resched: &mut Resched) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+    pub fn load(
+        &self,
+        name: &str,
+        opts: &LoadOptions,
+        resched: &mut Resched,
+    ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
         let path = self.path(name).ok_or_else(|| {
             LoadError::Setup(format!(
                 "module '{}' is not in {} ({} modules there)",
@@ -93,7 +112,11 @@ impl ModuleTree {
 }
 
 /// Reads a `.ko` (compressed or not) and lists its kallsyms.
-pub fn load_module_file(path: &Path, opts: &LoadOptions, resched: &mut Resched) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+pub fn load_module_file(
+    path: &Path,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     let parse = |b: &[u8]| {
@@ -105,9 +128,11 @@ pub fn load_module_file(path: &Path, opts: &LoadOptions, resched: &mut Resched) 
     match detect(&bytes) {
         Detected::ElfRelocatable => parse(&bytes),
         Detected::Compressed(_) => {
-            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| LoadError::Image {
-                path: path.to_path_buf(),
-                source,
+            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| {
+                LoadError::Image {
+                    path: path.to_path_buf(),
+                    source,
+                }
             })?;
             parse(&d.data)
         }
@@ -148,14 +173,21 @@ impl LoadedSpec {
         match self {
             LoadedSpec::List(v) => Ok(v.clone()),
             LoadedSpec::ProcModules(p) => {
-                let text = std::fs::read_to_string(p).map_err(|source| LoadError::Io { path: p.clone(), source })?;
+                let text = std::fs::read_to_string(p).map_err(|source| LoadError::Io {
+                    path: p.clone(),
+                    source,
+                })?;
                 let mut names = Vec::new();
                 for (i, line) in text.lines().enumerate() {
                     let fields: Vec<&str> = line.split_whitespace().collect();
-                    let Some(&first) = fields.first() else { continue };
+                    let Some(&first) = fields.first() else {
+                        continue;
+                    };
                     let valid = fields.len() >= 3
                         && fields[1].bytes().all(|c| c.is_ascii_digit())
-                        && first.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+                        && first
+                            .bytes()
+                            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
                     if !valid {
                         return Err(LoadError::Unrecognized {
                             path: p.clone(),
@@ -192,9 +224,16 @@ pub fn compose(
 ) -> Result<SymbolTable, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(base.len(), base.len() * 24);
     b.set_addr_width(base.addr_width());
-    let push_object = |b: &mut SymbolTableBuilder, oid_in: ObjectId, resched: &mut Resched| -> Result<(), LoadError> {
+    let push_object = |b: &mut SymbolTableBuilder,
+                       oid_in: ObjectId,
+                       resched: &mut Resched|
+     -> Result<(), LoadError> {
         let info = base.object_info(oid_in);
-        let oid = if info.kind == ObjectKind::Vmlinux { ObjectId::VMLINUX } else { b.object(&info.name, info.kind) };
+        let oid = if info.kind == ObjectKind::Vmlinux {
+            ObjectId::VMLINUX
+        } else {
+            b.object(&info.name, info.kind)
+        };
         b.set_relative(oid, info.relative);
         for s in base.iter().filter(|s| s.object == oid_in) {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
@@ -212,24 +251,43 @@ pub fn compose(
         if base.object_by_name(name).is_some() {
             continue;
         }
-        let tree = tree.ok_or_else(|| LoadError::Setup(format!("module '{name}' is named as loaded, but no --modules DIR says where its file is")))?;
+        let tree = tree.ok_or_else(|| {
+            LoadError::Setup(format!(
+                "module '{name}' is named as loaded, but no --modules DIR says where its file is"
+            ))
+        })?;
         let m = tree.load(name, opts, resched)?;
         let addrs = match placement {
             Placement::None => None,
             Placement::Kallsyms(k) => {
                 let oid = k.object_by_name(&m.name).ok_or_else(|| {
-                    LoadError::Setup(format!("module '{}' is not listed in the placement source", m.name))
+                    LoadError::Setup(format!(
+                        "module '{}' is not listed in the placement source",
+                        m.name
+                    ))
                 })?;
-                let lines: Vec<(u64, u8, &str)> = k.iter().filter(|s| s.object == oid).map(|s| (s.addr, s.kind as u8, s.name)).collect();
+                let lines: Vec<(u64, u8, &str)> = k
+                    .iter()
+                    .filter(|s| s.object == oid)
+                    .map(|s| (s.addr, s.kind as u8, s.name))
+                    .collect();
                 let path = tree.path(name).unwrap_or(Path::new(name)).to_path_buf();
-                Some(klpsym_elf::place_module(&m, &lines).map_err(|source| LoadError::Elf { path, source })?)
+                Some(
+                    klpsym_elf::place_module(&m, &lines)
+                        .map_err(|source| LoadError::Elf { path, source })?,
+                )
             }
         };
         let oid = b.object(&m.name, ObjectKind::Module);
         b.set_relative(oid, addrs.is_none());
         for (i, e) in m.entries.iter().enumerate() {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
-            b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, &e.name)?;
+            b.push(
+                oid,
+                addrs.as_ref().map_or(e.addr, |a| a[i]),
+                e.kind,
+                &e.name,
+            )?;
         }
     }
     for (i, info) in base.objects().iter().enumerate().skip(1) {
@@ -246,12 +304,18 @@ mod tests {
 
     #[test]
     fn loaded_spec_parses_lists_and_files() {
-        assert_eq!(LoadedSpec::parse("a-b, c.ko,"), LoadedSpec::List(vec!["a_b".into(), "c".into()]));
+        assert_eq!(
+            LoadedSpec::parse("a-b, c.ko,"),
+            LoadedSpec::List(vec!["a_b".into(), "c".into()])
+        );
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("modules");
         std::fs::write(&p, "8021q 40960 0 - Live 0xffffffffc0300000\ngarp 20480 1 8021q, Live 0xffffffffc0290000\n").unwrap();
         let spec = LoadedSpec::parse(&format!("@{}", p.display()));
-        assert_eq!(spec.names().unwrap(), vec!["8021q".to_string(), "garp".to_string()]);
+        assert_eq!(
+            spec.names().unwrap(),
+            vec!["8021q".to_string(), "garp".to_string()]
+        );
         std::fs::write(&p, "ffffffff81000000 T _text\n").unwrap();
         assert!(spec.names().is_err());
     }
@@ -267,7 +331,10 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert!(t.path("crc_itu_t").is_some());
         assert!(t.path("zz").is_some());
-        let e = t.load("nope", &LoadOptions::default(), &mut Resched::none()).unwrap_err().to_string();
+        let e = t
+            .load("nope", &LoadOptions::default(), &mut Resched::none())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("module 'nope' is not in"), "{e}");
     }
 }

@@ -14,7 +14,9 @@ where
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let ctx = |e: io::Error, what: &str| io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()));
+    let ctx = |e: io::Error, what: &str| {
+        io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
+    };
     let tmp = tempfile::Builder::new()
         .prefix(".klpsym-")
         .suffix(".tmp")
@@ -26,10 +28,10 @@ where
         w.flush().map_err(|e| ctx(e, "writing"))?;
     }
     tmp.as_file().sync_all().map_err(|e| ctx(e, "syncing"))?;
-    tmp.persist(path).map_err(|e| ctx(e.error, "renaming into place"))?;
+    tmp.persist(path)
+        .map_err(|e| ctx(e.error, "renaming into place"))?;
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -47,7 +49,11 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("injected failure"));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary file left behind");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temporary file left behind"
+        );
         write_atomically(&p, |w| w.write_all(b"new")).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     }

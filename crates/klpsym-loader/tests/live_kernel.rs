@@ -39,14 +39,28 @@ fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
             Some((n, m)) => (n, m.trim_matches(|c| c == '[' || c == ']')),
             None => (rest, "vmlinux"),
         };
-        positions.entry((obj.to_string(), name.to_string())).or_default().push(addr);
+        positions
+            .entry((obj.to_string(), name.to_string()))
+            .or_default()
+            .push(addr);
         first_at.entry(addr).or_insert_with(|| name.to_string());
     }
     assert_eq!(k.table.len(), lines);
     for ((obj, name), addrs) in &positions {
-        let object = if obj == "vmlinux" { None } else { Some(obj.as_str()) };
+        let object = if obj == "vmlinux" {
+            None
+        } else {
+            Some(obj.as_str())
+        };
         for (i, &a) in addrs.iter().enumerate() {
-            let o = find_object_symbol(&k.table, &LookupRequest { name, object, sympos: i as u64 + 1 });
+            let o = find_object_symbol(
+                &k.table,
+                &LookupRequest {
+                    name,
+                    object,
+                    sympos: i as u64 + 1,
+                },
+            );
             if a == 0 {
                 assert_eq!(o.verdict, Verdict::NotFound, "{obj} {name}");
                 continue;
@@ -54,7 +68,14 @@ fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
             assert_eq!(o.verdict, Verdict::Found, "{obj} {name} #{}", i + 1);
             assert_eq!(o.address, Some(a), "{obj} {name} #{}", i + 1);
         }
-        let o = find_object_symbol(&k.table, &LookupRequest { name, object, sympos: 0 });
+        let o = find_object_symbol(
+            &k.table,
+            &LookupRequest {
+                name,
+                object,
+                sympos: 0,
+            },
+        );
         if addrs.len() > 1 {
             assert_eq!(o.verdict, Verdict::Ambiguous, "{obj} {name}");
         }
@@ -68,5 +89,9 @@ fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
             other => panic!("{addr:#x}: {other:?}"),
         }
     }
-    eprintln!("checked {} names and {} addresses", positions.len(), first_at.len());
+    eprintln!(
+        "checked {} names and {} addresses",
+        positions.len(),
+        first_at.len()
+    );
 }

@@ -29,7 +29,9 @@ pub enum TextError {
     #[error("empty input: expected lines like `ffffffff81000000 T _text`")]
     Empty,
     /// The buffer holds binary data.
-    #[error("binary data (a NUL byte at offset {offset}): expected /proc/kallsyms or System.map text")]
+    #[error(
+        "binary data (a NUL byte at offset {offset}): expected /proc/kallsyms or System.map text"
+    )]
     Binary {
         /// Byte offset of the first NUL.
         offset: usize,
@@ -82,7 +84,9 @@ pub fn detect(bytes: &[u8]) -> TextKind {
     }
     for line in bytes.split(|&b| b == b'\n') {
         let mut it = line.splitn(3, |&b| b == b' ');
-        let (_, Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
+        let (_, Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
         if matches!(ty, [b'U' | b'N' | b'a' | b'w' | b'v'])
             || name.starts_with(b"__crc_")
             || name.starts_with(b"__kstrtab_")
@@ -105,7 +109,9 @@ pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, T
     let kind = detect(&bytes);
     if kind == TextKind::SystemMapStub {
         let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-        return Err(TextError::Stub(String::from_utf8_lossy(first).trim().to_string()));
+        return Err(TextError::Stub(
+            String::from_utf8_lossy(first).trim().to_string(),
+        ));
     }
     // ~40 bytes a line in /proc/kallsyms: reserve once.
     let estimate = bytes.len() / 40 + 16;
@@ -117,7 +123,10 @@ pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, T
         resched.tick()?;
         line_no += 1;
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let line = parse_line(&bytes, start, end).map_err(|what| TextError::Line { line: line_no, what })?;
+        let line = parse_line(&bytes, start, end).map_err(|what| TextError::Line {
+            line: line_no,
+            what,
+        })?;
         let width = line.addr_digits;
         match addr_width {
             None => addr_width = Some(width),
@@ -186,7 +195,11 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
         i += 1;
     }
     if bad & 0x80 != 0 {
-        let c = line[..i].iter().copied().find(|&c| HEX_VALUE[c as usize] & 0x80 != 0).unwrap_or(b'?');
+        let c = line[..i]
+            .iter()
+            .copied()
+            .find(|&c| HEX_VALUE[c as usize] & 0x80 != 0)
+            .unwrap_or(b'?');
         return Err(format!(
             "bad hex address {:?}: {:?} is not a hex digit",
             preview(&line[..line.len().min(24)]),
@@ -194,7 +207,10 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
         ));
     }
     if i > 16 {
-        return Err(format!("address {:?} is longer than 16 hex digits", preview(&line[..line.len().min(40)])));
+        return Err(format!(
+            "address {:?} is longer than 16 hex digits",
+            preview(&line[..line.len().min(40)])
+        ));
     }
     if i == 0 {
         return Err("missing address: expected `ADDRESS TYPE NAME`".into());
@@ -225,7 +241,11 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
         ));
     }
     if !all_graphic(name) {
-        let c = name.iter().copied().find(|c| !c.is_ascii_graphic()).unwrap_or(b'?');
+        let c = name
+            .iter()
+            .copied()
+            .find(|c| !c.is_ascii_graphic())
+            .unwrap_or(b'?');
         return Err(format!(
             "symbol name {:?} holds a byte ({c:#04x}) that no kernel symbol has",
             preview(name)
@@ -236,10 +256,16 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
         Some(t) => {
             let rest = &line[t + 1..];
             if rest.len() < 3 || rest[0] != b'[' || rest[rest.len() - 1] != b']' {
-                return Err(format!("bad module column {:?}: expected `\\t[module]`", preview(rest)));
+                return Err(format!(
+                    "bad module column {:?}: expected `\\t[module]`",
+                    preview(rest)
+                ));
             }
             let m = &rest[1..rest.len() - 1];
-            if m.is_empty() || m.iter().any(|c| !c.is_ascii_graphic() || *c == b'[' || *c == b']') {
+            if m.is_empty()
+                || m.iter()
+                    .any(|c| !c.is_ascii_graphic() || *c == b'[' || *c == b']')
+            {
                 return Err(format!("bad module name {:?}", preview(m)));
             }
             Some((start + t + 2, start + t + 1 + rest.len() - 1))
@@ -311,7 +337,11 @@ mod tests {
         assert_eq!(p.kind, TextKind::Kallsyms);
         let t = &p.table;
         assert_eq!(t.len(), 4);
-        let names: Vec<_> = t.objects().iter().map(|o| (o.name.as_str(), o.kind)).collect();
+        let names: Vec<_> = t
+            .objects()
+            .iter()
+            .map(|o| (o.name.as_str(), o.kind))
+            .collect();
         assert_eq!(
             names,
             [
@@ -321,7 +351,10 @@ mod tests {
             ]
         );
         let s = t.symbol(klpsym_core::SymbolId(2));
-        assert_eq!((s.name, s.kind, s.addr, s.object), ("init_once", 't', 0xffffffffc0000000, ObjectId(1)));
+        assert_eq!(
+            (s.name, s.kind, s.addr, s.object),
+            ("init_once", 't', 0xffffffffc0000000, ObjectId(1))
+        );
     }
 
     #[test]
@@ -331,7 +364,10 @@ mod tests {
             ("ffffffff81000000 T\n", "line 1: missing columns"),
             ("ffffffff81000000 T a\n\n", "line 2: empty line"),
             ("ffffffff81000000 T a\t[]\n", "line 1: bad module column"),
-            ("ffffffff81000000 T a\n81000000 T b\n", "line 2: address has 8 hex digits"),
+            (
+                "ffffffff81000000 T a\n81000000 T b\n",
+                "line 2: address has 8 hex digits",
+            ),
             ("11111111111111111 T a\n", "line 1: address"),
         ];
         for (input, want) in cases {
@@ -339,7 +375,10 @@ mod tests {
             assert!(err.starts_with(want), "{input:?}: {err}");
         }
         let long = format!("ffffffff81000000 T {}\n", "x".repeat(600));
-        assert!(parse(&long).unwrap_err().to_string().contains("longer than the kernel allows"));
+        assert!(parse(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("longer than the kernel allows"));
         assert_eq!(parse("").unwrap_err(), TextError::Empty);
         assert!(matches!(
             parse_text(vec![0x7f, b'E', b'L', b'F', 0, 1], &mut Resched::none()),
@@ -349,11 +388,17 @@ mod tests {
 
     #[test]
     fn detects_system_map_and_stub() {
-        assert_eq!(detect(b"0000000000000000 A a\n0000000000001000 U printk\n"), TextKind::SystemMap);
+        assert_eq!(
+            detect(b"0000000000000000 A a\n0000000000001000 U printk\n"),
+            TextKind::SystemMap
+        );
         assert_eq!(detect(b"ffffffff81000000 T _text\n"), TextKind::Kallsyms);
         let stub = b"ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-amd64-dbg package\n";
         assert_eq!(detect(stub), TextKind::SystemMapStub);
-        assert!(parse(std::str::from_utf8(stub).unwrap()).unwrap_err().to_string().contains("vmlinuz"));
+        assert!(parse(std::str::from_utf8(stub).unwrap())
+            .unwrap_err()
+            .to_string()
+            .contains("vmlinuz"));
     }
 
     #[test]
@@ -362,7 +407,11 @@ mod tests {
             for pos in 0..11 {
                 let mut v = vec![b'a'; 11];
                 v[pos] = b;
-                assert_eq!(all_graphic(&v), b.is_ascii_graphic(), "byte {b:#x} at {pos}");
+                assert_eq!(
+                    all_graphic(&v),
+                    b.is_ascii_graphic(),
+                    "byte {b:#x} at {pos}"
+                );
             }
         }
     }

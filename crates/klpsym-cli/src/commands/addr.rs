@@ -42,7 +42,10 @@ struct AddrResult {
 /// Parses `ffffffff81000000`, `0xffffffff81000000` (and upper case).
 pub fn parse_addr(s: &str) -> Option<u64> {
     let t = s.trim();
-    let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
     if t.is_empty() || t.len() > 16 {
         return None;
     }
@@ -94,9 +97,16 @@ fn human(t: &SymbolTable, addr: u64, out: &mut impl Write) -> std::io::Result<bo
         SymbolizeOutcome::Outside { nearest, size } => {
             let obj = &t.object_info(nearest.object).name;
             let why = if size == SIZE_UNKNOWN {
-                format!("past {} [{obj}], the last symbol there, whose size is unknown", nearest.name)
+                format!(
+                    "past {} [{obj}], the last symbol there, whose size is unknown",
+                    nearest.name
+                )
             } else {
-                format!("past the end of {} [{obj}] at {:#x}", nearest.name, nearest.addr + size)
+                format!(
+                    "past the end of {} [{obj}] at {:#x}",
+                    nearest.name,
+                    nearest.addr + size
+                )
             };
             writeln!(out, "{addr:016x} ?? (outside every symbol: {why})")?;
             Ok(false)
@@ -115,7 +125,11 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
                 continue;
             }
             v.push(parse_addr(&line).ok_or_else(|| {
-                format!("standard input line {}: {:?} is not a hex address", i + 1, line.trim())
+                format!(
+                    "standard input line {}: {:?} is not a hex address",
+                    i + 1,
+                    line.trim()
+                )
             })?);
         }
         v

@@ -15,14 +15,19 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
         return Err("dump takes exactly one --kernel".into());
     }
     if args.source.json {
-        return Err("dump writes /proc/kallsyms text; --json does not apply (use `klpsym info --json`)".into());
+        return Err(
+            "dump writes /proc/kallsyms text; --json does not apply (use `klpsym info --json`)"
+                .into(),
+        );
     }
     let t = &kernels[0].table;
     let filter = match &args.object {
         None => None,
         Some(o) => {
             let name = normalize_module_name(o);
-            Some(t.object_by_name(&name).ok_or_else(|| format!("no object named '{name}' in {}", kernels[0].path.display()))?)
+            Some(t.object_by_name(&name).ok_or_else(|| {
+                format!("no object named '{name}' in {}", kernels[0].path.display())
+            })?)
         }
     };
     let write = |out: &mut dyn Write| -> std::io::Result<()> {

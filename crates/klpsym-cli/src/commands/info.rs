@@ -111,7 +111,10 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
             println!("arch:            {a}");
         }
         println!("size:            {} bytes", i.bytes);
-        println!("symbols:         {} ({} distinct names)", i.symbols, i.distinct_names);
+        println!(
+            "symbols:         {} ({} distinct names)",
+            i.symbols, i.distinct_names
+        );
         println!(
             "addresses:       {}",
             if i.addresses_hidden {
@@ -124,10 +127,26 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
                 )
             }
         );
-        let mods = i.objects.iter().filter(|o| o.kind == ObjectKind::Module).count();
-        let pseudo: Vec<&str> = i.objects.iter().filter(|o| o.kind == ObjectKind::Pseudo).map(|o| o.name.as_str()).collect();
-        println!("objects:         vmlinux ({} symbols), {mods} module(s){}", i.objects[0].symbols,
-            if pseudo.is_empty() { String::new() } else { format!(", pseudo: {}", pseudo.join(" ")) });
+        let mods = i
+            .objects
+            .iter()
+            .filter(|o| o.kind == ObjectKind::Module)
+            .count();
+        let pseudo: Vec<&str> = i
+            .objects
+            .iter()
+            .filter(|o| o.kind == ObjectKind::Pseudo)
+            .map(|o| o.name.as_str())
+            .collect();
+        println!(
+            "objects:         vmlinux ({} symbols), {mods} module(s){}",
+            i.objects[0].symbols,
+            if pseudo.is_empty() {
+                String::new()
+            } else {
+                format!(", pseudo: {}", pseudo.join(" "))
+            }
+        );
         for (k, v) in &i.facts {
             println!("{:<16} {v}", format!("{k}:"));
         }
@@ -136,7 +155,16 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         }
         if args.objects {
             for o in &i.objects {
-                println!("  {:<24} {:>7} symbols{}", o.name, o.symbols, if o.relative { " (section-relative)" } else { "" });
+                println!(
+                    "  {:<24} {:>7} symbols{}",
+                    o.name,
+                    o.symbols,
+                    if o.relative {
+                        " (section-relative)"
+                    } else {
+                        ""
+                    }
+                );
             }
         }
         println!(

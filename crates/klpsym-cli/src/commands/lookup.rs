@@ -53,7 +53,9 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             verdict: o.verdict,
             address: o.address.map(hex),
             kind: sym.map(|(s, _)| s.kind.to_string()),
-            size: sym.and_then(|(_, sz)| (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then(|| format!("{sz:#x}"))),
+            size: sym.and_then(|(_, sz)| {
+                (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then(|| format!("{sz:#x}"))
+            }),
             position: (o.verdict == Verdict::Found).then_some(o.count),
             count: o.count,
             message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
@@ -80,18 +82,29 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                 let total = r.candidates.len();
                 println!(
                     "{} {} {}{} (position {} of {} in {}{})",
-                    r.address.as_deref().map_or("(address hidden)".to_string(), |a| a[2..].to_string()),
+                    r.address
+                        .as_deref()
+                        .map_or("(address hidden)".to_string(), |a| a[2..].to_string()),
                     r.kind.as_deref().unwrap_or("?"),
                     args.name,
-                    if object_name == "vmlinux" { String::new() } else { format!("\t[{object_name}]") },
+                    if object_name == "vmlinux" {
+                        String::new()
+                    } else {
+                        format!("\t[{object_name}]")
+                    },
                     r.position.unwrap_or(0),
                     total,
                     object_name,
-                    r.size.as_deref().map_or(String::new(), |s| format!(", size {s}")),
+                    r.size
+                        .as_deref()
+                        .map_or(String::new(), |s| format!(", size {s}")),
                 );
             }
             _ => {
-                println!("{}", r.message.as_deref().unwrap_or("livepatch: (no message)"));
+                println!(
+                    "{}",
+                    r.message.as_deref().unwrap_or("livepatch: (no message)")
+                );
                 if !r.object_loaded {
                     println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");
                 } else if r.candidates.is_empty() {

@@ -37,7 +37,11 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
         .map(|(i, &id)| {
             let s = table.symbol(id);
             let relative = table.object_info(s.object).relative;
-            let size = if table.addresses_hidden() || relative { SIZE_UNKNOWN } else { table.size(id) };
+            let size = if table.addresses_hidden() || relative {
+                SIZE_UNKNOWN
+            } else {
+                table.size(id)
+            };
             Candidate {
                 position: i + 1,
                 address: (!table.addresses_hidden()).then(|| hex(s.addr)),
@@ -52,13 +56,19 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
 
 /// Prints candidates as an aligned table.
 pub fn print_candidates(cands: &[Candidate], indent: &str) {
-    println!("{indent}{:>4}  {:<18}  TYPE  {:<10}  OBJECT", "POS", "ADDRESS", "SIZE");
+    println!(
+        "{indent}{:>4}  {:<18}  TYPE  {:<10}  OBJECT",
+        "POS", "ADDRESS", "SIZE"
+    );
     for c in cands {
         println!(
             "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {}",
             c.position,
             match (&c.address, c.relative) {
-                (Some(a), true) => format!("+{} (rel)", a.trim_start_matches("0x").trim_start_matches('0')),
+                (Some(a), true) => format!(
+                    "+{} (rel)",
+                    a.trim_start_matches("0x").trim_start_matches('0')
+                ),
                 (Some(a), false) => a.clone(),
                 (None, _) => "(hidden)".to_string(),
             },

@@ -43,7 +43,10 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             }
         }
         per_object.sort_by_key(|(o, _)| *o);
-        let cands: Vec<Candidate> = per_object.iter().flat_map(|(_, ids)| candidates(t, ids)).collect();
+        let cands: Vec<Candidate> = per_object
+            .iter()
+            .flat_map(|(_, ids)| candidates(t, ids))
+            .collect();
         results.push(KernelSympos {
             kernel: k.path.display().to_string(),
             count: cands.len(),
