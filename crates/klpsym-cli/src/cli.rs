@@ -84,6 +84,13 @@ pub struct SourceArgs {
     /// Refuse to decompress more than this many bytes (a decompression bomb is an error).
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
     pub max_decompressed_size: u64,
+    /// Give the CPU away (sched_yield) at every reschedule point: for busy hosts where klpsym
+    /// must not delay latency-critical work on its CPU.
+    #[arg(long)]
+    pub yield_cpu: bool,
+    /// Microseconds of work between reschedule points.
+    #[arg(long, value_name = "US", default_value_t = 50)]
+    pub resched_us: u64,
 }
 
 /// A yes/no flag value.

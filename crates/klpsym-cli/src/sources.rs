@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use klpsym_core::resched::Resched;
+use klpsym_core::resched::{Resched, ReschedPolicy};
 use klpsym_loader::{
     compose, load, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement, DEFAULT_SOURCE,
 };
@@ -19,6 +19,16 @@ pub fn load_options(args: &SourceArgs) -> LoadOptions {
     }
 }
 
+/// The reschedule-point driver the command line asks for.
+pub fn resched(args: &SourceArgs) -> Resched {
+    let policy = if args.yield_cpu {
+        ReschedPolicy::Yield
+    } else {
+        ReschedPolicy::Nothing
+    };
+    Resched::new(policy).with_interval(std::time::Duration::from_micros(args.resched_us))
+}
+
 /// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
 /// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
@@ -28,6 +38,7 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         args.kernels.clone()
     };
     let opts = load_options(args);
+    let mut rs = resched(args);
     let tree = match &args.modules {
         Some(dir) => Some(ModuleTree::scan(dir)?),
         None => None,
@@ -42,7 +53,7 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         );
     }
     let placement_kernel = match &args.place_from {
-        Some(p) => Some(load(p, &opts, &mut Resched::none())?),
+        Some(p) => Some(load(p, &opts, &mut rs)?),
         None => None,
     };
     let placement = placement_kernel
@@ -50,17 +61,13 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
     let mut out = Vec::with_capacity(paths.len());
     for p in paths {
-        let mut k = load(&p, &opts, &mut Resched::none())?;
+        let mut k = load(&p, &opts, &mut rs)?;
         if !loaded.is_empty() {
-            k.table = compose(
-                &k.table,
-                tree.as_ref(),
-                &loaded,
-                placement,
-                &opts,
-                &mut Resched::none(),
-            )?;
+            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut rs)?;
         }
+        let t0 = std::time::Instant::now();
+        k.table.build_indexes(&mut rs)?;
+        k.index_time = t0.elapsed();
         if k.table.addresses_hidden() {
             warn_hidden(&k);
         }

@@ -240,8 +240,16 @@ fn malformed_inputs_name_the_file_and_line() {
             "cols.txt: line 1: missing columns",
         ),
         ("empty.txt", b"", "empty.txt: empty input"),
-        ("bin.dat", b"\x00\x01\x02garbage", "bin.dat: binary data"),
-        ("elf.o", b"\x7fELF\x02\x01\x01\x00", "elf.o: an ELF file"),
+        (
+            "bin.dat",
+            b"\x00\x01\x02garbage",
+            "bin.dat: no kallsyms tables found",
+        ),
+        (
+            "elf.o",
+            b"\x7fELF\x02\x01\x01\x00",
+            "elf.o: not a parsable ELF object",
+        ),
     ];
     for (name, content, want) in cases {
         let p = f.file(name, content);

@@ -23,6 +23,6 @@ mod table;
 pub use format::{write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
-pub use resched::{Cancelled, Resched, ReschedPolicy};
+pub use resched::{yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats};
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};

@@ -1,0 +1,194 @@
+//! `klpsym-bench`: the experiments behind klpsym's claims.
+//!
+//! - `latency`: the seed's experiment (CPU hogging by symbol walks), four strategies side by side.
+//! - `resched`: the longest stretch between reschedule points, per operation, on real inputs.
+
+mod bound;
+mod job;
+mod latency;
+mod plot;
+mod sys;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use klpsym_core::resched::Resched;
+use klpsym_loader::{load, LoadOptions};
+
+use crate::job::{Job, SortedIndex, Strategy};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "klpsym-bench",
+    about = "klpsym's experiments: latency under symbol-resolution jobs, reschedule bounds"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// The seed's experiment: a 1 ms probe (and a TCP echo client) next to a resolution job,
+    /// under the kernel's historic strategies and klpsym's. Writes latency.json and latency.svg.
+    Latency {
+        /// Symbol source the job resolves against.
+        #[arg(long, default_value = "/proc/kallsyms")]
+        kernel: PathBuf,
+        /// Lookups in the generated patch.
+        #[arg(long, default_value_t = 20_000)]
+        lookups: usize,
+        /// How often the 5.17 strategy's cond_resched() finds need_resched set (the scheduler
+        /// tick), in microseconds.
+        #[arg(long, default_value_t = 1000)]
+        kernel_tick_us: u64,
+        /// Output directory for latency.json and latency.svg.
+        #[arg(long, default_value = "target/bench-latency")]
+        out: PathBuf,
+        /// Only this setting: fifo or async.
+        #[arg(long)]
+        setting: Option<String>,
+    },
+    /// Longest stretch between reschedule points for each operation on real inputs.
+    Resched {
+        /// Symbol source (text).
+        #[arg(long, default_value = "/proc/kallsyms")]
+        kernel: PathBuf,
+        /// A kernel image to extract (optional).
+        #[arg(long)]
+        image: Option<PathBuf>,
+        /// The interval under test, in microseconds.
+        #[arg(long, default_value_t = 50)]
+        interval_us: u64,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Latency {
+            kernel,
+            lookups,
+            kernel_tick_us,
+            out,
+            setting,
+        } => run_latency(
+            &kernel,
+            lookups,
+            Duration::from_micros(kernel_tick_us),
+            &out,
+            setting.as_deref(),
+        ),
+        Cmd::Resched {
+            kernel,
+            image,
+            interval_us,
+        } => bound::run(
+            &kernel,
+            image.as_deref(),
+            Duration::from_micros(interval_us),
+        ),
+    };
+    match r {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("klpsym-bench: error: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run_latency(
+    kernel: &std::path::Path,
+    lookups: usize,
+    tick: Duration,
+    out: &std::path::Path,
+    only: Option<&str>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let k = load(kernel, &LoadOptions::default(), &mut Resched::none())?;
+    if k.table.addresses_hidden() {
+        return Err(format!(
+            "{}: addresses are hidden (kptr_restrict); run as root",
+            kernel.display()
+        )
+        .into());
+    }
+    k.table.build_indexes(&mut Resched::none())?;
+    let sorted = SortedIndex::build(&k.table);
+    let job = Job::generate(&k.table, lookups);
+    eprintln!(
+        "job: {} lookups against {} ({} symbols)",
+        job.lookups.len(),
+        kernel.display(),
+        k.table.len()
+    );
+    if let Some((rt, period)) = sys::rt_throttling() {
+        eprintln!("RT throttling: SCHED_FIFO tasks get {} ms per {} ms; a longer job is throttled, and the probe (also FIFO) with it", rt.as_millis(), period.as_millis());
+    }
+    let mut results = Vec::new();
+    let fifo_ok = only.is_none_or(|s| s == "fifo");
+    if fifo_ok {
+        for s in Strategy::ALL {
+            match latency::run_fifo(&k.table, &sorted, &job, s, tick) {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    eprintln!("setting (a) needs SCHED_FIFO (root / CAP_SYS_NICE): {e}; running setting (b) only");
+                    break;
+                }
+            }
+            eprintln!("  fifo  {:<42} done", s.label());
+        }
+    }
+    if only.is_none_or(|s| s == "async") {
+        for s in Strategy::ALL {
+            results.push(latency::run_async_echo(&k.table, &sorted, &job, s, tick)?);
+            eprintln!("  async {:<42} done", s.label());
+        }
+    }
+    println!(
+        "{:<12} {:<42} {:>10} {:>9} {:>10} {:>10} {:>11}",
+        "setting", "strategy", "job ms", "resolved", "p50 µs", "p99 µs", "max µs"
+    );
+    for r in &results {
+        println!(
+            "{:<12} {:<42} {:>10.1} {:>9} {:>10.1} {:>10.1} {:>11.1}",
+            r.setting,
+            r.strategy.label(),
+            r.job_ms,
+            r.resolved,
+            r.lateness.p50_us,
+            r.lateness.p99_us,
+            r.lateness.max_us
+        );
+        if r.resolved != job.lookups.len() {
+            return Err(format!(
+                "{:?} resolved {} of {} lookups",
+                r.strategy,
+                r.resolved,
+                job.lookups.len()
+            )
+            .into());
+        }
+    }
+    std::fs::create_dir_all(out)?;
+    let json = serde_json::json!({
+        "kernel": kernel.display().to_string(),
+        "symbols": k.table.len(),
+        "lookups": job.lookups.len(),
+        "kernel_tick_us": tick.as_micros() as u64,
+        "results": results,
+    });
+    std::fs::write(
+        out.join("latency.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    let title = format!(
+        "{} lookups against {} symbols: latency next to the job",
+        job.lookups.len(),
+        k.table.len()
+    );
+    std::fs::write(out.join("latency.svg"), plot::svg(&results, &title))?;
+    eprintln!("wrote {}/latency.json and latency.svg", out.display());
+    Ok(())
+}
