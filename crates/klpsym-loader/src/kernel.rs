@@ -99,6 +99,8 @@ pub struct LoadedKernel {
     pub parse_time: Duration,
     /// Bytes read.
     pub bytes: u64,
+    /// Time spent building the indexes, when the caller built them eagerly.
+    pub index_time: Duration,
 }
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
@@ -123,6 +125,7 @@ pub fn load(
         read_time,
         parse_time: t1.elapsed(),
         bytes: n,
+        index_time: Duration::ZERO,
     })
 }
 
