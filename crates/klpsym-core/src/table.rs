@@ -56,7 +56,9 @@ pub enum BuildError {
 /// A table of kernel symbols from one source.
 #[derive(Debug)]
 pub struct SymbolTable {
-    pub(crate) names: Vec<u8>,
+    /// The name arena, validated as UTF-8 once when the table is built, so reading a name is
+    /// a slice, not a validation.
+    pub(crate) names: String,
     pub(crate) syms: Vec<SymRec>,
     pub(crate) objects: Vec<ObjectInfo>,
     source_sizes: Option<Vec<u64>>,
@@ -251,15 +253,37 @@ impl SymbolTableBuilder {
                     .filter(|r| !self.objects[r.object as usize].relative);
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
+        let (names, syms) = into_utf8_arena(self.names, self.syms);
         SymbolTable {
-            names: self.names,
-            syms: self.syms,
+            names,
+            syms,
             objects: self.objects,
             source_sizes: self.source_sizes,
             addr_width: self.addr_width,
             addresses_hidden: hidden,
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
+        }
+    }
+}
+
+/// Validates the arena once. Parsers only hand in UTF-8 names, but an arena handed over whole
+/// (a file buffer) may hold other bytes between names: then the names are copied out, lossily.
+fn into_utf8_arena(arena: Vec<u8>, mut syms: Vec<SymRec>) -> (String, Vec<SymRec>) {
+    match String::from_utf8(arena) {
+        Ok(s) => (s, syms),
+        Err(e) => {
+            let bytes = e.into_bytes();
+            let mut names = String::with_capacity(bytes.len());
+            for r in &mut syms {
+                let name = String::from_utf8_lossy(
+                    &bytes[r.name_off as usize..(r.name_off + r.name_len) as usize],
+                );
+                r.name_off = names.len() as u32;
+                r.name_len = name.len() as u32;
+                names.push_str(&name);
+            }
+            (names, syms)
         }
     }
 }
@@ -319,15 +343,17 @@ impl SymbolTable {
 
     #[inline]
     pub(crate) fn name_of(&self, r: &SymRec) -> &str {
-        let bytes = &self.names[r.name_off as usize..(r.name_off + r.name_len) as usize];
-        // The builder only accepts UTF-8 names; a failure here would be a bug in a parser.
-        std::str::from_utf8(bytes).unwrap_or("<invalid utf-8>")
+        // Offsets fall on name boundaries of a UTF-8 arena; `get` keeps a parser bug from
+        // turning into a panic.
+        self.names
+            .get(r.name_off as usize..(r.name_off + r.name_len) as usize)
+            .unwrap_or("<invalid name>")
     }
 
     #[inline]
     pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
         let r = &self.syms[i as usize];
-        &self.names[r.name_off as usize..(r.name_off + r.name_len) as usize]
+        &self.names.as_bytes()[r.name_off as usize..(r.name_off + r.name_len) as usize]
     }
 
     /// All symbols in kernel order.
@@ -456,6 +482,17 @@ mod tests {
         let t = b.build();
         assert_eq!(t.size(SymbolId(0)), 0x10);
         assert_eq!(t.size(SymbolId(1)), 8);
+    }
+
+    #[test]
+    fn a_non_utf8_arena_keeps_its_names() {
+        let mut arena = b"\xff\xfeabc".to_vec();
+        arena.extend_from_slice(b"def");
+        let mut b = SymbolTableBuilder::with_name_arena(arena, 2);
+        b.push_arena_name(ObjectId::VMLINUX, 1, b'T', 2, 3).unwrap();
+        b.push_arena_name(ObjectId::VMLINUX, 2, b'T', 5, 3).unwrap();
+        let t = b.build();
+        assert_eq!(t.iter().map(|s| s.name).collect::<Vec<_>>(), ["abc", "def"]);
     }
 
     #[test]
