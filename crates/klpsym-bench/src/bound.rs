@@ -127,9 +127,62 @@ pub fn run(
             &mut worst,
         );
     }
+    // Optional inputs without a flag of their own yet (main.rs belongs to another change): a
+    // vmlinux ELF with .symtab, and a module tree whose every .ko is loaded under one driver.
+    if let Some(elf) = std::env::var_os("KLPSYM_BENCH_VMLINUX_ELF") {
+        let mut r = mk();
+        let t0 = Instant::now();
+        let k = load(Path::new(&elf), &LoadOptions::default(), &mut r)?;
+        report(
+            &format!("load vmlinux ELF ({} symbols)", k.table.len()),
+            &r,
+            t0.elapsed(),
+            interval,
+            &mut worst,
+        );
+    }
+    if let Some(dir) = std::env::var_os("KLPSYM_BENCH_MODULES") {
+        let files = module_files(Path::new(&dir))?;
+        let mut r = mk();
+        let t0 = Instant::now();
+        let mut symbols = 0usize;
+        for f in &files {
+            symbols += load(f, &LoadOptions::default(), &mut r)?.table.len();
+        }
+        report(
+            &format!("load {} modules ({symbols} symbols)", files.len()),
+            &r,
+            t0.elapsed(),
+            interval,
+            &mut worst,
+        );
+    }
     println!(
         "worst stretch over all operations: {:.1} µs",
         worst.as_secs_f64() * 1e6
     );
     Ok(())
+}
+
+/// Every `.ko` file (compressed or not) under `dir`, sorted, so runs load the same sequence.
+fn module_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                todo.push(p);
+            } else if p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(".ko"))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

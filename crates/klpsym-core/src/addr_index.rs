@@ -17,7 +17,16 @@ pub(crate) struct AddrIndex {
     ids: Vec<u32>,
     /// Inferred size per symbol, in kernel order.
     sizes: Vec<u64>,
+    /// Distinct addresses, sorted, with the first symbol (kernel order) at each: what a floor
+    /// search needs, one probe sequence, no walk back over aliases.
+    uaddrs: Vec<u64>,
+    uids: Vec<u32>,
+    /// Every `SAMPLE`-th distinct address: small enough to stay in cache, so a lookup costs a
+    /// search in here plus one search within a block of `SAMPLE` neighbours.
+    samples: Vec<u64>,
 }
+
+const SAMPLE: usize = 32;
 
 impl AddrIndex {
     pub(crate) fn build(
@@ -54,8 +63,24 @@ impl AddrIndex {
             *paddr = addr;
             list.push(id);
         }
-        let (addrs, ids) = order.into_iter().unzip();
-        Ok(AddrIndex { addrs, ids, sizes })
+        let (addrs, ids): (Vec<u64>, Vec<u32>) = order.into_iter().unzip();
+        let mut uaddrs = Vec::with_capacity(addrs.len());
+        let mut uids = Vec::with_capacity(addrs.len());
+        for (i, &a) in addrs.iter().enumerate() {
+            if uaddrs.last() != Some(&a) {
+                uaddrs.push(a);
+                uids.push(ids[i]);
+            }
+        }
+        let samples = uaddrs.iter().step_by(SAMPLE).copied().collect();
+        Ok(AddrIndex {
+            addrs,
+            ids,
+            sizes,
+            uaddrs,
+            uids,
+            samples,
+        })
     }
 
     #[inline]
@@ -66,15 +91,51 @@ impl AddrIndex {
     /// The first symbol (kernel order) at the highest address <= `addr`, if any.
     #[inline]
     pub(crate) fn floor(&self, addr: u64) -> Option<u32> {
-        // partition_point: number of entries with address <= addr.
-        let upper = self.addrs.partition_point(|&a| a <= addr);
-        if upper == 0 {
+        self.floor_pos(addr).map(|i| self.uids[i])
+    }
+
+    /// Position in `uaddrs` of the highest address <= `addr`.
+    #[inline]
+    fn floor_pos(&self, addr: u64) -> Option<usize> {
+        let block = self.samples.partition_point(|&a| a <= addr);
+        if block == 0 {
             return None;
         }
-        let found = self.addrs[upper - 1];
-        // First entry with that address.
-        let first = self.addrs[..upper].partition_point(|&a| a < found);
-        Some(self.ids[first])
+        let lo = (block - 1) * SAMPLE;
+        let hi = (lo + SAMPLE).min(self.uaddrs.len());
+        let within = self.uaddrs[lo..hi].partition_point(|&a| a <= addr);
+        Some(lo + within - 1)
+    }
+
+    /// Floors for many addresses at once: `out[i]` is the floor of `addrs[i]`. Sorts the
+    /// queries and walks the index once, so memory is touched in order instead of at random.
+    pub(crate) fn floor_many(&self, addrs: &[u64], out: &mut Vec<Option<u32>>) {
+        out.clear();
+        out.resize(addrs.len(), None);
+        let mut order: Vec<(u64, u32)> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| (a, i as u32))
+            .collect();
+        order.sort_unstable();
+        let mut pos = 0usize;
+        for (a, i) in order {
+            // Gallop forward from the last position.
+            let mut step = 1;
+            while pos + step < self.uaddrs.len() && self.uaddrs[pos + step] <= a {
+                pos += step;
+                step *= 2;
+            }
+            while step > 1 {
+                step /= 2;
+                if pos + step < self.uaddrs.len() && self.uaddrs[pos + step] <= a {
+                    pos += step;
+                }
+            }
+            if self.uaddrs.get(pos).is_some_and(|&u| u <= a) {
+                out[i as usize] = Some(self.uids[pos]);
+            }
+        }
     }
 
     /// Symbols whose address equals `addr`, in kernel order.
@@ -155,6 +216,29 @@ mod tests {
         expected.sort();
         sort_with_points(&mut v, &mut Resched::none()).unwrap();
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn floor_many_matches_floor() {
+        use crate::{ObjectId, SymbolTableBuilder};
+        let mut b = SymbolTableBuilder::new();
+        for i in 0..1000u64 {
+            b.push(
+                ObjectId::VMLINUX,
+                0x1000 + (i / 3) * 16,
+                b't',
+                &format!("s{i}"),
+            )
+            .unwrap();
+        }
+        let t = b.build();
+        let idx = t.addr_index();
+        let probes: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 0x2000).collect();
+        let mut out = Vec::new();
+        idx.floor_many(&probes, &mut out);
+        for (p, o) in probes.iter().zip(&out) {
+            assert_eq!(*o, idx.floor(*p), "{p:#x}");
+        }
     }
 
     #[test]

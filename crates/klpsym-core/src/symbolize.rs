@@ -91,6 +91,55 @@ impl SymbolTable {
         })
     }
 
+    /// Symbolizes many addresses at once into `out` (same order as `addrs`): the queries are
+    /// sorted and the index walked once, far faster than one call per address for big batches.
+    pub fn symbolize_batch<'t>(&'t self, addrs: &[u64], out: &mut Vec<SymbolizeOutcome<'t>>) {
+        out.clear();
+        if self.addresses_hidden() {
+            out.resize(addrs.len(), SymbolizeOutcome::AddressesHidden);
+            return;
+        }
+        let mut floors = Vec::new();
+        self.addr_index().floor_many(addrs, &mut floors);
+        out.extend(
+            addrs
+                .iter()
+                .zip(floors)
+                .map(|(&a, f)| self.outcome_for(a, f)),
+        );
+    }
+
+    fn outcome_for(&self, addr: u64, floor: Option<u32>) -> SymbolizeOutcome<'_> {
+        let Some(id) = floor else {
+            return SymbolizeOutcome::BeforeFirst;
+        };
+        let symbol = self.symbol(SymbolId(id));
+        let size = self.size(symbol.id);
+        let offset = addr - symbol.addr;
+        let inside = if size == SIZE_UNKNOWN {
+            offset == 0
+        } else {
+            offset < size
+        };
+        if !inside {
+            return SymbolizeOutcome::Outside {
+                nearest: symbol,
+                size,
+            };
+        }
+        let info = self.object_info(symbol.object);
+        let module = match info.kind {
+            ObjectKind::Vmlinux => None,
+            ObjectKind::Module | ObjectKind::Pseudo => Some(info.name.as_str()),
+        };
+        SymbolizeOutcome::Found(Symbolized {
+            symbol,
+            offset,
+            size,
+            module,
+        })
+    }
+
     /// Every symbol starting exactly at `addr` (aliases), in kernel order.
     pub fn at_address(&self, addr: u64) -> impl Iterator<Item = Symbol<'_>> + '_ {
         self.addr_index()

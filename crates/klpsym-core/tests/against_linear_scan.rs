@@ -113,6 +113,17 @@ proptest! {
     }
 
     #[test]
+    fn batch_symbolization_matches_single_calls(rows in rows(), probes in prop::collection::vec(0x0ff0u64..0x1210, 0..64)) {
+        let t = build(&rows);
+        let mut out = Vec::new();
+        t.symbolize_batch(&probes, &mut out);
+        prop_assert_eq!(out.len(), probes.len());
+        for (p, o) in probes.iter().zip(&out) {
+            prop_assert_eq!(*o, t.symbolize(*p));
+        }
+    }
+
+    #[test]
     fn by_name_matches_a_scan(rows in rows(), name in 0u8..13) {
         let t = build(&rows);
         let n = format!("sym{name}");
