@@ -32,6 +32,12 @@ else
 	export KLPSYM_TEST_MODULES_DIR="$MODULES_DIR"
 	export KLPSYM_TEST_VMLINUX="$VMLINUX_DBG"
 	export KLPSYM_TEST_LAB_DIR="$KLPSYM_LAB_DIR"
+	# The livepatch oracle: C livepatch modules built with the kernel's headers, converted by
+	# this tree's klpsym where a case needs klp relocations, loaded in the real kernel.
+	echo "== livepatch oracle (real kernel)" >&2
+	cargo build --release -p klpsym
+	eval "$(KLPSYM_BIN="$PWD/target/release/klpsym" bash lab/livepatch-oracle.sh)"
+	export KLPSYM_TEST_LIVEPATCH_DIR="$ORACLE_DIR"
 	# Tests that need these fail instead of skipping from here on.
 	export KLPSYM_REQUIRE_LAB=1
 fi

@@ -14,7 +14,9 @@ Examples:
   klpsym lookup nft_do_chain --object nf_tables
   klpsym addr ffffffff81000000 0xffffffffc0201000
   klpsym dump --kernel saved-kallsyms.txt > copy.txt
-  klpsym info --json";
+  klpsym info --json
+  klpsym check patch.ko --kernel /boot/vmlinuz-6.1.0-57-amd64 --modules /lib/modules/6.1.0-57-amd64
+  klpsym convert in.ko -o out.ko --kernel vmlinuz --pin m_show=2";
 
 /// Linux livepatch symbol resolution, outside the kernel.
 ///
@@ -45,6 +47,14 @@ pub enum Command {
     Addr(AddrArgs),
     /// Write the symbol table back in /proc/kallsyms format.
     Dump(DumpArgs),
+    /// Predict what the kernel will do with a livepatch module: every lookup and relocation,
+    /// the verdict (accepted / refused, now or when a module loads) and the kernel's messages.
+    Check(crate::commands::check::CheckArgs),
+    /// Turn an ordinary livepatch module into one with klp relocations for the non-exported
+    /// symbols it refers to (positions found in the target kernel; pin ambiguous ones).
+    Convert(crate::commands::convert::ConvertArgs),
+    /// List the livepatches loaded on the running system and resolve their functions.
+    Status(crate::commands::status::StatusArgs),
     /// Describe a source: its kind, version, architecture, symbol and object counts, where the
     /// tables were found, whether addresses are hidden, and the time taken.
     Info(InfoArgs),

@@ -20,6 +20,9 @@ fn main() -> ExitCode {
         Command::Addr(a) => commands::addr::run(&a),
         Command::Dump(a) => commands::dump::run(&a),
         Command::Info(a) => commands::info::run(&a),
+        Command::Check(a) => commands::check::run(&a),
+        Command::Convert(a) => commands::convert::run(&a),
+        Command::Status(a) => commands::status::run(&a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -42,6 +42,15 @@ pub enum ElfError {
     /// Module placement against a kernel's /proc/kallsyms lines failed.
     #[error("placement failed: {0}")]
     Placement(String),
+    /// A reschedule point reported that the caller cancelled the operation.
+    #[error("ELF symbol processing cancelled")]
+    Cancelled,
+}
+
+impl From<klpsym_core::resched::Cancelled> for ElfError {
+    fn from(_: klpsym_core::resched::Cancelled) -> Self {
+        ElfError::Cancelled
+    }
 }
 
 impl ElfError {

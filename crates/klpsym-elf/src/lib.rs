@@ -16,6 +16,8 @@ mod module;
 mod nm;
 mod place;
 mod raw;
+mod scan;
+mod sort;
 mod symbol;
 #[cfg(test)]
 mod testutil;
@@ -25,9 +27,12 @@ pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
 pub use layout::layout_core_sections;
 pub use module::{
-    module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with, ModuleOptions,
-    ModuleSection, ModuleSymbols,
+    module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with,
+    module_kallsyms_with_resched, ModuleOptions, ModuleSection, ModuleSymbols,
 };
 pub use place::{place_module, place_with_bases, section_bases};
 pub use symbol::ElfKallsym;
-pub use vmlinux::{vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols};
+pub use vmlinux::{
+    vmlinux_kallsyms, vmlinux_kallsyms_with, vmlinux_kallsyms_with_resched, VmlinuxOptions,
+    VmlinuxSymbols,
+};

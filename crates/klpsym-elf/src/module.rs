@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+use klpsym_core::resched::{Cancelled, Resched};
+
 use crate::error::{machine_name, ElfError};
 use crate::layout::SHF_RO_AFTER_INIT;
 use crate::raw::{
@@ -87,9 +89,20 @@ pub fn module_kallsyms(ko: &[u8]) -> Result<ModuleSymbols, ElfError> {
     module_kallsyms_with(ko, ModuleOptions::default())
 }
 
+/// [`module_kallsyms_with`], reaching a reschedule point through `resched` per section and per
+/// symbol; a cancelled point ends it with [`ElfError::Cancelled`].
+pub fn module_kallsyms_with_resched(
+    ko: &[u8],
+    opts: ModuleOptions,
+    resched: &mut Resched,
+) -> Result<ModuleSymbols, ElfError> {
+    module_from_raw(&RawElf::parse(ko, resched)?, opts, resched)
+}
+
 /// [`module_kallsyms`], refusing objects for another machine than `machine`.
 pub fn module_kallsyms_for_machine(ko: &[u8], machine: u16) -> Result<ModuleSymbols, ElfError> {
-    let raw = RawElf::parse(ko)?;
+    let mut resched = Resched::none();
+    let raw = RawElf::parse(ko, &mut resched)?;
     if raw.machine != machine {
         return Err(ElfError::WrongMachine {
             found: raw.machine,
@@ -98,15 +111,19 @@ pub fn module_kallsyms_for_machine(ko: &[u8], machine: u16) -> Result<ModuleSymb
             expected_name: machine_name(machine),
         });
     }
-    module_from_raw(&raw, ModuleOptions::default())
+    module_from_raw(&raw, ModuleOptions::default(), &mut resched)
 }
 
 /// [`module_kallsyms`] with explicit kernel configuration assumptions.
 pub fn module_kallsyms_with(ko: &[u8], opts: ModuleOptions) -> Result<ModuleSymbols, ElfError> {
-    module_from_raw(&RawElf::parse(ko)?, opts)
+    module_kallsyms_with_resched(ko, opts, &mut Resched::none())
 }
 
-fn module_from_raw(raw: &RawElf<'_>, opts: ModuleOptions) -> Result<ModuleSymbols, ElfError> {
+fn module_from_raw(
+    raw: &RawElf<'_>,
+    opts: ModuleOptions,
+    resched: &mut Resched,
+) -> Result<ModuleSymbols, ElfError> {
     if raw.e_type != ET_REL {
         return Err(ElfError::WrongType {
             found: raw.e_type,
@@ -161,10 +178,11 @@ fn module_from_raw(raw: &RawElf<'_>, opts: ModuleOptions) -> Result<ModuleSymbol
         0
     };
     let shnum = raw.sections.len();
-    let exports = export_targets(raw);
+    let exports = export_targets(raw, resched)?;
 
     let mut entries = Vec::new();
     for sym in &raw.symbols {
+        resched.tick()?;
         let keep =
             sym.index == 0 || livepatch || is_core_symbol(raw, sym, &flags, shnum, pcpu, opts);
         if !keep || sym.name.is_empty() {
@@ -311,23 +329,36 @@ fn elf_type(
 /// Only the plain `__ksymtab` counts: `is_exported()` searches `mod->syms`, never
 /// `mod->gpl_syms`, so EXPORT_SYMBOL_GPL symbols print lower-case (seen on Debian
 /// 6.1: `t garp_request_join [garp]`).
-fn export_targets<'r>(raw: &'r RawElf<'_>) -> HashMap<&'r str, (u16, u64)> {
+fn export_targets<'r>(
+    raw: &'r RawElf<'_>,
+    resched: &mut Resched,
+) -> Result<HashMap<&'r str, (u16, u64)>, Cancelled> {
     let mut defs: HashMap<&str, (u16, u64)> = HashMap::new();
     for s in &raw.symbols {
+        resched.tick()?;
         if s.bind != STB_LOCAL && s.shndx != SHN_UNDEF {
             defs.entry(s.name.as_str()).or_insert((s.shndx, s.value));
         }
     }
-    raw.symbols
-        .iter()
-        .filter(|s| {
-            s.section
-                .and_then(|i| raw.section_name(i))
-                .is_some_and(|sec| sec == "__ksymtab" || sec.starts_with("___ksymtab+"))
-        })
-        .filter_map(|s| s.name.strip_prefix("__ksymtab_"))
-        .filter_map(|n| defs.get(n).map(|&d| (n, d)))
-        .collect()
+    let mut out = HashMap::new();
+    for s in &raw.symbols {
+        resched.tick()?;
+        let in_ksymtab = s
+            .section
+            .and_then(|i| raw.section_name(i))
+            .is_some_and(|sec| sec == "__ksymtab" || sec.starts_with("___ksymtab+"));
+        if !in_ksymtab {
+            continue;
+        }
+        if let Some((n, &d)) = s
+            .name
+            .strip_prefix("__ksymtab_")
+            .and_then(|n| defs.get(n).map(|d| (n, d)))
+        {
+            out.insert(n, d);
+        }
+    }
+    Ok(out)
 }
 
 /// `.modinfo`: NUL-separated `key=value` strings, with NUL padding between them.

@@ -7,11 +7,14 @@
 //! `numeric_forward` (value, then name in the C locale kbuild forces, then symbol
 //! table order because glibc's qsort is a stable merge sort for such sizes).
 
+use klpsym_core::resched::{Cancelled, Resched};
+
 use crate::raw::{
     RawElf, RawSection, RawSymbol, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHN_ABS, SHN_COMMON,
     SHN_UNDEF, SHT_NOBITS, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_FILE, STT_GNU_IFUNC,
     STT_OBJECT, STT_SECTION,
 };
+use crate::sort::sort_by_with_points;
 
 /// One line of `nm -n` output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,41 +121,47 @@ pub(crate) fn nm_letter(elf: &RawElf<'_>, sym: &RawSymbol) -> Option<u8> {
 /// name (strcmp), then by symbol table order. Empty names are skipped: nm prints
 /// such a line but scripts/kallsyms' `fscanf("%llx %c %s")` cannot read a name from
 /// it (it would swallow the next line's address), and the kernel never has them.
-pub(crate) fn nm_sorted(elf: &RawElf<'_>) -> Vec<NmLine> {
-    let mut lines: Vec<(bool, NmLine)> = elf
-        .symbols
-        .iter()
-        .filter(|s| !s.name.is_empty())
-        .filter_map(|s| {
-            let kind = nm_letter(elf, s)?;
-            Some((
-                s.shndx == SHN_UNDEF,
-                NmLine {
-                    addr: s.value,
-                    kind,
-                    name: s.name.clone(),
-                    size: s.size,
-                    section: s
-                        .section
-                        .and_then(|i| elf.section_name(i))
-                        .map(str::to_owned),
-                    section_index: s.section,
-                    symtab_index: s.index,
-                },
-            ))
-        })
-        .collect();
-    lines.sort_by(|(ua, a), (ub, b)| {
-        ub.cmp(ua)
-            .then_with(|| {
-                if *ua && *ub {
-                    std::cmp::Ordering::Equal
-                } else {
-                    a.addr.cmp(&b.addr)
-                }
-            })
-            .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
-            .then_with(|| a.symtab_index.cmp(&b.symtab_index))
-    });
-    lines.into_iter().map(|(_, l)| l).collect()
+pub(crate) fn nm_sorted(elf: &RawElf<'_>, resched: &mut Resched) -> Result<Vec<NmLine>, Cancelled> {
+    let mut lines: Vec<(bool, NmLine)> = Vec::with_capacity(elf.symbols.len());
+    for s in &elf.symbols {
+        resched.tick()?;
+        if s.name.is_empty() {
+            continue;
+        }
+        let Some(kind) = nm_letter(elf, s) else {
+            continue;
+        };
+        lines.push((
+            s.shndx == SHN_UNDEF,
+            NmLine {
+                addr: s.value,
+                kind,
+                name: s.name.clone(),
+                size: s.size,
+                section: s
+                    .section
+                    .and_then(|i| elf.section_name(i))
+                    .map(str::to_owned),
+                section_index: s.section,
+                symtab_index: s.index,
+            },
+        ));
+    }
+    let lines = sort_by_with_points(
+        lines,
+        |(ua, a), (ub, b)| {
+            ub.cmp(ua)
+                .then_with(|| {
+                    if *ua && *ub {
+                        std::cmp::Ordering::Equal
+                    } else {
+                        a.addr.cmp(&b.addr)
+                    }
+                })
+                .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+                .then_with(|| a.symtab_index.cmp(&b.symtab_index))
+        },
+        resched,
+    )?;
+    Ok(lines.into_iter().map(|(_, l)| l).collect())
 }

@@ -20,6 +20,25 @@ pub fn place_module(
     mods: &ModuleSymbols,
     kernel_lines: &[(u64, u8, &str)],
 ) -> Result<Vec<u64>, ElfError> {
+    // The kernel can list more than the .ko's core symbols: seen on 6.1, a module patched by a
+    // livepatch as it loads keeps its init function in /proc/kallsyms afterwards. Then the
+    // .ko's entries must appear, in order, within the kernel's lines.
+    let subsequence: Vec<(u64, u8, &str)>;
+    let kernel_lines = if kernel_lines.len() > mods.entries.len() {
+        let mut it = kernel_lines.iter();
+        subsequence = mods
+            .entries
+            .iter()
+            .filter_map(|e| it.find(|l| l.2 == e.name && l.1 == e.kind).copied())
+            .collect();
+        if subsequence.len() == mods.entries.len() {
+            &subsequence[..]
+        } else {
+            kernel_lines
+        }
+    } else {
+        kernel_lines
+    };
     if kernel_lines.len() != mods.entries.len() {
         return Err(ElfError::Placement(format!(
             "module {}: the kernel lists {} symbols, the .ko gives {}{}",

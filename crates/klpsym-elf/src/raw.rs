@@ -6,6 +6,7 @@
 //! Parsing is done by the `object` crate, which bounds every table by the input's
 //! size, so no count read from the input can cause an unbounded allocation here.
 
+use klpsym_core::resched::Resched;
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::Endianness;
@@ -82,8 +83,9 @@ pub(crate) struct RawElf<'a> {
 }
 
 impl<'a> RawElf<'a> {
-    /// Parse an ELF32 or ELF64 object of either byte order.
-    pub fn parse(data: &'a [u8]) -> Result<Self, ElfError> {
+    /// Parse an ELF32 or ELF64 object of either byte order, with a reschedule point per
+    /// section and per symbol.
+    pub fn parse(data: &'a [u8], resched: &mut Resched) -> Result<Self, ElfError> {
         if data.len() < 16 || &data[..4] != b"\x7fELF" {
             return Err(ElfError::Parse(format!(
                 "missing ELF magic at offset 0 (found {:02x?})",
@@ -91,8 +93,8 @@ impl<'a> RawElf<'a> {
             )));
         }
         match data[4] {
-            1 => parse_generic::<elf::FileHeader32<Endianness>>(data),
-            2 => parse_generic::<elf::FileHeader64<Endianness>>(data),
+            1 => parse_generic::<elf::FileHeader32<Endianness>>(data, resched),
+            2 => parse_generic::<elf::FileHeader64<Endianness>>(data, resched),
             other => Err(ElfError::Parse(format!(
                 "e_ident[EI_CLASS] at offset 4 is {other}, expected 1 (ELF32) or 2 (ELF64)"
             ))),
@@ -110,18 +112,63 @@ impl<'a> RawElf<'a> {
     }
 }
 
-fn parse_generic<'a, H>(data: &'a [u8]) -> Result<RawElf<'a>, ElfError>
+/// Section and symbol names are copied out of their string tables. Entries may all point at
+/// one long name (`sh_name`/`st_name` are plain offsets), which would make the copies a
+/// quadratic multiple of the input; in objects a linker writes, names total about the size of
+/// their string tables. More than this many name bytes per input byte is refused.
+const NAME_BYTES_PER_INPUT_BYTE: usize = 4;
+
+/// Running total of the name bytes copied, against [`NAME_BYTES_PER_INPUT_BYTE`].
+struct NameBudget {
+    left: usize,
+    limit: usize,
+    input: usize,
+}
+
+impl NameBudget {
+    fn new(input: usize) -> Self {
+        // A floor for tiny objects, so the budget never refuses a small real one.
+        let limit = input.saturating_mul(NAME_BYTES_PER_INPUT_BYTE).max(1 << 16);
+        NameBudget {
+            left: limit,
+            limit,
+            input,
+        }
+    }
+
+    fn take(&mut self, name: &[u8], at: impl FnOnce() -> String) -> Result<(), ElfError> {
+        match self.left.checked_sub(name.len()) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(ElfError::malformed(
+                format!(
+                    "section and symbol names total more than {} bytes ({}x the {}-byte input): \
+                     entries share names far beyond what a linker writes",
+                    self.limit, NAME_BYTES_PER_INPUT_BYTE, self.input
+                ),
+                at(),
+            )),
+        }
+    }
+}
+
+fn parse_generic<'a, H>(data: &'a [u8], resched: &mut Resched) -> Result<RawElf<'a>, ElfError>
 where
     H: FileHeader<Endian = Endianness>,
 {
     let header = H::parse(data)?;
     let endian = header.endian()?;
     let table = header.sections(endian, data)?;
+    let mut names = NameBudget::new(data.len());
     let mut sections = Vec::with_capacity(table.len());
     for (i, sh) in table.iter().enumerate() {
+        resched.tick()?;
         let name = table
             .section_name(endian, sh)
             .map_err(|e| ElfError::malformed(e.to_string(), format!("section header {i}")))?;
+        names.take(name, || format!("section header {i}"))?;
         let sh_type = sh.sh_type(endian).0;
         let bytes = if sh_type == SHT_NOBITS || i == 0 {
             None
@@ -149,9 +196,11 @@ where
         .map_err(|e| ElfError::malformed(e.to_string(), ".symtab"))?;
     let mut symbols = Vec::with_capacity(symtab.len());
     for (i, sym) in symtab.iter().enumerate() {
+        resched.tick()?;
         let name = symtab
             .symbol_name(endian, sym)
             .map_err(|e| ElfError::malformed(e.to_string(), format!(".symtab entry {i}")))?;
+        names.take(name, || format!(".symtab entry {i}"))?;
         let shndx = sym.st_shndx(endian).0;
         let section = if shndx == SHN_XINDEX {
             symtab.shndx(endian, object::SymbolIndex(i))
@@ -182,4 +231,28 @@ where
         symbols,
         has_symtab,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_budget_refuses_past_the_multiple_and_names_the_place() {
+        let mut b = NameBudget::new(1 << 20);
+        let name = vec![b'a'; 1 << 20];
+        for _ in 0..NAME_BYTES_PER_INPUT_BYTE {
+            b.take(&name, || "first".into()).unwrap();
+        }
+        let err = b.take(b"x", || ".symtab entry 7".into()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(".symtab entry 7"), "{msg}");
+        assert!(msg.contains("share names"), "{msg}");
+    }
+
+    #[test]
+    fn name_budget_has_a_floor_for_tiny_objects() {
+        let mut b = NameBudget::new(10);
+        b.take(&[b'n'; 60_000], || "s".into()).unwrap();
+    }
 }

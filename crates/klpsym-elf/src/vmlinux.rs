@@ -9,10 +9,14 @@
 use std::cmp::Ordering;
 use std::io::Read;
 
+use klpsym_core::resched::{Cancelled, Resched};
+
 use crate::error::ElfError;
 use crate::filter::{is_ignored, KernelVersion};
 use crate::nm::{nm_sorted, NmLine};
 use crate::raw::{RawElf, EM_X86_64};
+use crate::scan::ChunkedFinder;
+use crate::sort::{drop_with_points, sort_by_with_points};
 use crate::symbol::ElfKallsym;
 
 /// Result of [`vmlinux_kallsyms`].
@@ -60,12 +64,23 @@ pub fn vmlinux_kallsyms(
 
 /// [`vmlinux_kallsyms`] with every assumption overridable.
 pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<VmlinuxSymbols, ElfError> {
-    let raw = RawElf::parse(elf)?;
+    vmlinux_kallsyms_with_resched(elf, opts, &mut Resched::none())
+}
+
+/// [`vmlinux_kallsyms_with`], reaching a reschedule point through `resched` per symbol (in
+/// parsing, filtering, sorting and every table pass) and every 256 KiB of scanning; a cancelled
+/// point ends it with [`ElfError::Cancelled`].
+pub fn vmlinux_kallsyms_with_resched(
+    elf: &[u8],
+    opts: VmlinuxOptions,
+    resched: &mut Resched,
+) -> Result<VmlinuxSymbols, ElfError> {
+    let mut raw = RawElf::parse(elf, resched)?;
     if !raw.has_symtab {
         return Err(ElfError::NoSymtab);
     }
     let mut notes = Vec::new();
-    let release = find_release(elf);
+    let release = find_release(elf, resched)?;
     let version = match (
         opts.version,
         release.as_deref().and_then(KernelVersion::parse),
@@ -93,17 +108,19 @@ pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<Vmlinux
             "no"
         }
     ));
-    let lines = nm_sorted(&raw);
-    let kept: Vec<(usize, &NmLine)> = lines
-        .iter()
-        .filter(|l| !is_ignored(version, &l.name, l.kind))
-        .enumerate()
-        .collect();
+    let lines = nm_sorted(&raw, resched)?;
+    let mut kept: Vec<(usize, &NmLine)> = Vec::with_capacity(lines.len());
+    for l in &lines {
+        resched.tick()?;
+        if !is_ignored(version, &l.name, l.kind) {
+            kept.push((kept.len(), l));
+        }
+    }
 
     let absolute_percpu = match opts.absolute_percpu {
         Some(b) => b,
         None => {
-            let start = find_addr(&kept, "__per_cpu_start");
+            let start = find_addr(&kept, "__per_cpu_start", resched)?;
             let detected = raw.machine == EM_X86_64
                 && start == Some(0)
                 && !(version.major, version.minor).ge(&(6, 15));
@@ -114,16 +131,20 @@ pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<Vmlinux
         }
     };
 
-    let build = |all: bool| build_table(&kept, all, absolute_percpu);
     let (kallsyms_all, source) = match opts.kallsyms_all {
         Some(b) => (b, "given by caller".to_owned()),
-        None => detect_all(&raw, elf, &build, &mut notes),
+        None => detect_all(&raw, elf, &kept, absolute_percpu, &mut notes, resched)?,
     };
-    let mut table = build(kallsyms_all);
-    let exported = exported_names(&lines);
+    let mut table = build_table(&kept, kallsyms_all, absolute_percpu, resched)?;
+    let exported = exported_names(&lines, resched)?;
     for e in &mut table {
+        resched.tick()?;
         e.exported = exported.contains(e.name.as_str());
     }
+    drop(exported);
+    drop(kept);
+    drop_with_points(lines, resched)?;
+    drop_with_points(std::mem::take(&mut raw.symbols), resched)?;
     Ok(VmlinuxSymbols {
         entries: table,
         kallsyms_all,
@@ -133,70 +154,103 @@ pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<Vmlinux
     })
 }
 
-fn find_addr(kept: &[(usize, &NmLine)], name: &str) -> Option<u64> {
-    kept.iter()
-        .find(|(_, l)| l.name == name)
-        .map(|(_, l)| l.addr)
+type Kept<'l> = [(usize, &'l NmLine)];
+
+fn find_addr(kept: &Kept<'_>, name: &str, resched: &mut Resched) -> Result<Option<u64>, Cancelled> {
+    for (_, l) in kept {
+        resched.tick()?;
+        if l.name == name {
+            return Ok(Some(l.addr));
+        }
+    }
+    Ok(None)
 }
 
 /// `{start, end}` from the named symbols, defaulting like the C statics do.
-fn range(kept: &[(usize, &NmLine)], start: &str, end: &str, default: (u64, u64)) -> (u64, u64) {
-    (
-        find_addr_last(kept, start).unwrap_or(default.0),
-        find_addr_last(kept, end).unwrap_or(default.1),
-    )
+fn range(
+    kept: &Kept<'_>,
+    start: &str,
+    end: &str,
+    default: (u64, u64),
+    resched: &mut Resched,
+) -> Result<(u64, u64), Cancelled> {
+    Ok((
+        find_addr_last(kept, start, resched)?.unwrap_or(default.0),
+        find_addr_last(kept, end, resched)?.unwrap_or(default.1),
+    ))
 }
 
 /// check_symbol_range() overwrites on every occurrence: the last one wins.
-fn find_addr_last(kept: &[(usize, &NmLine)], name: &str) -> Option<u64> {
-    kept.iter()
-        .rev()
-        .find(|(_, l)| l.name == name)
-        .map(|(_, l)| l.addr)
+fn find_addr_last(
+    kept: &Kept<'_>,
+    name: &str,
+    resched: &mut Resched,
+) -> Result<Option<u64>, Cancelled> {
+    for (_, l) in kept.iter().rev() {
+        resched.tick()?;
+        if l.name == name {
+            return Ok(Some(l.addr));
+        }
+    }
+    Ok(None)
 }
 
-fn build_table(kept: &[(usize, &NmLine)], all: bool, absolute_percpu: bool) -> Vec<ElfKallsym> {
-    let text = range(kept, "_stext", "_etext", (0, 0));
-    let init = range(kept, "_sinittext", "_einittext", (0, 0));
-    let percpu = range(kept, "__per_cpu_start", "__per_cpu_end", (u64::MAX, 0));
+fn build_table(
+    kept: &Kept<'_>,
+    all: bool,
+    absolute_percpu: bool,
+    resched: &mut Resched,
+) -> Result<Vec<ElfKallsym>, Cancelled> {
+    let text = range(kept, "_stext", "_etext", (0, 0), resched)?;
+    let init = range(kept, "_sinittext", "_einittext", (0, 0), resched)?;
+    let percpu = range(
+        kept,
+        "__per_cpu_start",
+        "__per_cpu_end",
+        (u64::MAX, 0),
+        resched,
+    )?;
     let in_range = |a: u64, r: (u64, u64)| a >= r.0 && a <= r.1;
 
-    let mut rows: Vec<(usize, ElfKallsym)> = kept
-        .iter()
-        .filter(|(_, l)| {
-            if all {
-                return true;
-            }
+    let mut rows: Vec<(usize, ElfKallsym)> = Vec::with_capacity(kept.len());
+    for &(pos, l) in kept {
+        resched.tick()?;
+        if !all {
             if !in_range(l.addr, text) && !in_range(l.addr, init) {
-                return false;
+                continue;
             }
             // Symbols sharing _etext/_einittext's address can move between the
             // kallsyms link passes, so symbol_valid() drops them.
-            !((l.addr == text.1 && l.name != "_etext")
-                || (l.addr == init.1 && l.name != "_einittext"))
-        })
-        .map(|(pos, l)| {
-            let kind = if absolute_percpu && in_range(l.addr, percpu) {
-                b'A'
-            } else {
-                l.kind
-            };
-            (
-                *pos,
-                ElfKallsym {
-                    name: l.name.clone(),
-                    kind,
-                    addr: l.addr,
-                    size: Some(l.size),
-                    section: l.section.clone(),
-                    section_index: l.section_index,
-                    exported: false,
-                },
-            )
-        })
-        .collect();
-    rows.sort_by(|(pa, a), (pb, b)| compare_symbols(a, *pa, b, *pb));
-    rows.into_iter().map(|(_, e)| e).collect()
+            if (l.addr == text.1 && l.name != "_etext")
+                || (l.addr == init.1 && l.name != "_einittext")
+            {
+                continue;
+            }
+        }
+        let kind = if absolute_percpu && in_range(l.addr, percpu) {
+            b'A'
+        } else {
+            l.kind
+        };
+        rows.push((
+            pos,
+            ElfKallsym {
+                name: l.name.clone(),
+                kind,
+                addr: l.addr,
+                size: Some(l.size),
+                section: l.section.clone(),
+                section_index: l.section_index,
+                exported: false,
+            },
+        ));
+    }
+    let rows = sort_by_with_points(
+        rows,
+        |(pa, a), (pb, b)| compare_symbols(a, *pa, b, *pb),
+        resched,
+    )?;
+    Ok(rows.into_iter().map(|(_, e)| e).collect())
 }
 
 /// scripts/kallsyms.c compare_symbols(): address, non-weak before weak, real
@@ -230,11 +284,18 @@ fn underscores(name: &str) -> usize {
     name.bytes().take_while(|&c| c == b'_').count()
 }
 
-fn exported_names(lines: &[NmLine]) -> std::collections::HashSet<&str> {
-    lines
-        .iter()
-        .filter_map(|l| l.name.strip_prefix("__ksymtab_"))
-        .collect()
+fn exported_names<'l>(
+    lines: &'l [NmLine],
+    resched: &mut Resched,
+) -> Result<std::collections::HashSet<&'l str>, Cancelled> {
+    let mut out = std::collections::HashSet::new();
+    for l in lines {
+        resched.tick()?;
+        if let Some(n) = l.name.strip_prefix("__ksymtab_") {
+            out.insert(n);
+        }
+    }
+    Ok(out)
 }
 
 /// Decide CONFIG_KALLSYMS_ALL: embedded IKCONFIG first, then the symbol count
@@ -243,78 +304,120 @@ fn exported_names(lines: &[NmLine]) -> std::collections::HashSet<&str> {
 fn detect_all(
     raw: &RawElf<'_>,
     elf: &[u8],
-    build: &dyn Fn(bool) -> Vec<ElfKallsym>,
+    kept: &Kept<'_>,
+    absolute_percpu: bool,
     notes: &mut Vec<String>,
-) -> (bool, String) {
-    if let Some(config) = find_ikconfig(elf) {
+    resched: &mut Resched,
+) -> Result<(bool, String), Cancelled> {
+    if let Some(config) = find_ikconfig(elf, resched)? {
         if config.lines().any(|l| l.trim() == "CONFIG_KALLSYMS_ALL=y") {
-            return (true, "detected from embedded IKCONFIG".to_owned());
+            return Ok((true, "detected from embedded IKCONFIG".to_owned()));
         }
         if config
             .lines()
             .any(|l| l.trim() == "# CONFIG_KALLSYMS_ALL is not set")
         {
-            return (false, "detected from embedded IKCONFIG".to_owned());
+            return Ok((false, "detected from embedded IKCONFIG".to_owned()));
         }
         notes.push("embedded IKCONFIG has no CONFIG_KALLSYMS_ALL line".to_owned());
     }
-    if let Some(count) = kallsyms_num_syms(raw) {
-        let all = build(true).len() as u64;
-        let text = build(false).len() as u64;
+    if let Some(count) = kallsyms_num_syms(raw, resched)? {
+        let all_table = build_table(kept, true, absolute_percpu, resched)?;
+        let all = all_table.len() as u64;
+        drop_with_points(all_table, resched)?;
+        let text_table = build_table(kept, false, absolute_percpu, resched)?;
+        let text = text_table.len() as u64;
+        drop_with_points(text_table, resched)?;
         if u64::from(count) == all && all != text {
-            return (true, format!("detected from kallsyms_num_syms = {count}"));
+            return Ok((true, format!("detected from kallsyms_num_syms = {count}")));
         }
         if u64::from(count) == text && all != text {
-            return (false, format!("detected from kallsyms_num_syms = {count}"));
+            return Ok((false, format!("detected from kallsyms_num_syms = {count}")));
         }
         notes.push(format!(
             "kallsyms_num_syms = {count} matches neither computed set (all: {all}, text only: {text})"
         ));
     }
-    (
+    Ok((
         true,
         "assumed (no IKCONFIG, no usable kallsyms_num_syms; distributions enable it)".to_owned(),
-    )
+    ))
 }
 
 /// The u32 stored at `kallsyms_num_syms`, read through the symbol's own section.
-fn kallsyms_num_syms(raw: &RawElf<'_>) -> Option<u32> {
-    let sym = raw.symbols.iter().find(|s| s.name == "kallsyms_num_syms")?;
-    let sec = raw.sections.get(usize::try_from(sym.section?).ok()?)?;
-    let off = usize::try_from(sym.value.checked_sub(sec.addr)?).ok()?;
-    let b: [u8; 4] = sec.data?.get(off..off.checked_add(4)?)?.try_into().ok()?;
-    Some(if raw.little_endian {
-        u32::from_le_bytes(b)
-    } else {
-        u32::from_be_bytes(b)
-    })
+fn kallsyms_num_syms(raw: &RawElf<'_>, resched: &mut Resched) -> Result<Option<u32>, Cancelled> {
+    let mut found = None;
+    for s in &raw.symbols {
+        resched.tick()?;
+        if s.name == "kallsyms_num_syms" {
+            found = Some(s);
+            break;
+        }
+    }
+    Ok(found.and_then(|sym| {
+        let sec = raw.sections.get(usize::try_from(sym.section?).ok()?)?;
+        let off = usize::try_from(sym.value.checked_sub(sec.addr)?).ok()?;
+        let b: [u8; 4] = sec.data?.get(off..off.checked_add(4)?)?.try_into().ok()?;
+        Some(if raw.little_endian {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    }))
 }
 
 /// The gzip'ed .config between `IKCFG_ST` and `IKCFG_ED` (CONFIG_IKCONFIG),
-/// inflated with a 16 MiB cap.
-pub(crate) fn find_ikconfig(elf: &[u8]) -> Option<String> {
-    let start = memchr::memmem::find(elf, b"IKCFG_ST")? + 8;
-    let len = memchr::memmem::find(&elf[start..], b"IKCFG_ED")?;
+/// inflated with a 16 MiB cap, a few KiB between reschedule points.
+pub(crate) fn find_ikconfig(
+    elf: &[u8],
+    resched: &mut Resched,
+) -> Result<Option<String>, Cancelled> {
+    let Some(start) = ChunkedFinder::new(b"IKCFG_ST").find_from(elf, 0, resched)? else {
+        return Ok(None);
+    };
+    let start = start + 8;
+    let Some(end) = ChunkedFinder::new(b"IKCFG_ED").find_from(elf, start, resched)? else {
+        return Ok(None);
+    };
+    const CAP: usize = 16 << 20;
+    let mut dec = flate2::read::GzDecoder::new(&elf[start..end]);
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(&elf[start..start + len])
-        .take(16 << 20)
-        .read_to_end(&mut out)
-        .ok()?;
-    String::from_utf8(out).ok()
+    let mut chunk = [0u8; 4096];
+    loop {
+        let got = match dec.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Ok(None),
+        };
+        out.extend_from_slice(&chunk[..got]);
+        if out.len() > CAP {
+            return Ok(None);
+        }
+        resched.tick_n(got as u32)?;
+    }
+    Ok(String::from_utf8(out).ok())
 }
 
 /// `UTS_RELEASE` from `linux_banner` ("Linux version 6.1.0-57-amd64 (...").
-pub(crate) fn find_release(elf: &[u8]) -> Option<String> {
+pub(crate) fn find_release(elf: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
     let needle = b"Linux version ";
-    for pos in memchr::memmem::find_iter(elf, needle) {
+    let finder = ChunkedFinder::new(needle);
+    let mut next = 0;
+    while let Some(pos) = finder.find_from(elf, next, resched)? {
+        next = pos + 1;
         let rest = &elf[pos + needle.len()..];
-        let end = rest.iter().take(64).position(|&c| c == b' ' || c == 0)?;
-        let rel = std::str::from_utf8(&rest[..end]).ok()?;
+        let Some(end) = rest.iter().take(64).position(|&c| c == b' ' || c == 0) else {
+            return Ok(None);
+        };
+        let Ok(rel) = std::str::from_utf8(&rest[..end]) else {
+            return Ok(None);
+        };
         if KernelVersion::parse(rel).is_some() && !rel.contains('%') {
-            return Some(rel.to_owned());
+            return Ok(Some(rel.to_owned()));
         }
     }
-    None
+    Ok(None)
 }
 
 #[cfg(test)]

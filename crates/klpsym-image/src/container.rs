@@ -4,9 +4,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use memchr::memmem;
+use klpsym_core::resched::Resched;
 
 use crate::codecs::{self, LZ4_LEGACY_MAGIC};
+use crate::scan::ChunkedFinder;
 use crate::ImageError;
 
 /// A compression the kernel build can apply to its payload.
@@ -118,6 +119,16 @@ fn sniff(b: &[u8], strict: bool) -> Option<Compression> {
 
 /// Decompresses a kernel image to its vmlinux; see the crate docs. `limit` caps the output.
 pub fn decompress_image(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError> {
+    decompress_image_with_resched(bytes, limit, &mut Resched::none())
+}
+
+/// [`decompress_image`], reaching a reschedule point through `resched` every few KiB of output
+/// (and every 256 KiB of scanning); a cancelled point ends it with [`ImageError::Cancelled`].
+pub fn decompress_image_with_resched<'a>(
+    bytes: &'a [u8],
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<Decompressed<'a>, ImageError> {
     if bytes.starts_with(b"\x7fELF") {
         return Ok(borrowed(bytes, ImageFormat::ElfVmlinux));
     }
@@ -128,13 +139,13 @@ pub fn decompress_image(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, 
         ));
     }
     if bytes.get(BZ_HEADER_MAGIC..BZ_HEADER_MAGIC + 4) == Some(b"HdrS") {
-        return bzimage(bytes, limit);
+        return bzimage(bytes, limit, resched);
     }
     if bytes.starts_with(b"MZ") && bytes.get(4..8) == Some(b"zimg") {
-        return efi_zboot(bytes, limit);
+        return efi_zboot(bytes, limit, resched);
     }
     if let Some(c) = sniff(bytes, false) {
-        let data = codecs::decompress(c, bytes, 0, None, limit)?;
+        let data = codecs::decompress(c, bytes, 0, None, limit, resched)?;
         let format = if is_arm64_image(&data) {
             ImageFormat::Arm64Image {
                 compression: Some(c),
@@ -150,10 +161,13 @@ pub fn decompress_image(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, 
     }
     // A plain kernel carries its banner in clear; a compressed one does not. Scanning a raw
     // kernel for magics would find embedded blobs (e.g. the gzip'd IKCONFIG) instead.
-    if memmem::find(bytes, b"Linux version ").is_some() {
+    if ChunkedFinder::new(b"Linux version ")
+        .find_from(bytes, 0, resched)?
+        .is_some()
+    {
         return Ok(borrowed(bytes, ImageFormat::RawVmlinux));
     }
-    match scan(bytes, 0, limit)? {
+    match scan(bytes, 0, limit, resched)? {
         Some((c, at, data)) => Ok(Decompressed {
             data: Cow::Owned(data),
             format: ImageFormat::Compressed { compression: c },
@@ -174,7 +188,11 @@ fn borrowed(bytes: &[u8], format: ImageFormat) -> Decompressed<'_> {
 /// The x86 bzImage: the payload sits `payload_offset` bytes into the protected-mode code, which
 /// starts after `(setup_sects or 4) + 1` 512-byte sectors. Boot protocol 2.08+ has the payload
 /// fields; older ones are scanned.
-fn bzimage(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError> {
+fn bzimage<'a>(
+    bytes: &'a [u8],
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<Decompressed<'a>, ImageError> {
     let setup_sects = match bytes.get(BZ_SETUP_SECTS) {
         Some(0) => 4,
         Some(&n) => usize::from(n),
@@ -215,14 +233,14 @@ fn bzimage(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError> {
             .len()
             .checked_sub(4)
             .and_then(|p| u32_at(payload, p));
-        let data = codecs::decompress(c, payload, start, hint.map(|h| h as usize), limit)?;
+        let data = codecs::decompress(c, payload, start, hint.map(|h| h as usize), limit, resched)?;
         return Ok(Decompressed {
             data: Cow::Owned(data),
             format: ImageFormat::BzImage { compression: c },
             payload_offset: Some(start),
         });
     }
-    match scan(bytes, pm_start, limit)? {
+    match scan(bytes, pm_start, limit, resched)? {
         Some((c, at, data)) => Ok(Decompressed {
             data: Cow::Owned(data),
             format: ImageFormat::BzImage { compression: c },
@@ -248,7 +266,11 @@ fn unreachable_truncated<T>(what: &'static str, at: usize, len: usize) -> Result
 
 /// EFI zboot (drivers/firmware/efi/libstub/zboot-header.S): "MZ", "zimg", then the payload
 /// offset and size (u32 LE) at 8 and 12.
-fn efi_zboot(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError> {
+fn efi_zboot<'a>(
+    bytes: &'a [u8],
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<Decompressed<'a>, ImageError> {
     let off = u32_at(bytes, 8).unwrap_or(0) as usize;
     let len = u32_at(bytes, 12).unwrap_or(0) as usize;
     let Some(payload) = bytes.get(off..off.saturating_add(len)) else {
@@ -266,7 +288,7 @@ fn efi_zboot(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError>
             found: format!("unknown magic {:02x?}", &payload[..payload.len().min(6)]),
         });
     };
-    let data = codecs::decompress(c, payload, off, None, limit)?;
+    let data = codecs::decompress(c, payload, off, None, limit, resched)?;
     Ok(Decompressed {
         data: Cow::Owned(data),
         format: ImageFormat::EfiZboot { compression: c },
@@ -281,6 +303,7 @@ fn scan(
     bytes: &[u8],
     from: usize,
     limit: usize,
+    resched: &mut Resched,
 ) -> Result<Option<(Compression, usize, Vec<u8>)>, ImageError> {
     const MAGICS: [&[u8]; 4] = [
         &[0xFD, b'7', b'z', b'X', b'Z', 0],
@@ -289,18 +312,18 @@ fn scan(
         &[0x1f, 0x8b, 0x08],
     ];
     let hay = bytes.get(from..).unwrap_or_default();
-    let mut hits: Vec<usize> = MAGICS
-        .iter()
-        .flat_map(|m| memmem::find_iter(hay, m).take(16))
-        .collect();
+    let mut hits: Vec<usize> = Vec::new();
+    for m in MAGICS {
+        hits.extend(ChunkedFinder::new(m).find_all(hay, 16, resched)?);
+    }
     hits.sort_unstable();
     for at in hits {
         let Some(c) = sniff(&hay[at..], true) else {
             continue;
         };
-        match codecs::decompress(c, &hay[at..], from + at, None, limit) {
+        match codecs::decompress(c, &hay[at..], from + at, None, limit, resched) {
             Ok(data) => return Ok(Some((c, from + at, data))),
-            Err(e @ ImageError::TooLarge { .. }) => return Err(e),
+            Err(e @ (ImageError::TooLarge { .. } | ImageError::Cancelled)) => return Err(e),
             Err(_) => continue,
         }
     }

@@ -2,6 +2,7 @@
 //! segments (needed for place-relative offsets), and, when it still has a `.symtab`, the
 //! `kallsyms_*` symbols themselves (used to cross-check what the scan found).
 
+use klpsym_core::resched::{Cancelled, Resched};
 use object::{Object, ObjectSegment, ObjectSymbol};
 
 use crate::Arch;
@@ -17,8 +18,11 @@ pub(crate) struct ElfInfo {
 }
 
 impl ElfInfo {
-    pub fn parse(data: &[u8]) -> Option<ElfInfo> {
-        let file = object::File::parse(data).ok()?;
+    /// `Ok(None)` when `data` does not parse as ELF.
+    pub fn parse(data: &[u8], resched: &mut Resched) -> Result<Option<ElfInfo>, Cancelled> {
+        let Ok(file) = object::File::parse(data) else {
+            return Ok(None);
+        };
         let arch = match file.architecture() {
             object::Architecture::X86_64 => Arch::X86_64,
             object::Architecture::Aarch64 => Arch::Arm64,
@@ -38,6 +42,7 @@ impl ElfInfo {
             kallsyms_symbols: Vec::new(),
         };
         for sym in file.symbols() {
+            resched.tick()?;
             let Ok(name) = sym.name() else { continue };
             if name.starts_with("kallsyms_") {
                 if let Some(off) = info.file_offset(sym.address()) {
@@ -45,7 +50,7 @@ impl ElfInfo {
                 }
             }
         }
-        Some(info)
+        Ok(Some(info))
     }
 
     /// Virtual address of a file offset, when a loaded segment covers it.

@@ -1,6 +1,8 @@
 //! The one error type of this crate: every variant says what was expected and what was found,
 //! with the byte offset in the (decompressed) image where that makes sense.
 
+use klpsym_core::resched::Cancelled;
+
 use crate::Compression;
 
 /// Why a kernel image could not be turned into its kallsyms list.
@@ -63,4 +65,13 @@ pub enum ImageError {
     /// Several different sets of tables pass every check; picking one would be a guess.
     #[error("ambiguous kallsyms tables: {count} candidate layouts pass every check ({detail})")]
     Ambiguous { count: usize, detail: String },
+    /// A reschedule point reported that the caller cancelled the operation.
+    #[error("kernel image decoding cancelled")]
+    Cancelled,
+}
+
+impl From<Cancelled> for ImageError {
+    fn from(_: Cancelled) -> Self {
+        ImageError::Cancelled
+    }
 }

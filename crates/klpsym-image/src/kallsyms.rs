@@ -1,7 +1,7 @@
 //! `find_kallsyms`: tries every table layout era on the located token table, keeps the
 //! candidates that pass every cross-check, and decodes the one that remains.
 
-use memchr::memmem;
+use klpsym_core::resched::{Cancelled, Resched};
 
 use crate::container::is_arm64_image;
 use crate::decode::{
@@ -10,6 +10,7 @@ use crate::decode::{
 };
 use crate::elfinfo::ElfInfo;
 use crate::layout::{Addressing, LayoutEra, TableLayout, TableOffsets};
+use crate::scan::ChunkedFinder;
 use crate::tables::{
     find_tokens, markers_before, markers_before_seqs, names_before, u64_at, Names, Tokens,
 };
@@ -38,8 +39,18 @@ struct Ctx<'a> {
 
 /// Locates and decodes the kallsyms tables in a decompressed kernel (ELF or raw).
 pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
+    find_kallsyms_with_resched(vmlinux, &mut Resched::none())
+}
+
+/// [`find_kallsyms`], reaching a reschedule point through `resched` per table entry, per
+/// candidate position and every 256 KiB of scanning; a cancelled point ends it with
+/// [`ImageError::Cancelled`].
+pub fn find_kallsyms_with_resched(
+    vmlinux: &[u8],
+    resched: &mut Resched,
+) -> Result<ImageSymbols, ImageError> {
     let elf = if vmlinux.starts_with(b"\x7fELF") {
-        ElfInfo::parse(vmlinux)
+        ElfInfo::parse(vmlinux, resched)?
     } else {
         None
     };
@@ -65,7 +76,7 @@ pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
         elf,
         arch: arch.clone(),
     };
-    let all_tokens = find_tokens(vmlinux);
+    let all_tokens = find_tokens(vmlinux, resched)?;
     if all_tokens.is_empty() {
         return Err(ImageError::NoKallsyms {
             detail: format!("searched {} bytes", vmlinux.len()),
@@ -73,12 +84,11 @@ pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
     }
     let mut cands: Vec<(Tokens, Names, Candidate)> = Vec::new();
     for tokens in &all_tokens {
-        for m in markers_before(vmlinux, tokens.table) {
-            for names in names_before(vmlinux, &m, None) {
-                for c in after_index(&ctx, tokens, &names)
-                    .into_iter()
-                    .chain(before_num_syms(&ctx, &names, None))
-                {
+        for m in markers_before(vmlinux, tokens.table, resched)? {
+            for names in names_before(vmlinux, &m, None, resched)? {
+                let mut found = after_index(&ctx, tokens, &names, resched)?;
+                found.extend(before_num_syms(&ctx, &names, None, resched)?);
+                for c in found {
                     let mut c = c;
                     c.layout.marker_width = m.width;
                     c.layout.offsets.markers = m.start;
@@ -91,9 +101,9 @@ pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
     }
     if cands.is_empty() {
         for tokens in &all_tokens {
-            for (m, n, seqs_at) in markers_before_seqs(vmlinux, tokens.table) {
-                for names in names_before(vmlinux, &m, Some(n)) {
-                    for mut c in before_num_syms(&ctx, &names, Some(seqs_at)) {
+            for (m, n, seqs_at) in markers_before_seqs(vmlinux, tokens.table, resched)? {
+                for names in names_before(vmlinux, &m, Some(n), resched)? {
+                    for mut c in before_num_syms(&ctx, &names, Some(seqs_at), resched)? {
                         c.layout.marker_width = m.width;
                         c.layout.offsets.markers = m.start;
                         c.layout.offsets.token_table = tokens.table;
@@ -117,9 +127,9 @@ pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
         });
     };
     notes.extend(cand.notes);
-    let decoded = decode_names(vmlinux, &tokens, &names)?;
+    let decoded = decode_names(vmlinux, &tokens, &names, resched)?;
     if let Some(seqs) = &cand.seqs {
-        if !seqs_sort_names(seqs, &decoded, &cand.addrs) {
+        if !seqs_sort_names(seqs, &decoded, &cand.addrs, resched)? {
             notes.push("kallsyms_seqs_of_names is a permutation but does not sort the names bytewise (expected for Clang LTO builds, which sort on names cut at '.')".into());
         }
     }
@@ -129,15 +139,15 @@ pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
     if arch == Arch::Unknown {
         arch = guess_arch(&cand.addrs, &mut notes);
     }
-    let entries = decoded
-        .into_iter()
-        .zip(cand.addrs)
-        .map(|((kind, name), addr)| KallsymsEntry { addr, kind, name })
-        .collect();
+    let mut entries = Vec::with_capacity(decoded.len());
+    for ((kind, name), addr) in decoded.into_iter().zip(cand.addrs) {
+        resched.tick()?;
+        entries.push(KallsymsEntry { addr, kind, name });
+    }
     Ok(ImageSymbols {
         entries,
         format,
-        version: find_version(vmlinux),
+        version: find_version(vmlinux, resched)?,
         arch,
         layout: cand.layout,
         notes,
@@ -181,23 +191,34 @@ fn layout(
 
 /// Relative addressing for a base-relative table: with any negative offset it can only be the
 /// x86_64 absolute-percpu scheme (plain offsets are unsigned from the lowest address).
-fn relative(offsets: &[i32], relative_base: u64) -> Addressing {
-    if offsets.iter().any(|&o| o < 0) {
-        Addressing::AbsolutePercpu { relative_base }
-    } else {
-        Addressing::BaseRelative { relative_base }
+fn relative(
+    offsets: &[i32],
+    relative_base: u64,
+    resched: &mut Resched,
+) -> Result<Addressing, Cancelled> {
+    for &o in offsets {
+        resched.tick()?;
+        if o < 0 {
+            return Ok(Addressing::AbsolutePercpu { relative_base });
+        }
     }
+    Ok(Addressing::BaseRelative { relative_base })
 }
 
 /// Eras 6.4+: offsets (and relative base, then seqs) after the token index.
-fn after_index(ctx: &Ctx<'_>, tokens: &Tokens, names: &Names) -> Vec<Candidate> {
+fn after_index(
+    ctx: &Ctx<'_>,
+    tokens: &Tokens,
+    names: &Names,
+    resched: &mut Resched,
+) -> Result<Vec<Candidate>, Cancelled> {
     let mut out = Vec::new();
     let n = names.num_syms;
     let end_index = tokens.index + 512;
     let mut starts = vec![end_index.next_multiple_of(4), end_index.next_multiple_of(8)];
     starts.dedup();
     for off_at in starts {
-        let Some(offs) = read_offsets(ctx.data, off_at, n) else {
+        let Some(offs) = read_offsets(ctx.data, off_at, n, resched)? else {
             continue;
         };
         let off_end = off_at + 4 * n as usize;
@@ -210,10 +231,10 @@ fn after_index(ctx: &Ctx<'_>, tokens: &Tokens, names: &Names) -> Vec<Candidate> 
         // 6.4 .. 2026: relative base after the offsets, seqs after it.
         let rb_at = off_end.next_multiple_of(8);
         if let Some(rb) = u64_at(ctx.data, rb_at).filter(|&v| plausible_kernel_address(v)) {
-            let addressing = relative(&offs, rb);
-            let addrs = addresses(&offs, addressing);
-            if sorted(&addrs) {
-                if let Some(seqs) = read_seqs(ctx.data, rb_at + 8, n) {
+            let addressing = relative(&offs, rb, resched)?;
+            let addrs = addresses(&offs, addressing, resched)?;
+            if sorted(&addrs, resched)? {
+                if let Some(seqs) = read_seqs(ctx.data, rb_at + 8, n, resched)? {
                     let offsets = TableOffsets {
                         relative_base: Some(rb_at),
                         seqs_of_names: Some(rb_at + 8),
@@ -230,7 +251,7 @@ fn after_index(ctx: &Ctx<'_>, tokens: &Tokens, names: &Names) -> Vec<Candidate> 
         }
         // 2026+: place-relative offsets, seqs right after them.
         let seqs_at = off_end.next_multiple_of(4);
-        if let Some(seqs) = read_seqs(ctx.data, seqs_at, n) {
+        if let Some(seqs) = read_seqs(ctx.data, seqs_at, n, resched)? {
             let mut notes = Vec::new();
             let vaddr = match ctx.elf.as_ref().and_then(|e| e.vaddr(off_at)) {
                 Some(v) => v,
@@ -249,8 +270,8 @@ fn after_index(ctx: &Ctx<'_>, tokens: &Tokens, names: &Names) -> Vec<Candidate> 
             let addressing = Addressing::PcRelative {
                 offsets_vaddr: vaddr,
             };
-            let addrs = addresses(&offs, addressing);
-            if sorted(&addrs) {
+            let addrs = addresses(&offs, addressing, resched)?;
+            if sorted(&addrs, resched)? {
                 let offsets = TableOffsets {
                     seqs_of_names: Some(seqs_at),
                     ..base_offsets
@@ -264,12 +285,17 @@ fn after_index(ctx: &Ctx<'_>, tokens: &Tokens, names: &Names) -> Vec<Candidate> 
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Eras up to 6.3: offsets + relative base (or absolute addresses) before `kallsyms_num_syms`.
 /// `seqs_at` is set for 6.2/6.3, where `kallsyms_seqs_of_names` sits after the markers.
-fn before_num_syms(ctx: &Ctx<'_>, names: &Names, seqs_at: Option<usize>) -> Vec<Candidate> {
+fn before_num_syms(
+    ctx: &Ctx<'_>,
+    names: &Names,
+    seqs_at: Option<usize>,
+    resched: &mut Resched,
+) -> Result<Vec<Candidate>, Cancelled> {
     let mut out = Vec::new();
     let n = names.num_syms;
     let p = names.num_syms_at;
@@ -279,9 +305,9 @@ fn before_num_syms(ctx: &Ctx<'_>, names: &Names, seqs_at: Option<usize>) -> Vec<
         LayoutEra::AddressesFirst
     };
     let seqs = match seqs_at {
-        Some(at) => match read_seqs(ctx.data, at, n) {
+        Some(at) => match read_seqs(ctx.data, at, n, resched)? {
             Some(s) => Some(s),
-            None => return out,
+            None => return Ok(out),
         },
         None => None,
     };
@@ -297,15 +323,15 @@ fn before_num_syms(ctx: &Ctx<'_>, names: &Names, seqs_at: Option<usize>) -> Vec<
                 let mut starts = vec![raw, raw & !7];
                 starts.dedup();
                 for off_at in starts {
-                    let Some(offs) = read_offsets(ctx.data, off_at, n) else {
+                    let Some(offs) = read_offsets(ctx.data, off_at, n, resched)? else {
                         continue;
                     };
                     let gap_ok = ctx.data[off_at + 4 * n as usize..rb_at]
                         .iter()
                         .all(|&b| b == 0);
-                    let addressing = relative(&offs, rb);
-                    let addrs = addresses(&offs, addressing);
-                    if gap_ok && sorted(&addrs) {
+                    let addressing = relative(&offs, rb, resched)?;
+                    let addrs = addresses(&offs, addressing, resched)?;
+                    if gap_ok && sorted(&addrs, resched)? {
                         let offsets = TableOffsets {
                             addresses: off_at,
                             relative_base: Some(rb_at),
@@ -324,8 +350,10 @@ fn before_num_syms(ctx: &Ctx<'_>, names: &Names, seqs_at: Option<usize>) -> Vec<
     }
     if out.is_empty() {
         if let Some(at) = p.checked_sub(8 * n as usize) {
-            if let Some(addrs) = read_absolute(ctx.data, at, n) {
-                if sorted(&addrs) && addrs.last().is_some_and(|&a| plausible_kernel_address(a)) {
+            if let Some(addrs) = read_absolute(ctx.data, at, n, resched)? {
+                if sorted(&addrs, resched)?
+                    && addrs.last().is_some_and(|&a| plausible_kernel_address(a))
+                {
                     out.push(Candidate {
                         layout: layout(
                             era,
@@ -344,7 +372,7 @@ fn before_num_syms(ctx: &Ctx<'_>, names: &Names, seqs_at: Option<usize>) -> Vec<
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// When `.symtab` still names the tables, they must be where the scan found them.
@@ -403,8 +431,14 @@ fn guess_arch(addrs: &[u64], notes: &mut Vec<String>) -> Arch {
 }
 
 /// The kernel banner: "Linux version " followed by a digit, up to the end of its line.
-pub(crate) fn find_version(data: &[u8]) -> Option<String> {
-    for at in memmem::find_iter(data, b"Linux version ") {
+pub(crate) fn find_version(
+    data: &[u8],
+    resched: &mut Resched,
+) -> Result<Option<String>, Cancelled> {
+    let finder = ChunkedFinder::new(b"Linux version ");
+    let mut next = 0;
+    while let Some(at) = finder.find_from(data, next, resched)? {
+        next = at + 1;
         let rest = &data[at..data.len().min(at + 512)];
         if !rest.get(14).is_some_and(u8::is_ascii_digit) {
             continue;
@@ -413,9 +447,11 @@ pub(crate) fn find_version(data: &[u8]) -> Option<String> {
             .iter()
             .position(|&b| b == b'\n' || b == 0)
             .unwrap_or(rest.len());
-        return Some(String::from_utf8_lossy(&rest[..end]).trim_end().to_owned());
+        return Ok(Some(
+            String::from_utf8_lossy(&rest[..end]).trim_end().to_owned(),
+        ));
     }
-    None
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -18,13 +18,17 @@ mod elfinfo;
 mod error;
 mod kallsyms;
 mod layout;
+mod scan;
 mod tables;
 #[cfg(test)]
 mod test_encoder;
 
-pub use container::{decompress_image, Compression, Decompressed, ImageFormat};
+pub use container::{
+    decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
+};
 pub use error::ImageError;
-pub use kallsyms::find_kallsyms;
+pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
+use klpsym_core::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 
 /// One kallsyms entry of vmlinux.
@@ -75,8 +79,18 @@ impl ImageSymbols {
 
 /// Decompresses (under `limit` bytes) and decodes a kernel image's kallsyms.
 pub fn extract(bytes: &[u8], limit: usize) -> Result<ImageSymbols, ImageError> {
-    let d = decompress_image(bytes, limit)?;
-    let mut syms = find_kallsyms(&d.data)?;
+    extract_with_resched(bytes, limit, &mut Resched::none())
+}
+
+/// [`extract`], reaching reschedule points through `resched` in both steps (see
+/// [`decompress_image_with_resched`] and [`find_kallsyms_with_resched`]).
+pub fn extract_with_resched(
+    bytes: &[u8],
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<ImageSymbols, ImageError> {
+    let d = decompress_image_with_resched(bytes, limit, resched)?;
+    let mut syms = find_kallsyms_with_resched(&d.data, resched)?;
     syms.format = match (d.format, syms.format) {
         (ImageFormat::Compressed { compression }, ImageFormat::Arm64Image { .. }) => {
             ImageFormat::Arm64Image {

@@ -10,9 +10,11 @@
 //! just before it (or before `kallsyms_seqs_of_names` in 6.2/6.3), and `kallsyms_num_syms` just
 //! before `kallsyms_names`; each candidate is checked by walking every name length.
 
-use memchr::{memchr, memmem};
+use klpsym_core::resched::{Cancelled, Resched};
+use memchr::memchr;
 
 use crate::layout::NameLengthEncoding;
+use crate::scan::ChunkedFinder;
 
 /// Longest symbol name the kernel accepts (KSYM_NAME_LEN since 6.1), plus the type letter.
 const MAX_SYMBOL_LEN: usize = 512 + 1;
@@ -85,10 +87,13 @@ fn check_index(data: &[u8], table: usize, index: usize) -> Option<Tokens> {
 }
 
 /// Finds every token table + index pair in `data`.
-pub(crate) fn find_tokens(data: &[u8]) -> Vec<Tokens> {
+pub(crate) fn find_tokens(data: &[u8], resched: &mut Resched) -> Result<Vec<Tokens>, Cancelled> {
     let mut found = Vec::new();
-    let digits = b"0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00";
-    for hit in memmem::find_iter(data, digits) {
+    let digits = ChunkedFinder::new(b"0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00");
+    let mut next = 0;
+    while let Some(hit) = digits.find_from(data, next, resched)? {
+        next = hit + 1;
+        resched.tick()?;
         // Walk the strings of codes 0x30..=0xff to the end of the table.
         let mut pos = hit;
         let mut ok = true;
@@ -121,17 +126,18 @@ pub(crate) fn find_tokens(data: &[u8]) -> Vec<Tokens> {
         }
     }
     if found.is_empty() {
-        found = scan_for_index(data);
+        found = scan_for_index(data, resched)?;
     }
-    found
+    Ok(found)
 }
 
 /// Fallback: every 2-aligned position whose 256 `u16` start at 0 and grow by 2..=514 is tried
 /// as a token index; the table must then end right before it.
-fn scan_for_index(data: &[u8]) -> Vec<Tokens> {
+fn scan_for_index(data: &[u8], resched: &mut Resched) -> Result<Vec<Tokens>, Cancelled> {
     let mut found = Vec::new();
     let mut q = 0usize;
     while q + 512 <= data.len() {
+        resched.tick()?;
         // Cheap filter: u16 0, then a small positive step, then growth.
         let a = u16_at(data, q + 2).unwrap_or(0);
         if data[q] == 0 && data[q + 1] == 0 && (1..=514).contains(&a) {
@@ -169,7 +175,7 @@ fn scan_for_index(data: &[u8]) -> Vec<Tokens> {
         }
         q += 2;
     }
-    found
+    Ok(found)
 }
 
 /// `kallsyms_markers`: where, how wide, and its entries.
@@ -195,7 +201,11 @@ fn marker_step_ok(step: u64) -> bool {
 
 /// Markers ending right before `end` (with up to 7 zero bytes of padding), read backwards to the
 /// first entry (0).
-pub(crate) fn markers_before(data: &[u8], end: usize) -> Vec<Markers> {
+pub(crate) fn markers_before(
+    data: &[u8],
+    end: usize,
+    resched: &mut Resched,
+) -> Result<Vec<Markers>, Cancelled> {
     let mut out = Vec::new();
     for width in [4usize, 8] {
         for pad in 0..8 {
@@ -209,6 +219,7 @@ pub(crate) fn markers_before(data: &[u8], end: usize) -> Vec<Markers> {
             let mut at = me;
             let mut ok = false;
             while let Some(a) = at.checked_sub(width) {
+                resched.tick()?;
                 let Some(v) = read_marker(data, a, width) else {
                     break;
                 };
@@ -237,17 +248,22 @@ pub(crate) fn markers_before(data: &[u8], end: usize) -> Vec<Markers> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Markers followed by `kallsyms_seqs_of_names` (6.2/6.3) before `end`: returns the markers and
 /// the symbol count implied by the size of the seqs table.
-pub(crate) fn markers_before_seqs(data: &[u8], end: usize) -> Vec<(Markers, u32, usize)> {
+pub(crate) fn markers_before_seqs(
+    data: &[u8],
+    end: usize,
+    resched: &mut Resched,
+) -> Result<Vec<(Markers, u32, usize)>, Cancelled> {
     let mut out = Vec::new();
     let lowest = end.saturating_sub(3 * (1 << 21));
     let mut s = end.saturating_sub(4) & !3;
     while s > lowest {
         s -= 4;
+        resched.tick()?;
         if u32_at(data, s) != Some(0) {
             continue;
         }
@@ -255,6 +271,7 @@ pub(crate) fn markers_before_seqs(data: &[u8], end: usize) -> Vec<(Markers, u32,
         let mut values = vec![0u64];
         let mut at = s + 4;
         loop {
+            resched.tick()?;
             // Each prefix of the walk is a candidate markers table.
             let m = values.len();
             for align in [4usize, 8] {
@@ -292,7 +309,7 @@ pub(crate) fn markers_before_seqs(data: &[u8], end: usize) -> Vec<(Markers, u32,
             break;
         }
     }
-    out
+    Ok(out)
 }
 
 /// Reads one name-length prefix at `at`: (compressed length, prefix size).
@@ -315,21 +332,25 @@ pub(crate) fn walk_names(
     n: u32,
     markers: &[u64],
     enc: NameLengthEncoding,
-) -> Option<(usize, bool)> {
+    resched: &mut Resched,
+) -> Result<Option<(usize, bool)>, Cancelled> {
     let mut at = start;
     let mut long = false;
     for i in 0..n as usize {
+        resched.tick()?;
         if i & 0xff == 0 && markers.get(i >> 8).copied() != Some((at - start) as u64) {
-            return None;
+            return Ok(None);
         }
-        let (len, pre) = read_len(data, at, enc)?;
+        let Some((len, pre)) = read_len(data, at, enc) else {
+            return Ok(None);
+        };
         if len == 0 || len > MAX_SYMBOL_LEN {
-            return None;
+            return Ok(None);
         }
         long |= pre == 2 || len >= 0x80;
         at += pre + len;
     }
-    (at <= data.len()).then_some((at, long))
+    Ok((at <= data.len()).then_some((at, long)))
 }
 
 /// The names table and the symbol count in front of it.
@@ -343,16 +364,22 @@ pub(crate) struct Names {
 
 /// Finds `kallsyms_num_syms` + `kallsyms_names` ending at `markers.start` (with padding). When
 /// `known_n` is set (from the seqs table) the count must match it.
-pub(crate) fn names_before(data: &[u8], markers: &Markers, known_n: Option<u32>) -> Vec<Names> {
+pub(crate) fn names_before(
+    data: &[u8],
+    markers: &Markers,
+    known_n: Option<u32>,
+    resched: &mut Resched,
+) -> Result<Vec<Names>, Cancelled> {
     let mut out = Vec::new();
     let m = markers.values.len();
     let last = markers.values[m - 1] as usize;
     let Some(hi) = markers.start.checked_sub(last + 1 + 4) else {
-        return out;
+        return Ok(out);
     };
     let lo = hi.saturating_sub(256 * MAX_ENTRY + 8);
     let mut pos = hi & !3;
     loop {
+        resched.tick()?;
         if let Some(n) = u32_at(data, pos) {
             let in_range = n as usize > (m - 1) * 256 && n as usize <= m * 256;
             if in_range && known_n.is_none_or(|k| k == n) {
@@ -361,7 +388,8 @@ pub(crate) fn names_before(data: &[u8], markers: &Markers, known_n: Option<u32>)
                         continue;
                     }
                     for enc in [NameLengthEncoding::Uleb128, NameLengthEncoding::OneByte] {
-                        if let Some((end, long)) = walk_names(data, start, n, &markers.values, enc)
+                        if let Some((end, long)) =
+                            walk_names(data, start, n, &markers.values, enc, resched)?
                         {
                             if end <= markers.start
                                 && markers.start - end < 8
@@ -390,5 +418,5 @@ pub(crate) fn names_before(data: &[u8], markers: &Markers, known_n: Option<u32>)
         }
         pos -= 4;
     }
-    out
+    Ok(out)
 }

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use klpsym_core::resched::Resched;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
 use klpsym_sources::{parse_text, TextKind};
 
@@ -161,8 +161,15 @@ fn decode(
             }
             Ok((kind, parsed.table, facts, None))
         }
-        Detected::ElfRelocatable => module_table(path, &bytes, None),
-        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms(&bytes, opts.kallsyms_all) {
+        Detected::ElfRelocatable => module_table(path, &bytes, None, resched),
+        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with_resched(
+            &bytes,
+            klpsym_elf::VmlinuxOptions {
+                kallsyms_all: opts.kallsyms_all,
+                ..klpsym_elf::VmlinuxOptions::default()
+            },
+            resched,
+        ) {
             Ok(v) => {
                 let mut b =
                     SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.len() * 24);
@@ -193,20 +200,13 @@ fn decode(
                 Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
             }
             Err(klpsym_elf::ElfError::NoSymtab) => image_table(path, &bytes, limit, resched),
-            Err(source) => Err(LoadError::Elf {
-                path: path.to_path_buf(),
-                source,
-            }),
+            Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
-            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| {
-                LoadError::Image {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            })?;
+            let d = klpsym_image::decompress_image_with_resched(&bytes, limit, resched)
+                .map_err(|source| image_error(path, source))?;
             if detect(&d.data) == Detected::ElfRelocatable {
-                module_table(path, &d.data, Some(codec))
+                module_table(path, &d.data, Some(codec), resched)
             } else {
                 image_table(path, &bytes, limit, resched)
             }
@@ -221,10 +221,8 @@ fn image_table(
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
-    let syms = klpsym_image::extract(bytes, limit).map_err(|source| LoadError::Image {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let syms = klpsym_image::extract_with_resched(bytes, limit, resched)
+        .map_err(|source| image_error(path, source))?;
     let mut b = SymbolTableBuilder::with_capacity(syms.entries.len(), syms.entries.len() * 24);
     for e in &syms.entries {
         resched.tick().map_err(klpsym_core::BuildError::from)?;
@@ -246,11 +244,18 @@ fn image_table(
     Ok((SourceKind::KernelImage, b.build(), facts, None))
 }
 
-fn module_table(path: &Path, bytes: &[u8], codec: Option<&str>) -> Result<Decoded, LoadError> {
-    let m = klpsym_elf::module_kallsyms(bytes).map_err(|source| LoadError::Elf {
-        path: path.to_path_buf(),
-        source,
-    })?;
+fn module_table(
+    path: &Path,
+    bytes: &[u8],
+    codec: Option<&str>,
+    resched: &mut Resched,
+) -> Result<Decoded, LoadError> {
+    let m = klpsym_elf::module_kallsyms_with_resched(
+        bytes,
+        klpsym_elf::ModuleOptions::default(),
+        resched,
+    )
+    .map_err(|source| elf_error(path, source))?;
     let table = module_symbols_table(&m, None)?;
     let facts = SourceFacts {
         version: m.vermagic.clone(),
@@ -266,6 +271,29 @@ fn module_table(path: &Path, bytes: &[u8], codec: Option<&str>) -> Result<Decode
         ],
     };
     Ok((SourceKind::Module, table, facts, Some(m)))
+}
+
+/// An image decoding error as the loader reports it: a cancellation is reported like every
+/// other cancelled reschedule point, not as a malformed image.
+pub(crate) fn image_error(path: &Path, source: klpsym_image::ImageError) -> LoadError {
+    match source {
+        klpsym_image::ImageError::Cancelled => klpsym_core::BuildError::from(Cancelled).into(),
+        source => LoadError::Image {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// [`image_error`] for ELF processing errors.
+pub(crate) fn elf_error(path: &Path, source: klpsym_elf::ElfError) -> LoadError {
+    match source {
+        klpsym_elf::ElfError::Cancelled => klpsym_core::BuildError::from(Cancelled).into(),
+        source => LoadError::Elf {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
 }
 
 /// A table holding one module's symbols: at `addrs` when placed, else section-relative.
@@ -311,17 +339,15 @@ pub(crate) fn read_bounded(
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
-    // /proc files hand out about a page per read(2); copy through a fixed chunk so nothing is
-    // zero-filled twice, and reach a reschedule point between reads.
-    let mut chunk = vec![0u8; 1 << 16];
+    // Read in bounded steps so a reschedule point comes between them: 1 MiB of a regular file
+    // (read_to_end fills spare capacity without zeroing it first), or what a /proc file hands
+    // out per read(2), about a page.
     loop {
-        let got = match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(g) => g,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        buf.extend_from_slice(&chunk[..got]);
+        let before = buf.len();
+        let got = (&mut f)
+            .take(1 << 20)
+            .read_to_end(&mut buf)
+            .map_err(io_err)?;
         if buf.len() as u64 > limit {
             return Err(LoadError::TooLarge {
                 path: path.to_path_buf(),
@@ -332,6 +358,9 @@ pub(crate) fn read_bounded(
         resched
             .tick()
             .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
+        if got == 0 || buf.len() == before {
+            break;
+        }
     }
     Ok(buf)
 }

@@ -13,7 +13,7 @@ use klpsym_core::{normalize_module_name, ObjectId, ObjectKind, SymbolTable, Symb
 
 use crate::detect::{detect, Detected};
 use crate::error::LoadError;
-use crate::kernel::{read_bounded, LoadOptions};
+use crate::kernel::{elf_error, image_error, read_bounded, LoadOptions};
 
 /// Every module file under a directory, by the name the kernel gives it.
 #[derive(Debug, Clone, Default)]
@@ -119,22 +119,16 @@ pub fn load_module_file(
 ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
-    let parse = |b: &[u8]| {
-        klpsym_elf::module_kallsyms(b).map_err(|source| LoadError::Elf {
-            path: path.to_path_buf(),
-            source,
-        })
+    let parse = |b: &[u8], resched: &mut Resched| {
+        klpsym_elf::module_kallsyms_with_resched(b, klpsym_elf::ModuleOptions::default(), resched)
+            .map_err(|source| elf_error(path, source))
     };
     match detect(&bytes) {
-        Detected::ElfRelocatable => parse(&bytes),
+        Detected::ElfRelocatable => parse(&bytes, resched),
         Detected::Compressed(_) => {
-            let d = klpsym_image::decompress_image(&bytes, limit).map_err(|source| {
-                LoadError::Image {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            })?;
-            parse(&d.data)
+            let d = klpsym_image::decompress_image_with_resched(&bytes, limit, resched)
+                .map_err(|source| image_error(path, source))?;
+            parse(&d.data, resched)
         }
         other => Err(LoadError::Unrecognized {
             path: path.to_path_buf(),

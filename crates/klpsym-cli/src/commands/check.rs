@@ -44,7 +44,8 @@ pub struct CheckArgs {
 /// Rules for a loaded kernel: `--kernel-version`, else its banner, else 6.1 with a warning.
 pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, CliError> {
     if let Some(v) = flag {
-        return KernelRules::from_release(v).ok_or_else(|| format!("--kernel-version '{v}': expected X.Y").into());
+        return KernelRules::from_release(v)
+            .ok_or_else(|| format!("--kernel-version '{v}': expected X.Y").into());
     }
     let banner = k.facts.version.as_deref().unwrap_or_default();
     let release = banner.strip_prefix("Linux version ").unwrap_or(banner);
@@ -74,7 +75,9 @@ pub fn offline_tables(
     names: &[String],
     table: &SymbolTable,
 ) -> Result<Vec<(String, SymbolTable)>, CliError> {
-    let Some(dir) = &source.modules else { return Ok(Vec::new()) };
+    let Some(dir) = &source.modules else {
+        return Ok(Vec::new());
+    };
     let tree = ModuleTree::scan(dir)?;
     let opts = load_options(source);
     let mut out = Vec::new();
@@ -103,10 +106,15 @@ fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, 
     specs
         .iter()
         .map(|s| {
-            let (name, addr) = s.split_once('=').ok_or_else(|| format!("--section-base '{s}': expected NAME=ADDR"))?;
+            let (name, addr) = s
+                .split_once('=')
+                .ok_or_else(|| format!("--section-base '{s}': expected NAME=ADDR"))?;
             let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
                 .map_err(|_| format!("--section-base '{s}': '{addr}' is not hex"))?;
-            let sec = m.elf.section_by_name(name).ok_or_else(|| format!("--section-base: no section '{name}'"))?;
+            let sec = m
+                .elf
+                .section_by_name(name)
+                .ok_or_else(|| format!("--section-base: no section '{name}'"))?;
             Ok((sec.index, a))
         })
         .collect()
@@ -130,10 +138,15 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     if args.btf.is_none() {
         eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");
     }
-    let module = LivepatchModule::parse_with(&bytes, &layouts).map_err(|e| format!("{}: {e}", args.patch.display()))?;
+    let module = LivepatchModule::parse_with(&bytes, &layouts)
+        .map_err(|e| format!("{}: {e}", args.patch.display()))?;
     let bases = section_bases(&module, &args.section_bases)?;
     let objects: Vec<String> = match &module.patch {
-        Ok(p) => p.objects.iter().map(|o| o.object_name().to_string()).collect(),
+        Ok(p) => p
+            .objects
+            .iter()
+            .map(|o| o.object_name().to_string())
+            .collect(),
         Err(_) => Vec::new(),
     };
     let kernels = load_all(&args.source)?;
@@ -152,11 +165,19 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         for &(i, a) in &bases {
             target = target.with_section_base(i, a);
         }
-        results.push(KernelResult { kernel: k.path.display().to_string(), report: check(&module, &target) });
+        results.push(KernelResult {
+            kernel: k.path.display().to_string(),
+            report: check(&module, &target),
+        });
     }
-    let ok = results.iter().all(|r| r.report.verdict.kind == VerdictKind::Accepted);
+    let ok = results
+        .iter()
+        .all(|r| r.report.verdict.kind == VerdictKind::Accepted);
     if args.source.json {
-        print_json(&CheckJson { patch: args.patch.display().to_string(), results })?;
+        print_json(&CheckJson {
+            patch: args.patch.display().to_string(),
+            results,
+        })?;
         return Ok(Outcome::all_ok(ok));
     }
     for r in &results {
@@ -193,7 +214,10 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
             r.verdict.errno.map_or("?", klpsym_livepatch_errno)
         ),
         VerdictKind::RefusedWhenModuleLoads => {
-            println!("ACCEPTED, but the kernel will refuse to load: {}", r.verdict.refused_modules.join(", "))
+            println!(
+                "ACCEPTED, but the kernel will refuse to load: {}",
+                r.verdict.refused_modules.join(", ")
+            )
         }
     }
     for p in &r.problems {
@@ -201,7 +225,10 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
         let mut lines = p.log.iter();
         match lines.next() {
             Some(first) => println!("  [{label}] {first}"),
-            None => println!("  [{label}] (the kernel fails with {} without a message)", p.errno_name),
+            None => println!(
+                "  [{label}] (the kernel fails with {} without a message)",
+                p.errno_name
+            ),
         }
         for l in lines {
             println!("  {:width$} {l}", "", width = label.len() + 2);
@@ -226,7 +253,9 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
             let state = match o.state {
                 klpsym_livepatch::ObjectState::Loaded => "loaded",
                 klpsym_livepatch::ObjectState::DeferredChecked => "deferred, checked",
-                klpsym_livepatch::ObjectState::DeferredUnchecked => "deferred, UNCHECKED (no .ko under --modules)",
+                klpsym_livepatch::ObjectState::DeferredUnchecked => {
+                    "deferred, UNCHECKED (no .ko under --modules)"
+                }
             };
             println!("  {:<12} {state}", o.name);
             for f in &o.funcs {
@@ -252,7 +281,8 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
                 x.resolved.map_or_else(|| "?".to_string(), hex),
                 x.addend,
                 x.expression,
-                x.value.map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
+                x.value
+                    .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
                 x.bytes.as_deref().unwrap_or("?"),
                 x.status,
                 if x.offline { " (offline layout)" } else { "" }
@@ -285,9 +315,17 @@ fn print_matrix(results: &[KernelResult]) {
             .problems
             .iter()
             .filter(|p| p.reached)
-            .map(|p| serde_json::to_value(p.kind).map(|v| v.as_str().unwrap_or("?").to_string()).unwrap_or_default())
+            .map(|p| {
+                serde_json::to_value(p.kind)
+                    .map(|v| v.as_str().unwrap_or("?").to_string())
+                    .unwrap_or_default()
+            })
             .collect();
-        let cell = if kinds.is_empty() { "ok".to_string() } else { kinds.join(",") };
+        let cell = if kinds.is_empty() {
+            "ok".to_string()
+        } else {
+            kinds.join(",")
+        };
         println!("  {:<40} {cell}", r.kernel);
     }
 }

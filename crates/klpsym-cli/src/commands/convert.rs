@@ -2,7 +2,7 @@
 //! crates/klpsym-livepatch/CLI.md).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
@@ -53,7 +53,11 @@ struct RefusedJson<'a> {
 }
 
 fn read_pins(args: &ConvertArgs) -> Result<Vec<Pin>, CliError> {
-    let mut pins: Vec<Pin> = args.pins.iter().map(|p| Pin::parse(p)).collect::<Result<_, _>>()?;
+    let mut pins: Vec<Pin> = args
+        .pins
+        .iter()
+        .map(|p| Pin::parse(p))
+        .collect::<Result<_, _>>()?;
     if let Some(f) = &args.pins_file {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
         for (i, line) in text.lines().enumerate() {
@@ -68,7 +72,7 @@ fn read_pins(args: &ConvertArgs) -> Result<Vec<Pin>, CliError> {
 }
 
 /// Names listed in a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>TYPE...`).
-fn read_symvers(path: &PathBuf) -> Result<HashSet<String>, CliError> {
+fn read_symvers(path: &Path) -> Result<HashSet<String>, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(text
         .lines()
@@ -77,7 +81,7 @@ fn read_symvers(path: &PathBuf) -> Result<HashSet<String>, CliError> {
         .collect())
 }
 
-fn same_file(a: &PathBuf, b: &PathBuf) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
@@ -123,7 +127,10 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                 eprintln!("klpsym: warning: {w}");
             }
             if args.source.json {
-                print_json(&ConvertJson { output: args.output.display().to_string(), report: &report })?;
+                print_json(&ConvertJson {
+                    output: args.output.display().to_string(),
+                    report: &report,
+                })?;
             } else {
                 print_report(&report, &args.output);
             }
@@ -131,7 +138,10 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         }
         Err(ConvertError::Refused(problems)) => {
             if args.source.json {
-                print_json(&RefusedJson { error: "refused", problems: &problems })?;
+                print_json(&RefusedJson {
+                    error: "refused",
+                    problems: &problems,
+                })?;
             }
             for p in &problems {
                 eprintln!("klpsym: error: {p}");
@@ -142,7 +152,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     }
 }
 
-fn print_report(r: &ConvertReport, out: &PathBuf) {
+fn print_report(r: &ConvertReport, out: &Path) {
     if r.unchanged {
         println!("nothing to convert: {} copied unchanged", out.display());
         return;

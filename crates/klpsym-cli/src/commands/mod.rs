@@ -1,9 +1,12 @@
 //! One file per verb.
 
 pub mod addr;
+pub mod check;
+pub mod convert;
 pub mod dump;
 pub mod info;
 pub mod lookup;
+pub mod status;
 pub mod sympos;
 
 use serde::Serialize;

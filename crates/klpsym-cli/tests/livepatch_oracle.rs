@@ -1,0 +1,257 @@
+//! `klpsym check` against the real kernel: for every case the lab's livepatch oracle
+//! (lab/livepatch-oracle.sh) built, loaded in the Debian kernel under QEMU and recorded, klpsym's
+//! prediction from the package files alone must match what the kernel did: accepted or refused
+//! (and when), the exact `livepatch:` error lines in order, and the addresses the kernel used.
+//!
+//! Inputs from scripts/test.sh: KLPSYM_TEST_LIVEPATCH_DIR (the oracle's output),
+//! KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_MODULES_DIR. Skips (saying so) without them unless
+//! KLPSYM_REQUIRE_LAB is set.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn lab(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            assert!(
+                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
+            );
+            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
+/// What the kernel did in one case.
+#[derive(Debug, Default)]
+struct Oracle {
+    /// "accepted", "refused_at_load" or "refused_when_module_loads"
+    verdict: String,
+    /// The livepatch error lines, in order (informational lines left out).
+    errors: Vec<String>,
+    /// (object, name) -> address the kernel used (nonzero only).
+    addrs: BTreeMap<(String, String), u64>,
+    /// Modules the case loads.
+    modules: Vec<String>,
+    /// symbol name -> address the patched code saw through its klp relocation.
+    relocs: BTreeMap<String, u64>,
+}
+
+const INFO_LINES: &[&str] = &[
+    "enabling patch",
+    "starting patching transition",
+    "patching complete",
+    "applying patch",
+    "reverting patch",
+    "starting unpatching transition",
+    "unpatching complete",
+];
+
+fn read_oracle(dir: &Path) -> Oracle {
+    let text = std::fs::read_to_string(dir.join("oracle.txt")).unwrap();
+    let mut o = Oracle::default();
+    let mut current_load = String::new();
+    for line in text.lines() {
+        if let Some(l) = line.strip_prefix("load=") {
+            current_load = l.to_string();
+            if let Some(m) = l.strip_prefix("module ") {
+                o.modules.push(m.trim().to_string());
+            }
+        } else if let Some(rc) = line.strip_prefix("rc=") {
+            if rc != "0" && o.verdict.is_empty() {
+                o.verdict = if current_load.starts_with("patch") {
+                    "refused_at_load"
+                } else {
+                    "refused_when_module_loads"
+                }
+                .into();
+            }
+        } else if let Some(l) = line.strip_prefix("log=") {
+            if !INFO_LINES.iter().any(|i| l.contains(i)) {
+                o.errors.push(l.to_string());
+            }
+        } else if let Some(a) = line.strip_prefix("reloc ") {
+            let f: Vec<&str> = a.split_whitespace().collect();
+            o.relocs
+                .insert(f[0].to_string(), u64::from_str_radix(f[1], 16).unwrap());
+        } else if let Some(a) = line.strip_prefix("addr ") {
+            let f: Vec<&str> = a.split_whitespace().collect();
+            let v = u64::from_str_radix(f[3], 16).unwrap();
+            if v != 0 {
+                o.addrs.insert((f[0].to_string(), f[1].to_string()), v);
+            }
+        }
+    }
+    if o.verdict.is_empty() {
+        o.verdict = "accepted".into();
+    }
+    o
+}
+
+fn check(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_klpsym"))
+        .arg("check")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), v)
+}
+
+#[test]
+fn check_predicts_what_the_real_kernel_did() {
+    let (Some(dir), Some(vmlinuz), Some(modules)) = (
+        lab("KLPSYM_TEST_LIVEPATCH_DIR"),
+        lab("KLPSYM_TEST_VMLINUZ"),
+        lab("KLPSYM_TEST_MODULES_DIR"),
+    ) else {
+        return;
+    };
+    let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
+    let mut compared = 0;
+    let mut relocs_checked = 0;
+    let mut failures = Vec::new();
+    for line in index.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (case, status) = (f[0], f[1]);
+        if status == "skipped" {
+            eprintln!("{case}: skipped by the oracle");
+            continue;
+        }
+        let cdir = dir.join(case);
+        let patch_name = f.iter().find_map(|x| x.strip_prefix("patch=")).unwrap();
+        let ko = cdir.join(format!("{patch_name}.ko"));
+        let oracle = read_oracle(&cdir);
+        // 1. As the kernel met it: nothing but vmlinux loaded when the patch comes (modules the
+        //    case loaded first are given as loaded and placed where the kernel put them).
+        let steps = std::fs::read_to_string(cdir.join("case.conf")).unwrap();
+        let before: Vec<String> = steps
+            .lines()
+            .find_map(|l| l.strip_prefix("steps="))
+            .unwrap_or("patch")
+            .split_whitespace()
+            .take_while(|s| *s != "patch")
+            .filter_map(|s| s.strip_prefix("module:").map(str::to_string))
+            .collect();
+        let mut args: Vec<std::ffi::OsString> = vec![
+            ko.clone().into(),
+            "-k".into(),
+            vmlinuz.clone().into(),
+            "--modules".into(),
+            modules.clone().into(),
+        ];
+        if !before.is_empty() {
+            args.extend([
+                "--loaded".into(),
+                before.join(",").into(),
+                "--place-from".into(),
+                cdir.join("kallsyms-modules.txt").into(),
+            ]);
+        }
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let (code, v) = check(&refs);
+        let r = &v["results"][0]["report"];
+        let verdict = r["verdict"]["kind"].as_str().unwrap_or("?").to_string();
+        let logs: Vec<String> = r["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["reached"].as_bool() == Some(true))
+            .flat_map(|p| {
+                p["log"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l.as_str().unwrap().to_string())
+            })
+            .collect();
+        let want_code = if oracle.verdict == "accepted" { 0 } else { 1 };
+        if verdict != oracle.verdict || code != want_code {
+            failures.push(format!(
+                "{case}: kernel {} / klpsym {verdict} (exit {code})",
+                oracle.verdict
+            ));
+        }
+        if logs != oracle.errors {
+            failures.push(format!(
+                "{case}: kernel printed {:?}\n    klpsym predicts {:?}",
+                oracle.errors, logs
+            ));
+        }
+        // 2. Addresses: every function the kernel resolved, with every module the case loaded
+        //    placed where the kernel put it.
+        if !oracle.addrs.is_empty() || !oracle.relocs.is_empty() {
+            let mut args2 = args[..5].to_vec();
+            if !oracle.modules.is_empty() {
+                args2.extend([
+                    "--loaded".into(),
+                    oracle.modules.join(",").into(),
+                    "--place-from".into(),
+                    cdir.join("kallsyms-modules.txt").into(),
+                ]);
+            }
+            let refs: Vec<&std::ffi::OsStr> = args2.iter().map(|a| a.as_os_str()).collect();
+            let (_, v) = check(&refs);
+            let r = &v["results"][0]["report"];
+            for ((obj, name), want) in &oracle.addrs {
+                let got = r["objects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|o| o["name"] == obj.as_str())
+                    .flat_map(|o| o["funcs"].as_array().unwrap().iter())
+                    .find(|f| f["old_name"] == name.as_str())
+                    .and_then(|f| f["address"].as_str())
+                    .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+                if got != Some(*want) {
+                    failures.push(format!(
+                        "{case}: {obj}:{name}: kernel used {want:#x}, klpsym says {got:x?}"
+                    ));
+                }
+            }
+            // klp relocations: the address the patched code read at run time.
+            for (name, want) in &oracle.relocs {
+                let got: Vec<u64> = r["relocations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|x| {
+                        x["symbol"].as_str().is_some_and(|s| {
+                            s.split('.')
+                                .nth(4)
+                                .is_some_and(|n| n.split(',').next() == Some(name.as_str()))
+                                || s.contains(&format!(".{name},"))
+                        })
+                    })
+                    .filter_map(|x| {
+                        x["resolved"]
+                            .as_str()
+                            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+                    })
+                    .collect();
+                if got.is_empty() || got.iter().any(|g| g != want) {
+                    failures.push(format!("{case}: relocation {name}: the patched code saw {want:#x}, klpsym resolves {got:x?}"));
+                }
+                relocs_checked += 1;
+            }
+        }
+        compared += 1;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(compared >= 10, "only {compared} cases compared");
+    assert!(
+        relocs_checked >= 4,
+        "only {relocs_checked} relocation addresses compared"
+    );
+    eprintln!("{compared} cases, {relocs_checked} relocation targets: klpsym's predictions match the kernel");
+}

@@ -1,0 +1,74 @@
+//! Substring search over megabytes of ELF with reschedule points: one `memmem` call over a
+//! whole decompressed kernel takes milliseconds, so the haystack is searched in windows of
+//! [`SCAN_CHUNK`] bytes (overlapping by the needle's length) with a point between windows.
+
+use klpsym_core::resched::{Cancelled, Resched};
+use memchr::memmem::Finder;
+
+/// Bytes searched between two reschedule points (about 20 µs of `memmem` work).
+pub(crate) const SCAN_CHUNK: usize = 256 << 10;
+
+/// A needle searched for in bounded windows.
+pub(crate) struct ChunkedFinder<'n> {
+    finder: Finder<'n>,
+}
+
+impl<'n> ChunkedFinder<'n> {
+    pub fn new(needle: &'n [u8]) -> Self {
+        ChunkedFinder {
+            finder: Finder::new(needle),
+        }
+    }
+
+    /// The first occurrence starting at or after `from`.
+    pub fn find_from(
+        &self,
+        hay: &[u8],
+        from: usize,
+        resched: &mut Resched,
+    ) -> Result<Option<usize>, Cancelled> {
+        let overlap = self.finder.needle().len().saturating_sub(1);
+        let mut start = from;
+        while start < hay.len() {
+            let end = start.saturating_add(SCAN_CHUNK + overlap).min(hay.len());
+            if let Some(i) = self.finder.find(&hay[start..end]) {
+                return Ok(Some(start + i));
+            }
+            resched.tick_n(SCAN_CHUNK as u32)?;
+            start += SCAN_CHUNK;
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_needles_across_window_boundaries() {
+        let mut hay = vec![0u8; 3 * SCAN_CHUNK + 100];
+        let needle = b"needle!";
+        // One straddling the first boundary, one at the very end.
+        let a = SCAN_CHUNK - 3;
+        let b = hay.len() - needle.len();
+        hay[a..a + needle.len()].copy_from_slice(needle);
+        hay[b..].copy_from_slice(needle);
+        let f = ChunkedFinder::new(needle);
+        let mut r = Resched::none();
+        assert_eq!(f.find_from(&hay, 0, &mut r).unwrap(), Some(a));
+        assert_eq!(f.find_from(&hay, a + 1, &mut r).unwrap(), Some(b));
+        assert_eq!(f.find_from(&hay[..b], a + 1, &mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn cancellation_stops_a_long_scan() {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let mut r = Resched::none()
+            .with_interval(std::time::Duration::from_micros(1))
+            .with_cancel_flag(flag);
+        let hay = vec![0u8; 64 * SCAN_CHUNK];
+        let f = ChunkedFinder::new(b"x");
+        assert_eq!(f.find_from(&hay, 0, &mut r), Err(Cancelled));
+    }
+}

@@ -1,0 +1,280 @@
+//! Struct layouts of `klp_patch`, `klp_object` and `klp_func` from the target's BTF.
+//!
+//! BTF (Documentation/bpf/btf.rst) is what `/sys/kernel/btf/vmlinux` holds and what the
+//! image's `.BTF` section holds: a 24-byte header (magic 0xeB9F, version, flags, hdr_len,
+//! type_off/len, str_off/len relative to the header's end), a type section of variable-length
+//! records (12-byte `btf_type` + kind-specific tail), and a string section. Only what is
+//! needed to find three structs and their members is decoded; every record is bounds-checked
+//! and unknown kinds stop the walk with an error (their length is unknown).
+
+use crate::layouts::StructLayouts;
+
+/// Why BTF could not give the layouts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BtfError {
+    /// Not BTF, or broken.
+    #[error("BTF: {0}")]
+    Malformed(String),
+    /// A struct or member the kernel always has is missing (CONFIG_LIVEPATCH off?).
+    #[error("BTF has no {0} (is CONFIG_LIVEPATCH enabled on the target?)")]
+    Missing(String),
+}
+
+const BTF_MAGIC: u16 = 0xeb9f;
+const KIND_STRUCT: u32 = 4;
+
+struct Reader<'a> {
+    d: &'a [u8],
+    be: bool,
+}
+
+impl Reader<'_> {
+    fn u32(&self, at: usize) -> Result<u32, BtfError> {
+        let b = self
+            .d
+            .get(at..at + 4)
+            .ok_or_else(|| BtfError::Malformed(format!("read past the end at {at:#x}")))?;
+        let a = [b[0], b[1], b[2], b[3]];
+        Ok(if self.be {
+            u32::from_be_bytes(a)
+        } else {
+            u32::from_le_bytes(a)
+        })
+    }
+}
+
+/// A struct found in BTF: size and members (name, byte offset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BtfStruct {
+    /// `sizeof`.
+    pub size: u64,
+    /// Members with their byte offsets (bitfields at their containing byte).
+    pub members: Vec<(String, u64)>,
+}
+
+impl BtfStruct {
+    fn offset(&self, sname: &str, m: &str) -> Result<u64, BtfError> {
+        self.members
+            .iter()
+            .find(|(n, _)| n == m)
+            .map(|(_, o)| *o)
+            .ok_or_else(|| BtfError::Missing(format!("{sname}.{m}")))
+    }
+}
+
+/// Finds the structs named in `wanted` (first definition of each).
+pub fn find_structs(btf: &[u8], wanted: &[&str]) -> Result<Vec<Option<BtfStruct>>, BtfError> {
+    if btf.len() < 24 {
+        return Err(BtfError::Malformed("shorter than its header".into()));
+    }
+    let be = match u16::from_le_bytes([btf[0], btf[1]]) {
+        BTF_MAGIC => false,
+        0x9feb => true,
+        m => return Err(BtfError::Malformed(format!("bad magic {m:#06x}"))),
+    };
+    let r = Reader { d: btf, be };
+    let hdr_len = r.u32(4)? as usize;
+    let (type_off, type_len) = (r.u32(8)? as usize, r.u32(12)? as usize);
+    let (str_off, str_len) = (r.u32(16)? as usize, r.u32(20)? as usize);
+    let span = |off: usize, len: usize| -> Result<(usize, usize), BtfError> {
+        let start = hdr_len
+            .checked_add(off)
+            .ok_or_else(|| BtfError::Malformed("offset overflow".into()))?;
+        let end = start.checked_add(len).filter(|&e| e <= btf.len());
+        end.map(|e| (start, e)).ok_or_else(|| {
+            BtfError::Malformed(format!(
+                "section {start:#x}+{len:#x} past the end ({:#x})",
+                btf.len()
+            ))
+        })
+    };
+    let (ts, te) = span(type_off, type_len)?;
+    let (ss, se) = span(str_off, str_len)?;
+    let strings = &btf[ss..se];
+    let name = |off: u32| -> String {
+        strings
+            .get(off as usize..)
+            .and_then(|s| {
+                s.iter()
+                    .position(|&b| b == 0)
+                    .map(|n| String::from_utf8_lossy(&s[..n]).into_owned())
+            })
+            .unwrap_or_default()
+    };
+    let mut found: Vec<Option<BtfStruct>> = vec![None; wanted.len()];
+    let mut at = ts;
+    while at + 12 <= te {
+        let name_off = r.u32(at)?;
+        let info = r.u32(at + 4)?;
+        let size = r.u32(at + 8)?;
+        let vlen = (info & 0xffff) as usize;
+        let kind = (info >> 24) & 0x1f;
+        let kflag = info >> 31 == 1;
+        let tail = match kind {
+            1 | 14 | 17 => 4,
+            2 | 7..=12 | 16 | 18 => 0,
+            3 => 12,
+            4 | 5 => 12 * vlen,
+            6 | 13 => 8 * vlen,
+            15 | 19 => 12 * vlen,
+            k => return Err(BtfError::Malformed(format!("unknown kind {k} at {at:#x}"))),
+        };
+        let body = at + 12;
+        if body + tail > te {
+            return Err(BtfError::Malformed(format!(
+                "type at {at:#x} runs past the type section"
+            )));
+        }
+        if kind == KIND_STRUCT {
+            let n = name(name_off);
+            if let Some(i) = wanted.iter().position(|w| *w == n) {
+                if found[i].is_none() {
+                    let mut members = Vec::with_capacity(vlen);
+                    for k in 0..vlen {
+                        let m = body + 12 * k;
+                        let off = r.u32(m + 8)?;
+                        let bits = if kflag { off & 0x00ff_ffff } else { off };
+                        members.push((name(r.u32(m)?), u64::from(bits / 8)));
+                    }
+                    found[i] = Some(BtfStruct {
+                        size: u64::from(size),
+                        members,
+                    });
+                }
+            }
+        }
+        at = body + tail;
+    }
+    Ok(found)
+}
+
+/// The livepatch struct layouts from BTF bytes.
+pub fn layouts_from_btf(btf: &[u8]) -> Result<StructLayouts, BtfError> {
+    let f = find_structs(btf, &["klp_patch", "klp_object", "klp_func"])?;
+    let get = |i: usize, n: &str| {
+        f[i].clone()
+            .ok_or_else(|| BtfError::Missing(format!("struct {n}")))
+    };
+    let (p, o, fu) = (
+        get(0, "klp_patch")?,
+        get(1, "klp_object")?,
+        get(2, "klp_func")?,
+    );
+    let l = StructLayouts {
+        patch_objs: p.offset("klp_patch", "objs")?,
+        object_name: o.offset("klp_object", "name")?,
+        object_funcs: o.offset("klp_object", "funcs")?,
+        object_size: o.size,
+        func_old_name: fu.offset("klp_func", "old_name")?,
+        func_new_func: fu.offset("klp_func", "new_func")?,
+        func_old_sympos: fu.offset("klp_func", "old_sympos")?,
+        func_size: fu.size,
+        source: "btf",
+    };
+    if !l.is_consistent() {
+        return Err(BtfError::Malformed(format!("inconsistent layouts {l:?}")));
+    }
+    Ok(l)
+}
+
+/// A struct to write with [`build_btf`]: name, size, members (name, byte offset).
+pub type StructSpec<'a> = (&'a str, u32, &'a [(&'a str, u32)]);
+
+/// Builds BTF bytes (tests and fixtures).
+pub fn build_btf(structs: &[StructSpec<'_>]) -> Vec<u8> {
+    let mut strings = vec![0u8];
+    let mut add = |s: &str| {
+        let o = strings.len() as u32;
+        strings.extend_from_slice(s.as_bytes());
+        strings.push(0);
+        o
+    };
+    let mut types = Vec::new();
+    // type 1: an int, so members have a type to point at
+    let int_name = add("long");
+    for v in [int_name, 1 << 24, 8, 64] {
+        types.extend_from_slice(&v.to_le_bytes());
+    }
+    for (n, size, members) in structs {
+        let no = add(n);
+        for v in [no, (KIND_STRUCT << 24) | members.len() as u32, *size] {
+            types.extend_from_slice(&v.to_le_bytes());
+        }
+        for (mn, off) in members.iter() {
+            let mo = add(mn);
+            for v in [mo, 1, off * 8] {
+                types.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
+    out.extend_from_slice(&[1, 0]);
+    for v in [
+        24u32,
+        0,
+        types.len() as u32,
+        types.len() as u32,
+        strings.len() as u32,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&types);
+    out.extend_from_slice(&strings);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(func_size: u32) -> Vec<u8> {
+        build_btf(&[
+            (
+                "klp_func",
+                func_size,
+                &[
+                    ("old_name", 0),
+                    ("new_func", 8),
+                    ("old_sympos", 16),
+                    ("nop", 148),
+                ],
+            ),
+            ("unrelated", 4, &[("x", 0)]),
+            (
+                "klp_object",
+                168,
+                &[("name", 0), ("funcs", 8), ("callbacks", 16)],
+            ),
+            ("klp_patch", 200, &[("mod", 0), ("objs", 8), ("states", 16)]),
+        ])
+    }
+
+    #[test]
+    fn reads_layouts() {
+        let l = layouts_from_btf(&sample(152)).unwrap();
+        assert_eq!(
+            (l.func_size, l.object_size, l.patch_objs, l.func_old_sympos),
+            (152, 168, 8, 16)
+        );
+        assert_eq!(l.source, "btf");
+        assert_eq!(layouts_from_btf(&sample(160)).unwrap().func_size, 160);
+    }
+
+    #[test]
+    fn rejects_broken_btf() {
+        assert!(matches!(
+            layouts_from_btf(b"nope"),
+            Err(BtfError::Malformed(_))
+        ));
+        let mut b = sample(152);
+        b.truncate(40);
+        assert!(matches!(layouts_from_btf(&b), Err(BtfError::Malformed(_))));
+        let only = build_btf(&[("klp_func", 152, &[("old_name", 0)])]);
+        assert!(matches!(layouts_from_btf(&only), Err(BtfError::Missing(_))));
+        // unknown kind
+        let mut b = sample(152);
+        b[24 + 7] = 31; // kind byte of type 1 -> 31
+        assert!(layouts_from_btf(&b).is_err());
+    }
+}

@@ -1,0 +1,447 @@
+//! `convert`: ordinary relocations against unexported symbols → klp relocations.
+//!
+//! For every undefined symbol the target does not export that a relocation of an allocated
+//! section refers to:
+//! - the object and position are found in the target (`vmlinux` and loaded modules, plus
+//!   offline module tables): one definition → position 0; several → an error listing them
+//!   all unless pinned (`[OBJ:]NAME=POS`); none → an error;
+//! - the symbol is renamed in place to `.klp.sym.<obj>.<name>,<pos>` with SHN_LIVEPATCH;
+//! - its relocations move from `.rela<sec>` to `.klp.rela.<obj>.<sec>` (SHT_RELA,
+//!   SHF_ALLOC|SHF_INFO_LINK|SHF_RELA_LIVEPATCH, sh_info = `<sec>`, sh_link = `.symtab`).
+//!
+//! Relocations of non-allocated sections (debug info) are left alone: the loader skips them,
+//! and a klp section targeting them would be written into freed memory for module objects.
+//! Every problem is collected before refusing, and nothing is produced on refusal.
+
+use std::collections::BTreeMap;
+
+use crate::consts as elf;
+use klpsym_core::normalize_module_name;
+use serde::Serialize;
+
+use crate::edit::{encode_relas, strip_module_signature, ElfEditor, NewSection};
+use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
+use crate::error::{ConvertError, ParseError};
+use crate::module::LivepatchModule;
+use crate::names::{format_klp_section, format_klp_symbol, OBJNAME_WIDTH};
+use crate::target::Target;
+
+/// A user's choice for an ambiguous name: `[OBJ:]NAME=POS`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pin {
+    /// The object, normalized (`None`: wherever the name is).
+    pub object: Option<String>,
+    /// The symbol name.
+    pub name: String,
+    /// The position (1-based; 0 = must be unique).
+    pub position: u64,
+}
+
+impl Pin {
+    /// Parses `[OBJ:]NAME=POS`.
+    pub fn parse(s: &str) -> Result<Pin, String> {
+        let (lhs, pos) = s
+            .rsplit_once('=')
+            .ok_or_else(|| format!("pin '{s}': expected [OBJ:]NAME=POS"))?;
+        let position = pos
+            .trim()
+            .parse()
+            .map_err(|_| format!("pin '{s}': position '{pos}' is not a number"))?;
+        let (object, name) = match lhs.split_once(':') {
+            Some((o, n)) => (Some(normalize_module_name(o)), n),
+            None => (None, lhs),
+        };
+        if name.is_empty() {
+            return Err(format!("pin '{s}': empty symbol name"));
+        }
+        Ok(Pin {
+            object,
+            name: name.to_string(),
+            position,
+        })
+    }
+}
+
+/// One converted symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conversion {
+    /// Symbol index (unchanged).
+    pub symbol_index: u32,
+    /// The original name.
+    pub name: String,
+    /// The object it resolves in.
+    pub object: String,
+    /// The position written (0 = unique).
+    pub position: u64,
+    /// The new name.
+    pub klp_name: String,
+    /// Its address on the target, when known.
+    #[serde(serialize_with = "crate::report::hex_opt")]
+    pub address: Option<u64>,
+    /// Number of relocations moved.
+    pub relocations: usize,
+    /// True when a pin chose the position.
+    pub pinned: bool,
+}
+
+/// What `convert` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConvertReport {
+    /// The module name.
+    pub module: String,
+    /// Every symbol converted.
+    pub conversions: Vec<Conversion>,
+    /// Sections created, in order.
+    pub sections_created: Vec<String>,
+    /// True when nothing needed converting (the output is the input).
+    pub unchanged: bool,
+    /// True when a signature was dropped.
+    pub signature_dropped: bool,
+    /// Remarks that do not stop the conversion.
+    pub warnings: Vec<String>,
+}
+
+/// Relocation types the kernel applies in a klp section (see [`crate::reloc`]).
+fn klp_type_supported(arch: Arch, t: u32) -> bool {
+    match arch {
+        Arch::X86_64 => matches!(
+            t,
+            elf::R_X86_64_NONE
+                | elf::R_X86_64_64
+                | elf::R_X86_64_32
+                | elf::R_X86_64_32S
+                | elf::R_X86_64_PC32
+                | elf::R_X86_64_PLT32
+                | elf::R_X86_64_PC64
+        ),
+        Arch::Aarch64 => {
+            t == 0
+                || (elf::R_AARCH64_NONE..=elf::R_AARCH64_LDST128_ABS_LO12_NC).contains(&t)
+                    && t != 281
+                    && !(294..299).contains(&t)
+        }
+    }
+}
+
+/// Special sections the loader processes right after relocation; a module-object klp
+/// relocation in them is applied too late (upstream forbids it).
+const SPECIAL: &[&str] = &[
+    "__jump_table",
+    ".altinstructions",
+    ".static_call_sites",
+    "__bug_table",
+    ".parainstructions",
+    ".retpoline_sites",
+    ".return_sites",
+    ".call_sites",
+    ".smp_locks",
+    "__ex_table",
+];
+
+/// Converts `module` for `target`. `exported` tells which names the target exports (those
+/// stay ordinary relocations).
+pub fn convert(
+    module: &[u8],
+    target: &Target<'_>,
+    pins: &[Pin],
+    exported: &dyn Fn(&str) -> bool,
+) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
+    let mut warnings = Vec::new();
+    let (data, signature_dropped) = match strip_module_signature(module) {
+        Some(d) => {
+            warnings.push(
+                "module signature dropped: it would not match the converted module; sign it again"
+                    .into(),
+            );
+            (d, true)
+        }
+        None => (module, false),
+    };
+    let obj = ElfObject::parse(data)?;
+    if obj.e_type != elf::ET_REL {
+        return Err(ParseError::Unsupported(format!(
+            "e_type {}: not a relocatable object (.ko)",
+            obj.e_type
+        ))
+        .into());
+    }
+    if Arch::from_machine(obj.machine) != Some(target.arch) {
+        return Err(ConvertError::Refused(vec![format!(
+            "module is for e_machine {}, the target kernel is {:?}",
+            obj.machine, target.arch
+        )]));
+    }
+    let lp = LivepatchModule::parse(data)?;
+    let mut errors = Vec::new();
+    if !lp.is_marked_livepatch() {
+        errors.push("modinfo has no livepatch=Y: add MODULE_INFO(livepatch, \"Y\")".to_string());
+    }
+    // Which symbols, and which relocations refer to them.
+    let mut uses: BTreeMap<u32, usize> = BTreeMap::new();
+    for s in &obj.sections {
+        if s.sh_type != elf::SHT_RELA || s.flags & SHF_RELA_LIVEPATCH != 0 {
+            continue;
+        }
+        let alloc = obj
+            .sections
+            .get(s.info as usize)
+            .is_some_and(|t| t.flags & elf::SHF_ALLOC != 0);
+        if !alloc {
+            continue;
+        }
+        for r in &obj.relas[s.index as usize] {
+            let sym = &obj.symbols[r.sym as usize];
+            if r.sym == 0 || !sym.is_undefined() || sym.name.is_empty() || exported(&sym.name) {
+                continue;
+            }
+            if sym.name == "_GLOBAL_OFFSET_TABLE_" {
+                continue;
+            }
+            if sym.bind() == elf::STB_WEAK {
+                let w = format!(
+                    "weak undefined symbol '{}' left alone (the kernel resolves it to 0)",
+                    sym.name
+                );
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+                continue;
+            }
+            if !klp_type_supported(target.arch, r.r_type) {
+                errors.push(format!(
+                    "{}: relocation at {:#x} against '{}' has type {}, which the kernel cannot apply in a klp section",
+                    s.name, r.offset, sym.name, r.r_type
+                ));
+            }
+            *uses.entry(r.sym).or_default() += 1;
+        }
+    }
+    if uses.is_empty() {
+        if !errors.is_empty() {
+            return Err(ConvertError::Refused(errors));
+        }
+        let report = ConvertReport {
+            module: lp.name.clone(),
+            conversions: vec![],
+            sections_created: vec![],
+            unchanged: true,
+            signature_dropped,
+            warnings,
+        };
+        return Ok((data.to_vec(), report));
+    }
+    let mut conversions = Vec::new();
+    for (&index, &count) in &uses {
+        let name = obj.symbols[index as usize].name.clone();
+        match place_symbol(target, &name, pins) {
+            Ok((object, position, address, pinned)) => {
+                if object.len() > OBJNAME_WIDTH || object.contains('.') {
+                    errors.push(format!(
+                        "'{name}': object name '{object}' cannot be written in a klp symbol name"
+                    ));
+                }
+                if name.len() >= target.rules.ksym_name_len {
+                    errors.push(format!(
+                        "'{name}' is longer than KSYM_NAME_LEN-1 ({})",
+                        target.rules.ksym_name_len - 1
+                    ));
+                }
+                let klp_name = format_klp_symbol(&object, &name, position);
+                conversions.push(Conversion {
+                    symbol_index: index,
+                    name,
+                    object,
+                    position,
+                    klp_name,
+                    address,
+                    relocations: count,
+                    pinned,
+                });
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ConvertError::Refused(errors));
+    }
+    let by_index: BTreeMap<u32, &Conversion> =
+        conversions.iter().map(|c| (c.symbol_index, c)).collect();
+    let mut ed = ElfEditor::new(&obj);
+    for c in &conversions {
+        ed.set_symbol(c.symbol_index, &c.klp_name, SHN_LIVEPATCH, 0);
+    }
+    // (object, target section) -> moved relocations, in section order.
+    let mut moved: BTreeMap<(u32, String), Vec<ElfRela>> = BTreeMap::new();
+    for s in &obj.sections {
+        if s.sh_type != elf::SHT_RELA || s.flags & SHF_RELA_LIVEPATCH != 0 {
+            continue;
+        }
+        let alloc = obj
+            .sections
+            .get(s.info as usize)
+            .is_some_and(|t| t.flags & elf::SHF_ALLOC != 0);
+        if !alloc {
+            continue;
+        }
+        let relas = &obj.relas[s.index as usize];
+        let (go, keep): (Vec<ElfRela>, Vec<ElfRela>) =
+            relas.iter().partition(|r| by_index.contains_key(&r.sym));
+        if go.is_empty() {
+            continue;
+        }
+        ed.set_contents(s.index, encode_relas(&keep));
+        let tname = &obj.sections[s.info as usize].name;
+        for r in go {
+            let c = by_index[&r.sym];
+            if c.object != "vmlinux" && (tname.starts_with(".init.") || tname.starts_with(".exit."))
+            {
+                warnings.push(format!(
+                    "relocation in {tname} against module symbol '{}': {tname} may be freed before the module \
+                     loads and the kernel writes the relocation",
+                    c.name
+                ));
+            }
+            if c.object != "vmlinux" && SPECIAL.contains(&tname.as_str()) {
+                warnings.push(format!(
+                    "relocation in {tname} against module symbol '{}': the kernel applies it after {tname} was processed",
+                    c.name
+                ));
+            }
+            moved.entry((s.info, c.object.clone())).or_default().push(r);
+        }
+    }
+    let mut sections_created = Vec::new();
+    for ((target_index, object), relas) in moved {
+        let name = format_klp_section(&object, &obj.sections[target_index as usize].name);
+        sections_created.push(name.clone());
+        ed.add_section(NewSection {
+            name,
+            sh_type: elf::SHT_RELA,
+            flags: (elf::SHF_ALLOC | elf::SHF_INFO_LINK) | SHF_RELA_LIVEPATCH,
+            link: obj.symtab_index,
+            info: target_index,
+            addralign: 8,
+            entsize: 24,
+            data: encode_relas(&relas),
+        });
+    }
+    let out = ed.write().map_err(|e| ConvertError::Refused(vec![e]))?;
+    let report = ConvertReport {
+        module: lp.name.clone(),
+        conversions,
+        sections_created,
+        unchanged: false,
+        signature_dropped,
+        warnings,
+    };
+    Ok((out, report))
+}
+
+/// Chooses (object, position, address, pinned) for `name`.
+fn place_symbol(
+    target: &Target<'_>,
+    name: &str,
+    pins: &[Pin],
+) -> Result<(String, u64, Option<u64>, bool), String> {
+    // Every definition, per object, in kernel order: (object, position, address).
+    let mut defs: Vec<(String, u64, Option<u64>)> = Vec::new();
+    let mut push_from = |table: &klpsym_core::SymbolTable, only: Option<&str>| {
+        let mut per: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in table.by_name(name) {
+            let info = table.object_info(s.object);
+            // ftrace/kprobe trampolines and BPF programs are not livepatch objects
+            if info.kind == klpsym_core::ObjectKind::Pseudo {
+                continue;
+            }
+            let oname = info.name.clone();
+            if only.is_some_and(|o| o != oname) {
+                continue;
+            }
+            let pos = per.entry(s.object.0).or_default();
+            *pos += 1;
+            defs.push((oname, *pos, (!table.addresses_hidden()).then_some(s.addr)));
+        }
+    };
+    push_from(target.kernel, None);
+    for (m, t) in &target.offline_modules {
+        if !target.is_loaded(m) {
+            push_from(t, Some(m));
+        }
+    }
+    let list = |defs: &[(String, u64, Option<u64>)]| {
+        defs.iter()
+            .map(|(o, p, a)| {
+                let a = a.map_or_else(|| "(hidden)".to_string(), |a| format!("{a:#x}"));
+                format!("    position {p}  {o}  {a}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let pin = pins.iter().find(|p| p.name == name);
+    if let Some(pin) = pin {
+        let objects: Vec<&String> = {
+            let mut v: Vec<&String> = defs.iter().map(|d| &d.0).collect();
+            v.dedup();
+            v
+        };
+        let object = match &pin.object {
+            Some(o) => o.clone(),
+            None if objects.len() == 1 => objects[0].clone(),
+            None => {
+                return Err(format!(
+                "'{name}' is defined in several objects; pin it as OBJ:{name}=POS. Candidates:\n{}",
+                list(&defs)
+            ))
+            }
+        };
+        let in_obj: Vec<_> = defs.iter().filter(|d| d.0 == object).collect();
+        let hit = match pin.position {
+            0 if in_obj.len() == 1 => in_obj.first(),
+            0 => None,
+            p => in_obj.iter().find(|d| d.1 == p),
+        };
+        return match hit {
+            Some(d) => Ok((object, pin.position, d.2, true)),
+            None => Err(format!(
+                "pin {}{name}={} matches no definition. Candidates:\n{}",
+                pin.object
+                    .as_ref()
+                    .map_or(String::new(), |o| format!("{o}:")),
+                pin.position,
+                list(&defs)
+            )),
+        };
+    }
+    match defs.len() {
+        0 => Err(format!(
+            "'{name}' is not defined in the target kernel (vmlinux, loaded or given modules)"
+        )),
+        1 => Ok((defs[0].0.clone(), 0, defs[0].2, false)),
+        _ => Err(format!(
+            "'{name}' is defined {} times; pin one with --pin [OBJ:]{name}=POS. Candidates:\n{}",
+            defs.len(),
+            list(&defs)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_parse() {
+        assert_eq!(
+            Pin::parse("nf-tables:helper=2").unwrap(),
+            Pin {
+                object: Some("nf_tables".into()),
+                name: "helper".into(),
+                position: 2
+            }
+        );
+        assert_eq!(Pin::parse("x=0").unwrap().object, None);
+        assert!(Pin::parse("x").is_err());
+        assert!(Pin::parse("x=a").is_err());
+        assert!(Pin::parse("=1").is_err());
+    }
+}

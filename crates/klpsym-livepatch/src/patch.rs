@@ -1,0 +1,450 @@
+//! Finding `struct klp_patch` in a module and following it to its objects and functions.
+//!
+//! In a `.ko`, every pointer field of those tables is zero in the section bytes and carried by
+//! a relocation (RELA) at the field's offset, so pointers are followed through the module's
+//! own relocation sections; plain integers (`old_sympos`) are read from the bytes.
+//!
+//! Which data object is the patch? Two heuristics, the first confirmed by the second:
+//! 1. **init call**: the module's `init_module` calls `klp_enable_patch(&patch)`; the last
+//!    relocation in `init_module` before the call's relocation that points into a data section
+//!    is taken as `&patch` (x86 `mov $patch,%rdi` = R_X86_64_32S, or `lea` = PC32 with
+//!    addend -4; arm64 `adrp`+`add`).
+//! 2. **layout**: `klp_patch.mod` is `THIS_MODULE`, so the patch is where a relocation against
+//!    `__this_module` sits at offset 0 and a pointer relocation at `patch_objs`.
+//!
+//! When (1) finds a candidate confirmed by (2), the result is `certain`; when only (2)
+//! matches, the first match is used and `certain` is false when there were several.
+
+use std::collections::HashMap;
+
+use crate::consts as elf;
+use serde::Serialize;
+
+use crate::elf::{ElfObject, ElfRela};
+use crate::layouts::StructLayouts;
+
+/// A pointer field of the patch tables, as the module's relocations describe it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pointer {
+    /// Zero bytes and no relocation: NULL.
+    Null,
+    /// Into one of the module's own sections.
+    Local {
+        /// Section index.
+        section: u32,
+        /// Offset in the section (S + A).
+        offset: u64,
+        /// The symbol the relocation names (a section symbol shows as the section name).
+        symbol: String,
+    },
+    /// Against an undefined symbol.
+    External {
+        /// Symbol name.
+        symbol: String,
+        /// Addend.
+        addend: i64,
+    },
+    /// Nonzero bytes without a relocation.
+    Raw(u64),
+}
+
+/// One `struct klp_func` as the module describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KlpFuncDesc {
+    /// `old_name`, when it points at a readable string.
+    pub old_name: Option<String>,
+    /// `new_func`.
+    pub new_func: Pointer,
+    /// The function symbol `new_func` points at, when there is one.
+    pub new_func_symbol: Option<String>,
+    /// `old_sympos`.
+    pub old_sympos: u64,
+    /// Where the entry sits: (section, offset).
+    pub at: (u32, u64),
+}
+
+/// One `struct klp_object`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KlpObjectDesc {
+    /// `name`: `None` for vmlinux (NULL).
+    pub name: Option<String>,
+    /// The functions, in array order.
+    pub funcs: Vec<KlpFuncDesc>,
+    /// `funcs` was NULL (klp_enable_patch returns -EINVAL).
+    pub funcs_null: bool,
+    /// Where the entry sits: (section, offset).
+    pub at: (u32, u64),
+}
+
+impl KlpObjectDesc {
+    /// The object name as the kernel compares it (`vmlinux` for NULL).
+    pub fn object_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("vmlinux")
+    }
+}
+
+/// How the patch was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Discovery {
+    /// The argument of `klp_enable_patch()` in `init_module`, confirmed by the layout.
+    InitCall,
+    /// A data object that looks like a klp_patch (`mod = THIS_MODULE`, `objs` set).
+    Layout,
+}
+
+/// The patch description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PatchDesc {
+    /// Where `struct klp_patch` sits: (section, offset).
+    pub at: (u32, u64),
+    /// How it was found.
+    pub discovery: Discovery,
+    /// False when the heuristics had to guess between several candidates.
+    pub certain: bool,
+    /// The objects, in array order.
+    pub objects: Vec<KlpObjectDesc>,
+    /// The layouts used.
+    pub layouts: StructLayouts,
+    /// Remarks: layout mismatches, guesses.
+    pub notes: Vec<String>,
+}
+
+/// Pointer-sized relocations of the module's ordinary relocation sections, by (target
+/// section, offset).
+pub(crate) struct RelocMap<'a> {
+    map: HashMap<(u32, u64), &'a ElfRela>,
+}
+
+impl<'a> RelocMap<'a> {
+    pub(crate) fn new(obj: &'a ElfObject<'_>, is_klp: impl Fn(u32) -> bool) -> Self {
+        let mut map = HashMap::new();
+        for s in &obj.sections {
+            if s.sh_type != elf::SHT_RELA || is_klp(s.index) {
+                continue;
+            }
+            for r in &obj.relas[s.index as usize] {
+                map.entry((s.info, r.offset)).or_insert(r);
+            }
+        }
+        RelocMap { map }
+    }
+
+    fn get(&self, section: u32, offset: u64) -> Option<&'a ElfRela> {
+        self.map.get(&(section, offset)).copied()
+    }
+
+    fn in_range(
+        &self,
+        section: u32,
+        start: u64,
+        end: u64,
+    ) -> impl Iterator<Item = &'a ElfRela> + '_ {
+        self.map
+            .iter()
+            .filter(move |((s, o), _)| *s == section && *o >= start && *o < end)
+            .map(|(_, r)| *r)
+    }
+}
+
+fn read_u64(obj: &ElfObject<'_>, section: u32, offset: u64) -> Option<u64> {
+    let b = obj.read_bytes(section, offset, 8)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
+fn symbol_label(obj: &ElfObject<'_>, sym: u32) -> String {
+    let s = &obj.symbols[sym as usize];
+    if s.kind() == elf::STT_SECTION {
+        obj.sections
+            .get(s.shndx as usize)
+            .map_or_else(String::new, |x| x.name.clone())
+    } else {
+        s.name.clone()
+    }
+}
+
+fn pointer_at(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    section: u32,
+    offset: u64,
+) -> Option<Pointer> {
+    if let Some(r) = relocs.get(section, offset) {
+        let s = &obj.symbols[r.sym as usize];
+        let label = symbol_label(obj, r.sym);
+        if s.in_section() {
+            return Some(Pointer::Local {
+                section: u32::from(s.shndx),
+                offset: s.value.wrapping_add(r.addend as u64),
+                symbol: label,
+            });
+        }
+        return Some(Pointer::External {
+            symbol: label,
+            addend: r.addend,
+        });
+    }
+    let v = read_u64(obj, section, offset)?;
+    Some(if v == 0 {
+        Pointer::Null
+    } else {
+        Pointer::Raw(v)
+    })
+}
+
+fn function_at(obj: &ElfObject<'_>, section: u32, offset: u64) -> Option<String> {
+    obj.symbols
+        .iter()
+        .find(|s| u32::from(s.shndx) == section && s.value == offset && s.kind() == elf::STT_FUNC)
+        .map(|s| s.name.clone())
+}
+
+/// Candidate patch locations by the init-call heuristic.
+fn init_call_candidate(obj: &ElfObject<'_>, relocs: &RelocMap<'_>) -> Option<(u32, u64)> {
+    let init = obj
+        .symbols
+        .iter()
+        .find(|s| s.name == "init_module" && s.in_section() && s.kind() == elf::STT_FUNC)?;
+    let sec = u32::from(init.shndx);
+    let end = init.value.saturating_add(init.size.max(1));
+    let mut in_init: Vec<&ElfRela> = relocs.in_range(sec, init.value, end).collect();
+    in_init.sort_by_key(|r| r.offset);
+    let call = in_init
+        .iter()
+        .position(|r| obj.symbols[r.sym as usize].name == "klp_enable_patch")?;
+    in_init[..call].iter().rev().find_map(|r| {
+        let s = &obj.symbols[r.sym as usize];
+        if !s.in_section() {
+            return None;
+        }
+        let target_sec = obj.sections.get(s.shndx as usize)?;
+        if target_sec.flags & elf::SHF_EXECINSTR != 0 {
+            return None;
+        }
+        // x86 RIP-relative: the reference is to S + A + 4 (the displacement ends the insn).
+        let pcrel = matches!(r.r_type, elf::R_X86_64_PC32 | elf::R_X86_64_PLT32)
+            && obj.machine == elf::EM_X86_64;
+        let fix = if pcrel { 4 } else { 0 };
+        Some((
+            u32::from(s.shndx),
+            s.value.wrapping_add(r.addend as u64).wrapping_add(fix),
+        ))
+    })
+}
+
+/// Candidate patch locations by the layout heuristic.
+fn layout_candidates(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    l: &StructLayouts,
+) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = relocs
+        .map
+        .iter()
+        .filter(|((sec, _), r)| {
+            obj.symbols[r.sym as usize].name == "__this_module"
+                && obj
+                    .sections
+                    .get(*sec as usize)
+                    .is_some_and(|s| s.name != ".gnu.linkonce.this_module")
+        })
+        .filter(|((sec, off), _)| {
+            matches!(
+                pointer_at(obj, relocs, *sec, off.wrapping_add(l.patch_objs)),
+                Some(Pointer::Local { .. })
+            )
+        })
+        .map(|(k, _)| *k)
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Finds and reads the patch description, or explains why not.
+pub(crate) fn read_patch(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    l: &StructLayouts,
+) -> Result<PatchDesc, String> {
+    let layout = layout_candidates(obj, relocs, l);
+    let mut notes = Vec::new();
+    let (at, discovery, certain) = match init_call_candidate(obj, relocs) {
+        Some(c) if layout.contains(&c) => (c, Discovery::InitCall, true),
+        Some(c) => {
+            notes.push(format!(
+                "klp_enable_patch() argument at section {} offset {:#x} does not look like a klp_patch \
+                 (no THIS_MODULE/objs relocations); using it anyway",
+                c.0, c.1
+            ));
+            (c, Discovery::InitCall, false)
+        }
+        None => {
+            match layout.first() {
+                Some(&c) => {
+                    if layout.len() > 1 {
+                        notes.push(format!(
+                            "{} data objects look like a klp_patch; using the first",
+                            layout.len()
+                        ));
+                    }
+                    (c, Discovery::Layout, layout.len() == 1)
+                }
+                None => return Err(
+                    "no klp_patch found: no klp_enable_patch() call in init_module and no data \
+                            object with .mod = THIS_MODULE and .objs set"
+                        .into(),
+                ),
+            }
+        }
+    };
+    let objs = match pointer_at(obj, relocs, at.0, at.1.wrapping_add(l.patch_objs)) {
+        Some(Pointer::Local {
+            section, offset, ..
+        }) => (section, offset),
+        other => {
+            return Err(format!(
+                "klp_patch.objs is not a pointer into the module: {other:?}"
+            ))
+        }
+    };
+    let mut objects = Vec::new();
+    let osize = obj.sections.get(objs.0 as usize).map_or(0, |s| s.size);
+    let max_objects = osize / l.object_size.max(1) + 1;
+    let mut terminated = false;
+    for i in 0..max_objects {
+        let entry = objs.1.wrapping_add(i.wrapping_mul(l.object_size));
+        let name = pointer_at(obj, relocs, objs.0, entry.wrapping_add(l.object_name));
+        let funcs = pointer_at(obj, relocs, objs.0, entry.wrapping_add(l.object_funcs));
+        let (Some(name), Some(funcs)) = (name, funcs) else {
+            break;
+        };
+        if name == Pointer::Null && funcs == Pointer::Null {
+            terminated = true;
+            break;
+        }
+        let name = match name {
+            Pointer::Null => None,
+            Pointer::Local {
+                section, offset, ..
+            } => Some(obj.read_cstr(section, offset).ok_or_else(|| {
+                format!(
+                    "klp_object[{i}].name points outside section {section} (offset {offset:#x})"
+                )
+            })?),
+            other => {
+                return Err(format!(
+                    "klp_object[{i}].name is not a string of the module: {other:?}"
+                ))
+            }
+        };
+        let mut desc = KlpObjectDesc {
+            name,
+            funcs: Vec::new(),
+            funcs_null: false,
+            at: (objs.0, entry),
+        };
+        match funcs {
+            Pointer::Null => desc.funcs_null = true,
+            Pointer::Local {
+                section, offset, ..
+            } => {
+                desc.funcs = read_funcs(obj, relocs, l, section, offset, i, &mut notes)?;
+            }
+            other => {
+                return Err(format!(
+                    "klp_object[{i}].funcs is not a pointer into the module: {other:?}"
+                ))
+            }
+        }
+        objects.push(desc);
+    }
+    if !terminated {
+        return Err(format!(
+            "klp_object array at section {} offset {:#x} has no terminating empty entry (stride {})",
+            objs.0, objs.1, l.object_size
+        ));
+    }
+    Ok(PatchDesc {
+        at,
+        discovery,
+        certain,
+        objects,
+        layouts: *l,
+        notes,
+    })
+}
+
+fn read_funcs(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    l: &StructLayouts,
+    section: u32,
+    start: u64,
+    oi: u64,
+    notes: &mut Vec<String>,
+) -> Result<Vec<KlpFuncDesc>, String> {
+    let size = obj.sections.get(section as usize).map_or(0, |s| s.size);
+    let max = size / l.func_size.max(1) + 1;
+    let mut out = Vec::new();
+    for j in 0..max {
+        let entry = start.wrapping_add(j.wrapping_mul(l.func_size));
+        let old_name = pointer_at(obj, relocs, section, entry.wrapping_add(l.func_old_name));
+        let new_func = pointer_at(obj, relocs, section, entry.wrapping_add(l.func_new_func));
+        let sympos = read_u64(obj, section, entry.wrapping_add(l.func_old_sympos));
+        let (Some(old_name), Some(new_func), Some(old_sympos)) = (old_name, new_func, sympos)
+        else {
+            return Err(format!(
+                "klp_object[{oi}].funcs array at section {section} offset {start:#x} runs past the section \
+                 without a terminating empty entry (stride {})",
+                l.func_size
+            ));
+        };
+        if old_name == Pointer::Null && new_func == Pointer::Null && old_sympos == 0 {
+            // Cross-check the stride: every pointer relocation inside the array must sit on a
+            // pointer field of some entry.
+            let end = entry;
+            let odd: Vec<u64> = relocs
+                .in_range(section, start, end)
+                .map(|r| r.offset - start)
+                .filter(|o| {
+                    let f = o % l.func_size;
+                    f != l.func_old_name && f != l.func_new_func
+                })
+                .collect();
+            if !odd.is_empty() {
+                notes.push(format!(
+                    "klp_object[{oi}].funcs: relocations at +{odd:#x?} are not on old_name/new_func of a \
+                     {}-byte klp_func: the target's struct layout probably differs (use its BTF)",
+                    l.func_size
+                ));
+            }
+            return Ok(out);
+        }
+        let old_name_str = match &old_name {
+            Pointer::Local {
+                section, offset, ..
+            } => obj.read_cstr(*section, *offset),
+            _ => None,
+        };
+        let new_func_symbol = match &new_func {
+            Pointer::Local {
+                section,
+                offset,
+                symbol,
+            } => function_at(obj, *section, *offset).or_else(|| Some(symbol.clone())),
+            Pointer::External { symbol, .. } => Some(symbol.clone()),
+            _ => None,
+        };
+        out.push(KlpFuncDesc {
+            old_name: old_name_str,
+            new_func,
+            new_func_symbol,
+            old_sympos,
+            at: (section, entry),
+        });
+    }
+    Err(format!(
+        "klp_object[{oi}].funcs: no terminating empty entry"
+    ))
+}

@@ -1,0 +1,292 @@
+//! What `check` reports: stable, documented, serializable.
+//!
+//! JSON field names are part of the CLI's contract (see CLI.md); add fields, never rename.
+
+use serde::Serialize;
+
+/// When the kernel hits a problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum Stage {
+    /// `load_module()` of the patch module: modinfo, symbols, relocations (since 5.8 the
+    /// vmlinux klp relocations too). The load fails.
+    ModuleLoad,
+    /// The patch module's init: `klp_enable_patch()` (tables, loaded objects, functions). The
+    /// load fails.
+    PatchEnable,
+    /// Later, when `module` loads (`klp_module_coming()`): the kernel refuses that module.
+    ModuleComing {
+        /// The module being loaded.
+        module: String,
+    },
+}
+
+/// What went wrong (stable identifiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// `livepatch: module %s is not marked as a livepatch module`.
+    NotLivepatchModule,
+    /// `%s: Unknown symbol %s (err -2)`.
+    UnknownSymbol,
+    /// `%s: please compile with -fno-common`.
+    CommonSymbol,
+    /// `section %s has an incorrectly formatted name`.
+    BadSectionName,
+    /// `symbol %s is not marked as a livepatch symbol`.
+    NotLivepatchSymbol,
+    /// `symbol %s has an incorrectly formatted name`.
+    BadSymbolName,
+    /// `invalid access to vmlinux symbol '%s' from module-specific livepatch relocation section`.
+    VmlinuxSymbolInModuleSection,
+    /// `symbol '%s' not found in symbol table`.
+    SymbolNotFound,
+    /// `unresolvable ambiguity for symbol '%s' in object '%s'`.
+    Ambiguous,
+    /// `symbol position %lu for symbol '%s' in object '%s' not found`.
+    PositionNotFound,
+    /// An arch overflow message.
+    RelocationOverflow,
+    /// `x86/modules: Invalid relocation target, existing value is nonzero ...`.
+    RelocationTargetNonzero,
+    /// An unknown/unsupported relocation type.
+    RelocationType,
+    /// A klp_patch/klp_object/klp_func table the kernel rejects without a message
+    /// (NULL `objs`/`funcs`/`old_name`/`new_func`, names too long).
+    InvalidPatchTable,
+    /// Two functions (or objects) with the same sysfs name: kobject_add fails with -EEXIST.
+    DuplicateSysfsName,
+}
+
+/// One problem, with the kernel's exact log lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Stable identifier.
+    pub kind: ProblemKind,
+    /// When the kernel meets it.
+    #[serde(flatten)]
+    pub stage: Stage,
+    /// The kernel's lines, prefix included (`livepatch: `), in order; empty when the kernel
+    /// fails silently.
+    pub log: Vec<String>,
+    /// The errno the operation fails with (positive: 22 = EINVAL).
+    pub errno: i32,
+    /// Its name (`EINVAL`).
+    pub errno_name: &'static str,
+    /// False when the kernel stops at an earlier problem of the same stage first (listed so
+    /// the author can fix everything at once).
+    pub reached: bool,
+    /// The symbol concerned.
+    pub symbol: Option<String>,
+    /// The section concerned.
+    pub section: Option<String>,
+    /// The object concerned (`vmlinux` or a module).
+    pub object: Option<String>,
+    /// What to do about it.
+    pub hint: String,
+    /// For ambiguity and bad positions: every definition, with its position.
+    pub candidates: Vec<Candidate>,
+}
+
+/// One definition of an ambiguous name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    /// 1-based position in the object's kallsyms order (old_sympos / `,N` of a klp symbol).
+    pub position: u64,
+    /// The object.
+    pub object: String,
+    /// The address (`None` when hidden).
+    #[serde(serialize_with = "hex_opt")]
+    pub address: Option<u64>,
+    /// The kallsyms type letter.
+    pub kind: char,
+}
+
+/// The overall outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The kernel loads and enables the patch; deferred objects checked offline are fine.
+    Accepted,
+    /// insmod fails.
+    RefusedAtLoad,
+    /// The patch loads, but the kernel will refuse to load some module later.
+    RefusedWhenModuleLoads,
+}
+
+/// The verdict with its context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The outcome.
+    pub kind: VerdictKind,
+    /// errno of the failing load (RefusedAtLoad).
+    pub errno: Option<i32>,
+    /// Modules the kernel would refuse to load (RefusedWhenModuleLoads).
+    pub refused_modules: Vec<String>,
+    /// Deferred objects that could not be checked (no `.ko` given).
+    pub unchecked_modules: Vec<String>,
+}
+
+impl Verdict {
+    /// The verdict of a list of problems (kernel order) and object states.
+    pub fn of(problems: &[Problem], objects: &[ObjectReport]) -> Verdict {
+        let first_fatal = problems
+            .iter()
+            .find(|p| p.reached && matches!(p.stage, Stage::ModuleLoad | Stage::PatchEnable));
+        let mut refused: Vec<String> = problems
+            .iter()
+            .filter(|p| p.reached)
+            .filter_map(|p| match &p.stage {
+                Stage::ModuleComing { module } => Some(module.clone()),
+                _ => None,
+            })
+            .collect();
+        refused.dedup();
+        let unchecked: Vec<String> = objects
+            .iter()
+            .filter(|o| o.state == ObjectState::DeferredUnchecked)
+            .map(|o| o.name.clone())
+            .collect();
+        match first_fatal {
+            Some(p) => Verdict {
+                kind: VerdictKind::RefusedAtLoad,
+                errno: Some(p.errno),
+                refused_modules: vec![],
+                unchecked_modules: unchecked,
+            },
+            None if !refused.is_empty() => Verdict {
+                kind: VerdictKind::RefusedWhenModuleLoads,
+                errno: None,
+                refused_modules: refused,
+                unchecked_modules: unchecked,
+            },
+            None => Verdict {
+                kind: VerdictKind::Accepted,
+                errno: None,
+                refused_modules: vec![],
+                unchecked_modules: unchecked,
+            },
+        }
+    }
+}
+
+/// How an object of the patch stands on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectState {
+    /// vmlinux or a loaded module: patched at enable time.
+    Loaded,
+    /// Not loaded; checked against its `.ko` (applied when it loads).
+    DeferredChecked,
+    /// Not loaded and no `.ko` given.
+    DeferredUnchecked,
+}
+
+/// One klp_func.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FuncReport {
+    /// `old_name`.
+    pub old_name: Option<String>,
+    /// `old_sympos`.
+    pub old_sympos: u64,
+    /// The lookup verdict (None when not looked up).
+    pub verdict: Option<klpsym_core::Verdict>,
+    /// The address the kernel would patch (offline layout for deferred objects).
+    #[serde(serialize_with = "hex_opt")]
+    pub address: Option<u64>,
+    /// The replacement function's symbol in the patch module.
+    pub new_func: Option<String>,
+}
+
+/// One klp_object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectReport {
+    /// `vmlinux` or the module name.
+    pub name: String,
+    /// Where it stands.
+    pub state: ObjectState,
+    /// Its functions.
+    pub funcs: Vec<FuncReport>,
+}
+
+/// One klp relocation (`--explain`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RelocationReport {
+    /// The klp relocation section.
+    pub section: String,
+    /// Index of the entry in its section.
+    pub index: usize,
+    /// The patched section's name.
+    pub target_section: String,
+    /// `r_offset`.
+    pub offset: u64,
+    /// Relocation type number.
+    pub r_type: u32,
+    /// Its name.
+    pub type_name: String,
+    /// The symbol's name as written in the module.
+    pub symbol: String,
+    /// The resolved address (S); `None` when unresolved or hidden.
+    #[serde(serialize_with = "hex_opt")]
+    pub resolved: Option<u64>,
+    /// True when S comes from an offline `.ko` layout, not a live address.
+    pub offline: bool,
+    /// `r_addend`.
+    pub addend: i64,
+    /// `S + A`, `S + A - P`...
+    pub expression: String,
+    /// The value computed, when known.
+    #[serde(serialize_with = "hex_opt")]
+    pub value: Option<u64>,
+    /// The bytes written, lowercase hex, when known.
+    pub bytes: Option<String>,
+    /// `applied`, `failed`, `not_reached`, `deferred_unchecked`, `needs_placement`, `none`.
+    pub status: &'static str,
+    /// A remark.
+    pub note: Option<String>,
+}
+
+/// Everything `check` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The patch module's name.
+    pub module: String,
+    /// Its architecture.
+    pub arch: crate::Arch,
+    /// The target kernel version the rules were taken from.
+    pub kernel_version: String,
+    /// The target's KSYM_NAME_LEN.
+    pub ksym_name_len: usize,
+    /// Where the struct layouts came from.
+    pub layouts_source: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Every problem, in the order the kernel meets them.
+    pub problems: Vec<Problem>,
+    /// The patch's objects (empty when the patch description could not be read).
+    pub objects: Vec<ObjectReport>,
+    /// Every klp relocation.
+    pub relocations: Vec<RelocationReport>,
+    /// Warnings that do not change the verdict (suspicious names, guesses).
+    pub warnings: Vec<String>,
+}
+
+/// Addresses as `0x`-prefixed 16-digit hex strings in JSON, like the other verbs (a u64 does
+/// not survive a JSON number in most readers).
+pub(crate) fn hex_opt<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(a) => s.serialize_str(&format!("{a:#018x}")),
+        None => s.serialize_none(),
+    }
+}
+
+/// The name of a (positive) errno value.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        2 => "ENOENT",
+        8 => "ENOEXEC",
+        17 => "EEXIST",
+        22 => "EINVAL",
+        _ => "E?",
+    }
+}
