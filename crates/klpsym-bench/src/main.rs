@@ -7,6 +7,7 @@ mod bound;
 mod job;
 mod latency;
 mod plot;
+mod resolve;
 mod sys;
 
 use std::path::PathBuf;
@@ -50,6 +51,19 @@ enum Cmd {
         #[arg(long)]
         setting: Option<String>,
     },
+    /// Resolve a generated patch (klp relocations + replaced functions over vmlinux and 20
+    /// modules) with klpsym and with the kernel's historic strategies, side by side.
+    Resolve {
+        /// Symbol source (its vmlinux part is used; 20 modules are added).
+        #[arg(long, default_value = "/proc/kallsyms")]
+        kernel: PathBuf,
+        /// klp relocation symbols in the patch.
+        #[arg(long, default_value_t = 10_000)]
+        relocs: usize,
+        /// Replaced functions in the patch.
+        #[arg(long, default_value_t = 1_000)]
+        funcs: usize,
+    },
     /// Longest stretch between reschedule points for each operation on real inputs.
     Resched {
         /// Symbol source (text).
@@ -80,6 +94,11 @@ fn main() -> std::process::ExitCode {
             &out,
             setting.as_deref(),
         ),
+        Cmd::Resolve {
+            kernel,
+            relocs,
+            funcs,
+        } => resolve::run(&kernel, relocs, funcs),
         Cmd::Resched {
             kernel,
             image,

@@ -21,7 +21,7 @@ mod symbolize;
 mod table;
 
 pub use format::{write_kallsyms, KallsymsWriter};
-pub use lookup::{find_object_symbol, LookupOutcome, LookupRequest, Verdict};
+pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use resched::{yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats};
 pub use symbolize::{SymbolizeOutcome, Symbolized};

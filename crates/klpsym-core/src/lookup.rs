@@ -144,6 +144,35 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
     }
 }
 
+/// The kernel's walk without the extras: no allocation, the object already resolved to its id.
+/// Returns the verdict and, when found, the symbol. For resolving many symbols of a patch
+/// (`klpsym check`, benchmarks); [`find_object_symbol`] adds candidates and messages.
+#[inline]
+pub fn resolve_in_object(
+    table: &SymbolTable,
+    name: &str,
+    object: ObjectId,
+    sympos: u64,
+) -> (Verdict, Option<SymbolId>) {
+    let hidden = table.addresses_hidden();
+    let mut count: u64 = 0;
+    let mut last: Option<(SymbolId, u64)> = None;
+    for s in table.by_name_in(name, object) {
+        last = Some((s.id, s.addr));
+        count += 1;
+        if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
+            break;
+        }
+    }
+    match last {
+        Some((_, addr)) if !hidden && addr == 0 => (Verdict::NotFound, None),
+        None => (Verdict::NotFound, None),
+        Some(_) if count > 1 && sympos == 0 => (Verdict::Ambiguous, None),
+        Some(_) if sympos > 0 && count != sympos => (Verdict::PositionNotFound, None),
+        Some((id, _)) => (Verdict::Found, Some(id)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +255,20 @@ mod tests {
         // module lookups only see the module
         let o = look(&t, "init_once", Some("nf_tables.ko"), 0);
         assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0x900)));
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_full_lookup() {
+        let t = table();
+        for name in ["init_once", "unique", "helper", "at_zero", "nope"] {
+            for (obj, oid) in [(None, ObjectId::VMLINUX), (Some("nf_tables"), ObjectId(1))] {
+                for sympos in 0..5 {
+                    let full = look(&t, name, obj, sympos);
+                    let fast = resolve_in_object(&t, name, oid, sympos);
+                    assert_eq!((full.verdict, full.symbol), fast, "{name} {obj:?} {sympos}");
+                }
+            }
+        }
     }
 
     #[test]
