@@ -121,7 +121,7 @@ pub fn svg(results: &[RunResult], title: &str) -> String {
             COLORS[i % 4],
             x + 36.0,
             y + 4.0,
-            r.strategy.label()
+            r.strategy.label().replace('<', "&lt;")
         );
     }
     s.push_str("</svg>\n");

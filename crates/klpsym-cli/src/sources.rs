@@ -59,21 +59,121 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
     let placement = placement_kernel
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
-    let mut out = Vec::with_capacity(paths.len());
-    for p in paths {
-        let mut k = load(&p, &opts, &mut rs)?;
+    let paths = expand_dirs(paths)?;
+    let one = |p: &PathBuf, rs: &mut Resched| -> Result<LoadedKernel, CliError> {
+        let mut k = load(p, &opts, rs)?;
         if !loaded.is_empty() {
-            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut rs)?;
+            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, rs)?;
         }
         let t0 = std::time::Instant::now();
-        k.table.build_indexes(&mut rs)?;
+        k.table.build_indexes(rs)?;
         k.index_time = t0.elapsed();
+        Ok(k)
+    };
+    let out: Vec<LoadedKernel> = if paths.len() == 1 {
+        vec![one(&paths[0], &mut rs)?]
+    } else {
+        load_parallel(&paths, args, &one)?
+    };
+    for k in &out {
         if k.table.addresses_hidden() {
-            warn_hidden(&k);
+            warn_hidden(k);
         }
-        out.push(k);
     }
     Ok(out)
+}
+
+/// A `--kernel DIR` stands for every regular file in it (sorted): a folder of kernel images,
+/// System.maps or saved kallsyms, for compatibility runs over many kernels.
+fn expand_dirs(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, CliError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&p)
+                .map_err(|e| format!("{}: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file())
+                .collect();
+            if files.is_empty() {
+                return Err(format!(
+                    "{}: the directory holds no kernel source files",
+                    p.display()
+                )
+                .into());
+            }
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Loads many kernels on all cores, in order, with a progress bar on a terminal.
+fn load_parallel(
+    paths: &[PathBuf],
+    args: &SourceArgs,
+    one: &(dyn Fn(&PathBuf, &mut Resched) -> Result<LoadedKernel, CliError> + Sync),
+) -> Result<Vec<LoadedKernel>, CliError> {
+    use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(paths.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} loading kernels [{bar:30}] {pos}/{len} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<LoadedKernel, String>>>> =
+        Mutex::new((0..paths.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut rs = resched(args);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = paths.get(i) else { break };
+                    let r = one(p, &mut rs).map_err(|e| e.to_string());
+                    if let Ok(mut v) = results.lock() {
+                        v[i] = Some(r);
+                    }
+                    if let Some(b) = &bar {
+                        b.set_message(
+                            p.file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default(),
+                        );
+                        b.inc(1);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let results = results
+        .into_inner()
+        .map_err(|_| "a loader thread panicked")?;
+    results
+        .into_iter()
+        .map(|r| match r {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(e)) => Err(e.into()),
+            None => Err("a kernel was not loaded".into()),
+        })
+        .collect()
 }
 
 /// Says why every address is zero and how to fix it, once per source.

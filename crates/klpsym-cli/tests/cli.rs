@@ -347,3 +347,29 @@ fn live_proc_kallsyms_agrees_with_a_straight_reading() {
         );
     }
 }
+
+#[test]
+fn a_directory_of_kernels_is_every_kernel_in_it() {
+    let f = Fixture::new();
+    let dir = f.dir.path().join("kernels");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), SAMPLE).unwrap();
+    std::fs::write(
+        dir.join("b.txt"),
+        "ffffffff81000000 T _text\nffffffff81000100 t init_once\n",
+    )
+    .unwrap();
+    let o = run(&["lookup", "init_once", "--json", "-k", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["kernel"].as_str().unwrap().ends_with("a.txt"));
+    assert_eq!(results[0]["verdict"], "ambiguous");
+    assert_eq!(results[1]["verdict"], "found");
+    let empty = f.dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = run(&["info", "-k", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("holds no kernel source files"));
+}
