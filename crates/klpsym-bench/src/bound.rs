@@ -34,10 +34,14 @@ pub fn run(
     interval: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     println!(
-        "interval under test: {} µs (policy: nothing; the stretch is measured work between points)",
+        "interval under test: {} µs (policy: nothing; a stretch is the thread's CPU time between two points, so time spent preempted by other work does not count)",
         interval.as_micros()
     );
-    let mk = || Resched::new(ReschedPolicy::Nothing).with_interval(interval);
+    let mk = || {
+        Resched::new(ReschedPolicy::Nothing)
+            .with_interval(interval)
+            .with_work_clock(crate::sys::thread_cpu_time)
+    };
     let mut worst = Duration::ZERO;
 
     let mut r = mk();
@@ -74,9 +78,9 @@ pub fn run(
         &mut worst,
     );
 
+    let addrs: Vec<u64> = t.iter().map(|s| s.addr).collect();
     let mut r = mk();
     let t0 = Instant::now();
-    let addrs: Vec<u64> = t.iter().map(|s| s.addr).collect();
     let mut found = 0usize;
     for _ in 0..4 {
         for &a in &addrs {

@@ -87,3 +87,14 @@ pub fn rt_throttling() -> Option<(Duration, Duration)> {
         Duration::from_micros(period as u64),
     ))
 }
+
+/// CPU time the calling thread has used: the work clock for reschedule-bound statistics.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec the call fills in.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}

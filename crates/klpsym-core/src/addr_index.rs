@@ -63,10 +63,18 @@ impl AddrIndex {
             *paddr = addr;
             list.push(id);
         }
-        let (addrs, ids): (Vec<u64>, Vec<u32>) = order.into_iter().unzip();
+        let mut addrs = Vec::with_capacity(order.len());
+        let mut ids = Vec::with_capacity(order.len());
+        for &(a, i) in &order {
+            resched.tick()?;
+            addrs.push(a);
+            ids.push(i);
+        }
+        drop(order);
         let mut uaddrs = Vec::with_capacity(addrs.len());
         let mut uids = Vec::with_capacity(addrs.len());
         for (i, &a) in addrs.iter().enumerate() {
+            resched.tick()?;
             if uaddrs.last() != Some(&a) {
                 uaddrs.push(a);
                 uids.push(ids[i]);

@@ -143,7 +143,12 @@ fn decode(
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
-    match detect(&bytes) {
+    let kind = detect(&bytes);
+    if kind != Detected::Text {
+        let big = FreeOffThread(bytes);
+        return decode_binary(path, kind, &big, opts, limit, resched);
+    }
+    match kind {
         Detected::Text => {
             let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
                 path: path.to_path_buf(),
@@ -161,9 +166,38 @@ fn decode(
             }
             Ok((kind, parsed.table, facts, None))
         }
-        Detected::ElfRelocatable => module_table(path, &bytes, None, resched),
+        _ => unreachable!("binary kinds are decoded by decode_binary"),
+    }
+}
+
+/// Frees a big input buffer on another thread: returning hundreds of MiB to the kernel takes
+/// tens of milliseconds in munmap, a stretch with no reschedule point on the caller's thread.
+struct FreeOffThread(Vec<u8>);
+
+impl Drop for FreeOffThread {
+    fn drop(&mut self) {
+        if self.0.capacity() >= 32 << 20 {
+            let v = std::mem::take(&mut self.0);
+            let _ = std::thread::Builder::new()
+                .name("klpsym-free".into())
+                .spawn(move || drop(v));
+        }
+    }
+}
+
+fn decode_binary(
+    path: &Path,
+    kind: Detected,
+    big: &FreeOffThread,
+    opts: &LoadOptions,
+    limit: usize,
+    resched: &mut Resched,
+) -> Result<Decoded, LoadError> {
+    match kind {
+        Detected::Text => unreachable!("text is decoded by decode"),
+        Detected::ElfRelocatable => module_table(path, &big.0, None, resched),
         Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with_resched(
-            &bytes,
+            &big.0,
             klpsym_elf::VmlinuxOptions {
                 kallsyms_all: opts.kallsyms_all,
                 ..klpsym_elf::VmlinuxOptions::default()
@@ -199,19 +233,19 @@ fn decode(
                 ));
                 Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
             }
-            Err(klpsym_elf::ElfError::NoSymtab) => image_table(path, &bytes, limit, resched),
+            Err(klpsym_elf::ElfError::NoSymtab) => image_table(path, &big.0, limit, resched),
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
-            let d = klpsym_image::decompress_image_with_resched(&bytes, limit, resched)
+            let d = klpsym_image::decompress_image_with_resched(&big.0, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             if detect(&d.data) == Detected::ElfRelocatable {
                 module_table(path, &d.data, Some(codec), resched)
             } else {
-                image_table(path, &bytes, limit, resched)
+                image_table(path, &big.0, limit, resched)
             }
         }
-        Detected::Image => image_table(path, &bytes, limit, resched),
+        Detected::Image => image_table(path, &big.0, limit, resched),
     }
 }
 
@@ -339,15 +373,26 @@ pub(crate) fn read_bounded(
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
-    // Read in bounded steps so a reschedule point comes between them: 1 MiB of a regular file
-    // (read_to_end fills spare capacity without zeroing it first), or what a /proc file hands
-    // out per read(2), about a page.
+    // Read in bounded steps so a reschedule point comes between them: 256 KiB of a regular
+    // file (read_to_end fills spare capacity without zeroing it first), or one read(2) of a
+    // /proc file, which hands out about a page of freshly formatted lines.
+    let step = if size > 0 { 256 << 10 } else { 64 << 10 };
     loop {
         let before = buf.len();
-        let got = (&mut f)
-            .take(1 << 20)
-            .read_to_end(&mut buf)
-            .map_err(io_err)?;
+        if size > 0 {
+            (&mut f).take(step).read_to_end(&mut buf).map_err(io_err)?;
+        } else {
+            buf.reserve(step as usize);
+            let mut chunk = [0u8; 16 << 10];
+            let got = loop {
+                match f.read(&mut chunk) {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(io_err(e)),
+                }
+            };
+            buf.extend_from_slice(&chunk[..got]);
+        }
         if buf.len() as u64 > limit {
             return Err(LoadError::TooLarge {
                 path: path.to_path_buf(),
@@ -358,7 +403,7 @@ pub(crate) fn read_bounded(
         resched
             .tick()
             .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
-        if got == 0 || buf.len() == before {
+        if buf.len() == before {
             break;
         }
     }
