@@ -182,11 +182,17 @@ pub fn convert(
         if s.sh_type != elf::SHT_RELA || s.flags & SHF_RELA_LIVEPATCH != 0 {
             continue;
         }
-        let alloc = obj
-            .sections
-            .get(s.info as usize)
-            .is_some_and(|t| t.flags & elf::SHF_ALLOC != 0);
-        if !alloc {
+        // A relocation section whose target does not exist is skipped by the kernel's loader;
+        // after conversion appends sections that index could exist, so refuse it here (found
+        // by fuzzing: the output then converted differently a second time).
+        let Some(target_section) = obj.sections.get(s.info as usize) else {
+            errors.push(format!(
+                "{}: relocation section targets section {}, which does not exist",
+                s.name, s.info
+            ));
+            continue;
+        };
+        if target_section.flags & elf::SHF_ALLOC == 0 {
             continue;
         }
         for r in &obj.relas[s.index as usize] {

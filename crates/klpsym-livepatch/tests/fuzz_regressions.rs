@@ -279,3 +279,28 @@ fn the_bounds_accept_every_real_lab_module() {
     }
     assert!(parsed > 0, "no .ko under {}", cases.display());
 }
+
+/// Found by `livepatch_convert` (fuzz/artifacts/livepatch_convert/crash-ec338877...): a
+/// relocation section whose sh_info names a section that does not exist. The kernel's loader
+/// skips such a section; `convert` skipped it too, but the sections it appends made the index
+/// valid in its output, so converting the output again found new work. Now it is refused.
+#[test]
+fn relocation_section_targeting_a_missing_section_is_refused() {
+    let mut bytes = module_with_this_module_reloc_at(0);
+    // Point the .rela.data section's sh_info past the last section.
+    let file = object::read::elf::ElfFile64::<object::Endianness>::parse(&*bytes).unwrap();
+    let shoff = file.elf_header().e_shoff.get(object::Endianness::Little) as usize;
+    let shnum = file.elf_header().e_shnum.get(object::Endianness::Little) as usize;
+    let rela_index = file
+        .elf_section_table()
+        .iter()
+        .position(|s| s.sh_type.get(object::Endianness::Little) == object::elf::SHT_RELA)
+        .expect("a .rela section");
+    drop(file);
+    let info_at = shoff + rela_index * 64 + 44;
+    bytes[info_at..info_at + 4].copy_from_slice(&(shnum as u32 + 3).to_le_bytes());
+    let k = kernel();
+    let target = Target::new(&k, KernelRules::for_version(6, 1), Arch::X86_64);
+    let err = convert(&bytes, &target, &[], &|_: &str| false).unwrap_err();
+    assert!(format!("{err:?}").contains("does not exist"), "{err:?}");
+}
