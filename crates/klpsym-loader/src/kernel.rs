@@ -345,11 +345,9 @@ pub fn module_symbols_table(
     Ok(b.build())
 }
 
-pub(crate) fn read_bounded(
-    path: &Path,
-    limit: u64,
-    resched: &mut Resched,
-) -> Result<Vec<u8>, LoadError> {
+/// Reads a whole file, refusing more than `limit` bytes, reaching reschedule points between
+/// bounded reads. Every file klpsym reads goes through here.
+pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Vec<u8>, LoadError> {
     let io_err = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,

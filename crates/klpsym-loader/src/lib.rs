@@ -11,7 +11,8 @@ mod output;
 pub use detect::{detect, Detected};
 pub use error::LoadError;
 pub use kernel::{
-    load, module_symbols_table, LoadOptions, LoadedKernel, SourceFacts, SourceKind, DEFAULT_SOURCE,
+    load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
+    DEFAULT_SOURCE,
 };
 pub use modules::{compose, LoadedSpec, ModuleTree, Placement};
 pub use output::write_atomically;

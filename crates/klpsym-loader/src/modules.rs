@@ -167,9 +167,10 @@ impl LoadedSpec {
         match self {
             LoadedSpec::List(v) => Ok(v.clone()),
             LoadedSpec::ProcModules(p) => {
-                let text = std::fs::read_to_string(p).map_err(|source| LoadError::Io {
+                let bytes = read_bounded(p, 64 << 20, &mut Resched::none())?;
+                let text = String::from_utf8(bytes).map_err(|e| LoadError::Unrecognized {
                     path: p.clone(),
-                    source,
+                    what: format!("not text ({e}): expected /proc/modules format"),
                 })?;
                 let mut names = Vec::new();
                 for (i, line) in text.lines().enumerate() {

@@ -62,7 +62,7 @@ pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, Cl
 pub fn layouts_for(btf_path: Option<&PathBuf>) -> Result<StructLayouts, CliError> {
     match btf_path {
         Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let bytes = klpsym_loader::read_bounded(p, 1 << 30, &mut Resched::none())?;
             Ok(btf::layouts_from_btf(&bytes).map_err(|e| format!("{}: {e}", p.display()))?)
         }
         None => Ok(StructLayouts::fallback(6, 1)),
@@ -133,7 +133,11 @@ struct KernelResult {
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
-    let bytes = std::fs::read(&args.patch).map_err(|e| format!("{}: {e}", args.patch.display()))?;
+    let bytes = klpsym_loader::read_bounded(
+        &args.patch,
+        args.source.max_input_size,
+        &mut Resched::none(),
+    )?;
     let layouts = layouts_for(args.btf.as_ref())?;
     if args.btf.is_none() {
         eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");

@@ -92,7 +92,11 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     if same_file(&args.input, &args.output) {
         return Err("the output path is the input: convert never modifies its input".into());
     }
-    let bytes = std::fs::read(&args.input).map_err(|e| format!("{}: {e}", args.input.display()))?;
+    let bytes = klpsym_loader::read_bounded(
+        &args.input,
+        args.source.max_input_size,
+        &mut klpsym_core::resched::Resched::none(),
+    )?;
     let pins = read_pins(args)?;
     let symvers = match &args.symvers {
         Some(p) => read_symvers(p)?,
