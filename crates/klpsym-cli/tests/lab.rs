@@ -28,52 +28,35 @@ fn klpsym(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-fn dump_of_the_debian_vmlinuz_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinuz), Some(kallsyms)) = (
-        lab("KLPSYM_TEST_VMLINUZ"),
-        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
-    ) else {
+/// `klpsym dump --kernel $source_var` must be byte-identical to the booted kernel's capture.
+fn assert_dump_equals_capture(source_var: &str) {
+    let (Some(source), Some(kallsyms)) = (lab(source_var), lab("KLPSYM_TEST_KALLSYMS_NOMOD"))
+    else {
         return;
     };
-    let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), vmlinuz.as_os_str()]);
+    let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), source.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let want = std::fs::read(&kallsyms).unwrap();
     assert!(
-        o.stdout == want,
+        o.stdout == std::fs::read(&kallsyms).unwrap(),
         "klpsym dump of {} differs from {}",
-        vmlinuz.display(),
+        source.display(),
         kallsyms.display()
     );
 }
 
 #[test]
+fn dump_of_the_debian_vmlinuz_equals_the_booted_kernels_kallsyms() {
+    assert_dump_equals_capture("KLPSYM_TEST_VMLINUZ");
+}
+
+#[test]
 fn dump_of_the_stripped_vmlinux_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinux), Some(kallsyms)) = (
-        lab("KLPSYM_TEST_VMLINUX_STRIPPED"),
-        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
-    ) else {
-        return;
-    };
-    let o = klpsym(&["dump".as_ref(), "-k".as_ref(), vmlinux.as_os_str()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(o.stdout == std::fs::read(&kallsyms).unwrap());
+    assert_dump_equals_capture("KLPSYM_TEST_VMLINUX_STRIPPED");
 }
 
 #[test]
 fn dump_of_the_dbg_vmlinux_elf_equals_the_booted_kernels_kallsyms() {
-    let (Some(vmlinux), Some(kallsyms)) = (
-        lab("KLPSYM_TEST_VMLINUX"),
-        lab("KLPSYM_TEST_KALLSYMS_NOMOD"),
-    ) else {
-        return;
-    };
-    let o = klpsym(&["dump".as_ref(), "-k".as_ref(), vmlinux.as_os_str()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        o.stdout == std::fs::read(&kallsyms).unwrap(),
-        "vmlinux ELF (.symtab) path differs"
-    );
+    assert_dump_equals_capture("KLPSYM_TEST_VMLINUX");
 }
 
 /// vmlinuz + the package's .ko files of the loaded modules, placed by the captured

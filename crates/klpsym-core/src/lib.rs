@@ -17,6 +17,7 @@ mod lookup;
 mod name_index;
 mod object;
 pub mod resched;
+mod scan;
 mod symbolize;
 mod table;
 
@@ -24,5 +25,6 @@ pub use format::{write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use resched::{yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats};
+pub use scan::{ChunkedFinder, SCAN_CHUNK};
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};

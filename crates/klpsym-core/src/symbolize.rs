@@ -60,35 +60,8 @@ impl SymbolTable {
         if self.addresses_hidden() {
             return SymbolizeOutcome::AddressesHidden;
         }
-        let idx = self.addr_index();
-        let Some(id) = idx.floor(addr) else {
-            return SymbolizeOutcome::BeforeFirst;
-        };
-        let symbol = self.symbol(SymbolId(id));
-        let size = self.size(symbol.id);
-        let offset = addr - symbol.addr;
-        let inside = if size == SIZE_UNKNOWN {
-            offset == 0
-        } else {
-            offset < size
-        };
-        if !inside {
-            return SymbolizeOutcome::Outside {
-                nearest: symbol,
-                size,
-            };
-        }
-        let info = self.object_info(symbol.object);
-        let module = match info.kind {
-            ObjectKind::Vmlinux => None,
-            ObjectKind::Module | ObjectKind::Pseudo => Some(info.name.as_str()),
-        };
-        SymbolizeOutcome::Found(Symbolized {
-            symbol,
-            offset,
-            size,
-            module,
-        })
+        let floor = self.addr_index().floor(addr);
+        self.outcome_for(addr, floor)
     }
 
     /// Symbolizes many addresses at once into `out` (same order as `addrs`): the queries are

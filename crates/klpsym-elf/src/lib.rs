@@ -16,7 +16,6 @@ mod module;
 mod nm;
 mod place;
 mod raw;
-mod scan;
 mod sort;
 mod symbol;
 #[cfg(test)]

@@ -15,9 +15,9 @@ use crate::error::ElfError;
 use crate::filter::{is_ignored, KernelVersion};
 use crate::nm::{nm_sorted, NmLine};
 use crate::raw::{RawElf, EM_X86_64};
-use crate::scan::ChunkedFinder;
 use crate::sort::{drop_with_points, sort_by_with_points};
 use crate::symbol::ElfKallsym;
+use klpsym_core::ChunkedFinder;
 
 /// Result of [`vmlinux_kallsyms`].
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use std::fmt;
 use klpsym_core::resched::Resched;
 
 use crate::codecs::{self, LZ4_LEGACY_MAGIC};
-use crate::scan::ChunkedFinder;
 use crate::ImageError;
+use klpsym_core::ChunkedFinder;
 
 /// A compression the kernel build can apply to its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,11 +10,11 @@ use crate::decode::{
 };
 use crate::elfinfo::ElfInfo;
 use crate::layout::{Addressing, LayoutEra, TableLayout, TableOffsets};
-use crate::scan::ChunkedFinder;
 use crate::tables::{
     find_tokens, markers_before, markers_before_seqs, names_before, u64_at, Names, Tokens,
 };
 use crate::{Arch, ImageError, ImageFormat, ImageSymbols, KallsymsEntry};
+use klpsym_core::ChunkedFinder;
 
 /// Link address of `_text` assumed for raw images in the place-relative era, where the table
 /// itself does not say where it was linked: arm64 KIMAGE_VADDR (48-bit VA, 2 GiB modules area)

@@ -18,7 +18,6 @@ mod elfinfo;
 mod error;
 mod kallsyms;
 mod layout;
-mod scan;
 mod tables;
 #[cfg(test)]
 mod test_encoder;
@@ -90,6 +89,15 @@ pub fn extract_with_resched(
     resched: &mut Resched,
 ) -> Result<ImageSymbols, ImageError> {
     let d = decompress_image_with_resched(bytes, limit, resched)?;
+    extract_decompressed(&d, resched)
+}
+
+/// The second half of [`extract_with_resched`], for a caller that already decompressed the
+/// image (and looked at the payload) so it is not decompressed twice.
+pub fn extract_decompressed(
+    d: &Decompressed<'_>,
+    resched: &mut Resched,
+) -> Result<ImageSymbols, ImageError> {
     let mut syms = find_kallsyms_with_resched(&d.data, resched)?;
     syms.format = match (d.format, syms.format) {
         (ImageFormat::Compressed { compression }, ImageFormat::Arm64Image { .. }) => {

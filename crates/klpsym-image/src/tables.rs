@@ -14,7 +14,7 @@ use klpsym_core::resched::{Cancelled, Resched};
 use memchr::memchr;
 
 use crate::layout::NameLengthEncoding;
-use crate::scan::ChunkedFinder;
+use klpsym_core::ChunkedFinder;
 
 /// Longest symbol name the kernel accepts (KSYM_NAME_LEN since 6.1), plus the type letter.
 const MAX_SYMBOL_LEN: usize = 512 + 1;

@@ -233,7 +233,7 @@ fn decode_binary(
                 ));
                 Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
             }
-            Err(klpsym_elf::ElfError::NoSymtab) => image_table(path, &big.0, limit, resched),
+            Err(klpsym_elf::ElfError::NoSymtab) => image_symbols(path, &big.0, limit, resched),
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
@@ -242,14 +242,16 @@ fn decode_binary(
             if detect(&d.data) == Detected::ElfRelocatable {
                 module_table(path, &d.data, Some(codec), resched)
             } else {
-                image_table(path, &big.0, limit, resched)
+                let syms = klpsym_image::extract_decompressed(&d, resched)
+                    .map_err(|source| image_error(path, source))?;
+                image_table(syms, resched)
             }
         }
-        Detected::Image => image_table(path, &big.0, limit, resched),
+        Detected::Image => image_symbols(path, &big.0, limit, resched),
     }
 }
 
-fn image_table(
+fn image_symbols(
     path: &Path,
     bytes: &[u8],
     limit: usize,
@@ -257,6 +259,13 @@ fn image_table(
 ) -> Result<Decoded, LoadError> {
     let syms = klpsym_image::extract_with_resched(bytes, limit, resched)
         .map_err(|source| image_error(path, source))?;
+    image_table(syms, resched)
+}
+
+fn image_table(
+    syms: klpsym_image::ImageSymbols,
+    resched: &mut Resched,
+) -> Result<Decoded, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(syms.entries.len(), syms.entries.len() * 24);
     for e in &syms.entries {
         resched.tick().map_err(klpsym_core::BuildError::from)?;

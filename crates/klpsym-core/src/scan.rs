@@ -1,15 +1,16 @@
-//! Substring search over megabytes of image with reschedule points: one `memmem` call over a
+//! Substring search over megabytes (a decompressed kernel, a vmlinux ELF) with reschedule points: one `memmem` call over a
 //! whole decompressed kernel takes milliseconds, so the haystack is searched in windows of
 //! [`SCAN_CHUNK`] bytes (overlapping by the needle's length) with a point between windows.
 
-use klpsym_core::resched::{Cancelled, Resched};
+use crate::resched::{Cancelled, Resched};
 use memchr::memmem::Finder;
 
 /// Bytes searched between two reschedule points (about 20 µs of `memmem` work).
-pub(crate) const SCAN_CHUNK: usize = 256 << 10;
+pub const SCAN_CHUNK: usize = 256 << 10;
 
 /// A needle searched for in bounded windows.
-pub(crate) struct ChunkedFinder<'n> {
+#[derive(Debug)]
+pub struct ChunkedFinder<'n> {
     finder: Finder<'n>,
 }
 
