@@ -26,6 +26,16 @@ fn report(op: &str, r: &Resched, took: Duration, interval: Duration, worst: &mut
             ""
         }
     );
+    let loc = |l: Option<&std::panic::Location<'_>>| match l {
+        Some(l) => format!("{}:{}", l.file(), l.line()),
+        None => "-".to_string(),
+    };
+    println!(
+        "{:<34}    from {} to {}",
+        "",
+        loc(s.longest_from),
+        loc(s.longest_to)
+    );
 }
 
 pub fn run(

@@ -12,6 +12,7 @@
 //! bound is proven on real inputs (`klpsym bench resched`).
 
 use std::fmt;
+use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +60,12 @@ pub struct ReschedStats {
     pub items: u64,
     /// The longest time between two consecutive points (or the start and the first point).
     pub longest_stretch: Duration,
+    /// Where the longest stretch began: the source location of the `tick` that ran the point
+    /// before it (`None`: the driver's creation).
+    pub longest_from: Option<&'static Location<'static>>,
+    /// Where the longest stretch ended: the `tick` that ran the point after it (`None`: the
+    /// stretch is still running).
+    pub longest_to: Option<&'static Location<'static>>,
 }
 
 /// A reschedule-point driver. Create one per operation (or share one across the phases of an
@@ -75,6 +82,8 @@ pub struct Resched {
     work_clock: Option<fn() -> Duration>,
     last_point_work: Duration,
     last_check: Instant,
+    /// Where the last point ran (for attributing long stretches).
+    last_point_at: Option<&'static Location<'static>>,
     stats: ReschedStats,
 }
 
@@ -108,6 +117,7 @@ impl Resched {
             work_clock: None,
             last_point_work: Duration::ZERO,
             last_check: now,
+            last_point_at: None,
             stats: ReschedStats::default(),
         }
     }
@@ -150,12 +160,17 @@ impl Resched {
             Some(c) => c().saturating_sub(self.last_point_work),
             None => self.last_point.elapsed(),
         };
-        s.longest_stretch = s.longest_stretch.max(running);
+        if running > s.longest_stretch {
+            s.longest_stretch = running;
+            s.longest_from = self.last_point_at;
+            s.longest_to = None;
+        }
         s
     }
 
     /// Counts one unit of work; runs a reschedule point when the interval has passed.
     #[inline]
+    #[track_caller]
     pub fn tick(&mut self) -> Result<(), Cancelled> {
         self.countdown -= 1;
         if self.countdown == 0 {
@@ -167,6 +182,7 @@ impl Resched {
 
     /// Counts `n` units of work at once (for loops that process items in chunks).
     #[inline]
+    #[track_caller]
     pub fn tick_n(&mut self, n: u32) -> Result<(), Cancelled> {
         if n >= self.countdown {
             let items = u64::from(self.stride - self.countdown) + u64::from(n);
@@ -180,6 +196,7 @@ impl Resched {
     /// Counts one unit of work and tells whether a reschedule point was just reached, for
     /// callers that give the CPU away themselves (an async task awaiting [`yield_now`]).
     #[inline]
+    #[track_caller]
     pub fn tick_due(&mut self) -> Result<bool, Cancelled> {
         let before = self.stats.points;
         self.tick()?;
@@ -198,12 +215,14 @@ impl Resched {
     }
 
     /// Runs a reschedule point now, whatever the clock says.
+    #[track_caller]
     pub fn point(&mut self) -> Result<(), Cancelled> {
         let now = Instant::now();
         self.run_point(now)
     }
 
     #[cold]
+    #[track_caller]
     fn check_clock(&mut self, items: u64) -> Result<(), Cancelled> {
         let now = Instant::now();
         self.stats.items += items;
@@ -224,7 +243,9 @@ impl Resched {
         }
     }
 
+    #[track_caller]
     fn run_point(&mut self, now: Instant) -> Result<(), Cancelled> {
+        let here = Location::caller();
         let stretch = match self.work_clock {
             Some(c) => {
                 let w = c();
@@ -234,7 +255,12 @@ impl Resched {
             }
             None => now.saturating_duration_since(self.last_point),
         };
-        self.stats.longest_stretch = self.stats.longest_stretch.max(stretch);
+        if stretch > self.stats.longest_stretch {
+            self.stats.longest_stretch = stretch;
+            self.stats.longest_from = self.last_point_at;
+            self.stats.longest_to = Some(here);
+        }
+        self.last_point_at = Some(here);
         self.stats.points += 1;
         let result = match &mut self.policy {
             ReschedPolicy::Nothing => Ok(()),
