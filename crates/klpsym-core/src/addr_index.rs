@@ -45,8 +45,8 @@ impl AddrIndex {
         // Kernel order is mostly address order already (vmlinux is sorted; each module is a
         // handful of runs), so the stable sort's run detection makes this close to linear.
         // It is chunked so reschedule points are reached during big sorts.
-        sort_with_points(&mut order, resched)?;
-        let mut sizes = vec![SIZE_UNKNOWN; n];
+        crate::bulk::sort_by_with_points(&mut order, |a, b| a.cmp(b), resched)?;
+        let mut sizes = crate::bulk::filled_vec(n, SIZE_UNKNOWN, resched)?;
         // Per object: the symbols at the address currently pending (aliases), waiting for the
         // next higher address of that object.
         let mut pending: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); table.objects.len()];
@@ -70,7 +70,7 @@ impl AddrIndex {
             addrs.push(a);
             ids.push(i);
         }
-        drop(order);
+        crate::bulk::free_with_points(order, resched)?;
         let mut uaddrs = Vec::with_capacity(addrs.len());
         let mut uids = Vec::with_capacity(addrs.len());
         for (i, &a) in addrs.iter().enumerate() {
@@ -117,17 +117,23 @@ impl AddrIndex {
 
     /// Floors for many addresses at once: `out[i]` is the floor of `addrs[i]`. Sorts the
     /// queries and walks the index once, so memory is touched in order instead of at random.
-    pub(crate) fn floor_many(&self, addrs: &[u64], out: &mut Vec<Option<u32>>) {
+    pub(crate) fn floor_many(
+        &self,
+        addrs: &[u64],
+        out: &mut Vec<Option<u32>>,
+        resched: &mut Resched,
+    ) -> Result<(), Cancelled> {
         out.clear();
-        out.resize(addrs.len(), None);
-        let mut order: Vec<(u64, u32)> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| (a, i as u32))
-            .collect();
-        order.sort_unstable();
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(addrs.len());
+        for (i, &a) in addrs.iter().enumerate() {
+            resched.tick()?;
+            order.push((a, i as u32));
+        }
+        crate::bulk::sort_by_with_points(&mut order, |a, b| a.cmp(b), resched)?;
+        *out = crate::bulk::filled_vec(addrs.len(), None, resched)?;
         let mut pos = 0usize;
-        for (a, i) in order {
+        for &(a, i) in &order {
+            resched.tick()?;
             // Gallop forward from the last position.
             let mut step = 1;
             while pos + step < self.uaddrs.len() && self.uaddrs[pos + step] <= a {
@@ -144,6 +150,7 @@ impl AddrIndex {
                 out[i as usize] = Some(self.uids[pos]);
             }
         }
+        crate::bulk::free_with_points(order, resched)
     }
 
     /// Symbols whose address equals `addr`, in kernel order.
@@ -154,77 +161,9 @@ impl AddrIndex {
     }
 }
 
-fn sort_with_points(v: &mut [(u64, u32)], resched: &mut Resched) -> Result<(), Cancelled> {
-    const CHUNK: usize = 4096;
-    if v.len() <= CHUNK {
-        v.sort_unstable();
-        return resched.tick();
-    }
-    // Sort chunks (each a bounded amount of work), then merge pairwise with points between
-    // merge steps. (u64, u32) pairs are unique, so unstable sorts are deterministic.
-    for c in v.chunks_mut(CHUNK) {
-        c.sort_unstable();
-        resched.tick()?;
-    }
-    let mut width = CHUNK;
-    let mut buf: Vec<(u64, u32)> = Vec::with_capacity(v.len());
-    while width < v.len() {
-        buf.clear();
-        let mut start = 0;
-        while start < v.len() {
-            let mid = (start + width).min(v.len());
-            let end = (start + 2 * width).min(v.len());
-            merge(&v[start..mid], &v[mid..end], &mut buf, resched)?;
-            start = end;
-        }
-        v.copy_from_slice(&buf);
-        width *= 2;
-    }
-    Ok(())
-}
-
-fn merge(
-    a: &[(u64, u32)],
-    b: &[(u64, u32)],
-    out: &mut Vec<(u64, u32)>,
-    resched: &mut Resched,
-) -> Result<(), Cancelled> {
-    // Already ordered runs (the common case for kernel order) are copied whole.
-    if a.last().zip(b.first()).is_none_or(|(x, y)| x <= y) {
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
-        return resched.tick_n(((a.len() + b.len()) / 64) as u32 + 1);
-    }
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
-        }
-        resched.tick()?;
-    }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunked_sort_matches_std_sort() {
-        let mut v: Vec<(u64, u32)> = (0..20_000u32)
-            .map(|i| (u64::from(i.wrapping_mul(2_654_435_761) % 5000), i))
-            .collect();
-        let mut expected = v.clone();
-        expected.sort();
-        sort_with_points(&mut v, &mut Resched::none()).unwrap();
-        assert_eq!(v, expected);
-    }
 
     #[test]
     fn floor_many_matches_floor() {
@@ -243,7 +182,8 @@ mod tests {
         let idx = t.addr_index();
         let probes: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 0x2000).collect();
         let mut out = Vec::new();
-        idx.floor_many(&probes, &mut out);
+        idx.floor_many(&probes, &mut out, &mut Resched::none())
+            .unwrap();
         for (p, o) in probes.iter().zip(&out) {
             assert_eq!(*o, idx.floor(*p), "{p:#x}");
         }

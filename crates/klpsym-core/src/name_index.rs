@@ -4,6 +4,11 @@
 //! remaining symbols of that name in kernel order. No allocation per symbol or per name, and a
 //! lookup returns an iterator over the chain, which is exactly the order in which the kernel's
 //! `klp_find_object_symbol()` would meet the matches.
+//!
+//! The hash table is split into [`SHARDS`] tables chosen by middle bits of the hash (the
+//! table itself uses the low bits for the bucket and the top 7 for its tag), so building never
+//! allocates and clears one table of hundreds of KiB in a single stretch: shards are created
+//! one at a time with a reschedule point between them.
 
 use std::hash::BuildHasher;
 
@@ -14,9 +19,17 @@ use crate::table::SymbolTable;
 
 const END: u32 = u32::MAX;
 
+/// Number of hash-table shards (a power of two).
+const SHARDS: usize = 64;
+
+#[inline]
+fn shard(h: u64) -> usize {
+    (h >> 32) as usize & (SHARDS - 1)
+}
+
 #[derive(Debug)]
 pub(crate) struct NameIndex {
-    heads: HashTable<u32>,
+    heads: Vec<HashTable<u32>>,
     next: Vec<u32>,
     hasher: DefaultHashBuilder,
 }
@@ -28,14 +41,21 @@ impl NameIndex {
     ) -> Result<NameIndex, Cancelled> {
         let n = table.syms.len();
         let hasher = DefaultHashBuilder::default();
-        let mut heads: HashTable<u32> = HashTable::with_capacity(n);
-        let mut next = vec![END; n];
+        // Room for the expected share plus a margin; a shard that fills up grows alone.
+        let per_shard = n / SHARDS + n / (SHARDS * 8) + 16;
+        let mut heads: Vec<HashTable<u32>> = Vec::with_capacity(SHARDS);
+        for _ in 0..SHARDS {
+            heads.push(HashTable::with_capacity(per_shard));
+            resched.tick_step()?;
+        }
+        let mut next = crate::bulk::filled_vec(n, END, resched)?;
         // The tail of each chain, indexed by the chain's head, so appends are O(1).
-        let mut tail = vec![END; n];
+        let mut tail = crate::bulk::filled_vec(n, END, resched)?;
         for i in 0..n as u32 {
             resched.tick()?;
             let name = table.name_bytes(i);
             let h = hasher.hash_one(name);
+            let heads = &mut heads[shard(h)];
             match heads.find(h, |&j| table.name_bytes(j) == name) {
                 Some(&head) => {
                     let t = tail[head as usize];
@@ -48,6 +68,7 @@ impl NameIndex {
                 }
             }
         }
+        crate::bulk::free_with_points(tail, resched)?;
         Ok(NameIndex {
             heads,
             next,
@@ -58,8 +79,7 @@ impl NameIndex {
     /// Symbol indices named `name`, in kernel order.
     pub(crate) fn matches<'a>(&'a self, table: &'a SymbolTable, name: &[u8]) -> Chain<'a> {
         let h = self.hasher.hash_one(name);
-        let head = self
-            .heads
+        let head = self.heads[shard(h)]
             .find(h, |&j| table.name_bytes(j) == name)
             .copied()
             .unwrap_or(END);
@@ -71,7 +91,7 @@ impl NameIndex {
 
     /// Number of distinct names.
     pub(crate) fn distinct(&self) -> usize {
-        self.heads.len()
+        self.heads.iter().map(HashTable::len).sum()
     }
 }
 

@@ -193,6 +193,17 @@ impl Resched {
         }
     }
 
+    /// Counts one step of bulk work (a chunk of a copy, a sort run, a block of decompressed
+    /// output: microseconds, not nanoseconds) and reads the clock right away. Mixing steps
+    /// with [`tick`](Resched::tick)'s cheap items under one driver cannot then overshoot: a
+    /// stride learned on nanosecond items is never applied to microsecond steps.
+    #[inline]
+    #[track_caller]
+    pub fn tick_step(&mut self) -> Result<(), Cancelled> {
+        let items = u64::from(self.stride - self.countdown) + 1;
+        self.check_clock(items)
+    }
+
     /// Counts one unit of work and tells whether a reschedule point was just reached, for
     /// callers that give the CPU away themselves (an async task awaiting [`yield_now`]).
     #[inline]
@@ -236,7 +247,10 @@ impl Resched {
         self.stride = wanted.min(u64::from(self.stride) * 2) as u32;
         self.countdown = self.stride;
         self.last_check = now;
-        if now.saturating_duration_since(self.last_point) >= self.interval {
+        // Run the point now if waiting for the next check (as far away as the last one was)
+        // would pass the interval: points then come at most `interval` apart in steady work.
+        let since_point = now.saturating_duration_since(self.last_point);
+        if since_point + since_check >= self.interval {
             self.run_point(now)
         } else {
             Ok(())

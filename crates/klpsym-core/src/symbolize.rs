@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crate::object::ObjectKind;
+use crate::resched::{Cancelled, Resched};
 use crate::table::{Symbol, SymbolId, SymbolTable, SIZE_UNKNOWN};
 
 /// An address that falls inside a symbol.
@@ -67,19 +68,35 @@ impl SymbolTable {
     /// Symbolizes many addresses at once into `out` (same order as `addrs`): the queries are
     /// sorted and the index walked once, far faster than one call per address for big batches.
     pub fn symbolize_batch<'t>(&'t self, addrs: &[u64], out: &mut Vec<SymbolizeOutcome<'t>>) {
+        let never = self.symbolize_batch_with(addrs, out, &mut Resched::none());
+        debug_assert!(
+            never.is_ok(),
+            "a driver without a cancel flag never cancels"
+        );
+    }
+
+    /// [`symbolize_batch`](Self::symbolize_batch) with reschedule points through `resched`
+    /// (sorting, walking and filling `out` all tick).
+    pub fn symbolize_batch_with<'t>(
+        &'t self,
+        addrs: &[u64],
+        out: &mut Vec<SymbolizeOutcome<'t>>,
+        resched: &mut Resched,
+    ) -> Result<(), Cancelled> {
         out.clear();
         if self.addresses_hidden() {
-            out.resize(addrs.len(), SymbolizeOutcome::AddressesHidden);
-            return;
+            *out =
+                crate::bulk::filled_vec(addrs.len(), SymbolizeOutcome::AddressesHidden, resched)?;
+            return Ok(());
         }
         let mut floors = Vec::new();
-        self.addr_index().floor_many(addrs, &mut floors);
-        out.extend(
-            addrs
-                .iter()
-                .zip(floors)
-                .map(|(&a, f)| self.outcome_for(a, f)),
-        );
+        self.addr_index().floor_many(addrs, &mut floors, resched)?;
+        out.reserve(addrs.len());
+        for (&a, &f) in addrs.iter().zip(&floors) {
+            resched.tick()?;
+            out.push(self.outcome_for(a, f));
+        }
+        crate::bulk::free_with_points(floors, resched)
     }
 
     fn outcome_for(&self, addr: u64, floor: Option<u32>) -> SymbolizeOutcome<'_> {

@@ -243,6 +243,15 @@ impl SymbolTableBuilder {
     /// Finishes the table. Addresses count as hidden when the table has symbols and every one
     /// of them is zero (what /proc/kallsyms prints under kptr_restrict).
     pub fn build(self) -> SymbolTable {
+        match self.build_with(&mut Resched::none()) {
+            Ok(t) => t,
+            Err(Cancelled) => unreachable!("a driver without a cancel flag never cancels"),
+        }
+    }
+
+    /// [`build`](Self::build) with reschedule points: the name arena (a whole file for text
+    /// sources) is checked for UTF-8 in steps.
+    pub fn build_with(self, resched: &mut Resched) -> Result<SymbolTable, Cancelled> {
         // Hidden: there are absolute addresses and every one is zero. Skipped when a nonzero
         // address was seen (the common case), so this costs nothing on real tables.
         let hidden = !self.any_nonzero && !self.syms.is_empty()
@@ -253,8 +262,8 @@ impl SymbolTableBuilder {
                     .filter(|r| !self.objects[r.object as usize].relative);
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
-        let (names, syms) = into_utf8_arena(self.names, self.syms);
-        SymbolTable {
+        let (names, syms) = into_utf8_arena(self.names, self.syms, resched)?;
+        Ok(SymbolTable {
             names,
             syms,
             objects: self.objects,
@@ -263,29 +272,37 @@ impl SymbolTableBuilder {
             addresses_hidden: hidden,
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
-        }
+        })
     }
 }
 
 /// Validates the arena once. Parsers only hand in UTF-8 names, but an arena handed over whole
 /// (a file buffer) may hold other bytes between names: then the names are copied out, lossily.
-fn into_utf8_arena(arena: Vec<u8>, mut syms: Vec<SymRec>) -> (String, Vec<SymRec>) {
-    match String::from_utf8(arena) {
-        Ok(s) => (s, syms),
-        Err(e) => {
-            let bytes = e.into_bytes();
-            let mut names = String::with_capacity(bytes.len());
-            for r in &mut syms {
-                let name = String::from_utf8_lossy(
-                    &bytes[r.name_off as usize..(r.name_off + r.name_len) as usize],
-                );
-                r.name_off = names.len() as u32;
-                r.name_len = name.len() as u32;
-                names.push_str(&name);
-            }
-            (names, syms)
-        }
+fn into_utf8_arena(
+    arena: Vec<u8>,
+    mut syms: Vec<SymRec>,
+    resched: &mut Resched,
+) -> Result<(String, Vec<SymRec>), Cancelled> {
+    if crate::bulk::validate_utf8(&arena, resched)?.is_ok() {
+        debug_assert!(std::str::from_utf8(&arena).is_ok());
+        // SAFETY: `validate_utf8` checked every byte of `arena` with `std::str::from_utf8`
+        // (in steps that never split a character), which is what `String::from_utf8` would
+        // do in one unbounded stretch.
+        #[allow(unsafe_code)]
+        let names = unsafe { String::from_utf8_unchecked(arena) };
+        return Ok((names, syms));
     }
+    let mut names = String::with_capacity(arena.len());
+    for r in &mut syms {
+        resched.tick()?;
+        let name = String::from_utf8_lossy(
+            &arena[r.name_off as usize..(r.name_off + r.name_len) as usize],
+        );
+        r.name_off = names.len() as u32;
+        r.name_len = name.len() as u32;
+        names.push_str(&name);
+    }
+    Ok((names, syms))
 }
 
 impl SymbolTable {

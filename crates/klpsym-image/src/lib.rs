@@ -89,7 +89,12 @@ pub fn extract_with_resched(
     resched: &mut Resched,
 ) -> Result<ImageSymbols, ImageError> {
     let d = decompress_image_with_resched(bytes, limit, resched)?;
-    extract_decompressed(&d, resched)
+    let syms = extract_decompressed(&d, resched)?;
+    // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
+    if let std::borrow::Cow::Owned(v) = d.data {
+        klpsym_core::bulk::free_with_points(v, resched)?;
+    }
+    Ok(syms)
 }
 
 /// The second half of [`extract_with_resched`], for a caller that already decompressed the

@@ -145,8 +145,11 @@ fn decode(
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     let kind = detect(&bytes);
     if kind != Detected::Text {
-        let big = FreeOffThread(bytes);
-        return decode_binary(path, kind, &big, opts, limit, resched);
+        let big = InputBytes(bytes);
+        let decoded = decode_binary(path, kind, &big, opts, limit, resched)?;
+        klpsym_core::bulk::free_with_points(big.0, resched)
+            .map_err(klpsym_core::BuildError::from)?;
+        return Ok(decoded);
     }
     match kind {
         Detected::Text => {
@@ -170,25 +173,15 @@ fn decode(
     }
 }
 
-/// Frees a big input buffer on another thread: returning hundreds of MiB to the kernel takes
-/// tens of milliseconds in munmap, a stretch with no reschedule point on the caller's thread.
-struct FreeOffThread(Vec<u8>);
-
-impl Drop for FreeOffThread {
-    fn drop(&mut self) {
-        if self.0.capacity() >= 32 << 20 {
-            let v = std::mem::take(&mut self.0);
-            let _ = std::thread::Builder::new()
-                .name("klpsym-free".into())
-                .spawn(move || drop(v));
-        }
-    }
-}
+/// The input file's bytes while a binary source is decoded. Freed with
+/// [`klpsym_core::bulk::free_with_points`] afterwards: giving hundreds of MiB back to the kernel
+/// is tens of milliseconds of munmap, which must not be one stretch without a point.
+struct InputBytes(Vec<u8>);
 
 fn decode_binary(
     path: &Path,
     kind: Detected,
-    big: &FreeOffThread,
+    big: &InputBytes,
     opts: &LoadOptions,
     limit: usize,
     resched: &mut Resched,
@@ -239,13 +232,18 @@ fn decode_binary(
         Detected::Compressed(codec) => {
             let d = klpsym_image::decompress_image_with_resched(&big.0, limit, resched)
                 .map_err(|source| image_error(path, source))?;
-            if detect(&d.data) == Detected::ElfRelocatable {
-                module_table(path, &d.data, Some(codec), resched)
+            let decoded = if detect(&d.data) == Detected::ElfRelocatable {
+                module_table(path, &d.data, Some(codec), resched)?
             } else {
                 let syms = klpsym_image::extract_decompressed(&d, resched)
                     .map_err(|source| image_error(path, source))?;
-                image_table(syms, resched)
+                image_table(syms, resched)?
+            };
+            if let std::borrow::Cow::Owned(v) = d.data {
+                klpsym_core::bulk::free_with_points(v, resched)
+                    .map_err(klpsym_core::BuildError::from)?;
             }
+            Ok(decoded)
         }
         Detected::Image => image_symbols(path, &big.0, limit, resched),
     }

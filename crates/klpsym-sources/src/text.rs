@@ -87,15 +87,21 @@ pub fn detect(bytes: &[u8]) -> TextKind {
         let (_, Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
             continue;
         };
-        if matches!(ty, [b'U' | b'N' | b'a' | b'w' | b'v'])
-            || name.starts_with(b"__crc_")
-            || name.starts_with(b"__kstrtab_")
-            || name.starts_with(b".L")
-        {
-            return TextKind::SystemMap;
+        if let [ty] = ty {
+            if system_map_only(*ty, name) {
+                return TextKind::SystemMap;
+            }
         }
     }
     TextKind::Kallsyms
+}
+
+/// Types and names that appear in System.map but never in /proc/kallsyms.
+fn system_map_only(ty: u8, name: &[u8]) -> bool {
+    matches!(ty, b'U' | b'N' | b'a' | b'w' | b'v')
+        || name.starts_with(b"__crc_")
+        || name.starts_with(b"__kstrtab_")
+        || name.starts_with(b".L")
 }
 
 /// Parses /proc/kallsyms or System.map text. Takes the buffer: it becomes the name arena.
@@ -103,31 +109,45 @@ pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, T
     if bytes.is_empty() {
         return Err(TextError::Empty);
     }
-    if let Some(offset) = memchr::memchr(0, &bytes) {
-        return Err(TextError::Binary { offset });
+    // NUL bytes mean a binary file given as text; checked in steps (a /proc/kallsyms is 5 MB).
+    for (k, chunk) in bytes.chunks(256 << 10).enumerate() {
+        if let Some(i) = memchr::memchr(0, chunk) {
+            return Err(TextError::Binary {
+                offset: k * (256 << 10) + i,
+            });
+        }
+        resched.tick()?;
     }
-    let kind = detect(&bytes);
-    if kind == TextKind::SystemMapStub {
+    // A System.map stub is recognized from its head; the rest of `detect` is decided while
+    // parsing (a tab means kallsyms with modules; System.map-only types and names mean
+    // System.map), so the file is walked once.
+    if bytes.len() < 200 && detect(&bytes) == TextKind::SystemMapStub {
         let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
         return Err(TextError::Stub(
             String::from_utf8_lossy(first).trim().to_string(),
         ));
     }
-    // ~40 bytes a line in /proc/kallsyms: reserve once.
-    let estimate = bytes.len() / 40 + 16;
-    let mut lines: Vec<Line> = Vec::with_capacity(estimate);
+    let mut saw_module = false;
+    let mut saw_system_map = false;
+    // One pass: the file becomes the name arena as it is, and each parsed line is pushed as it
+    // is read (names by offset; module names are copied only when they change). ~40 bytes a
+    // line in /proc/kallsyms: reserve once.
+    let len = bytes.len();
+    let mut b = SymbolTableBuilder::with_name_arena(bytes, len / 40 + 16);
     let mut addr_width: Option<u8> = None;
+    let mut cur: Option<((usize, usize), ObjectId)> = None;
     let mut start = 0usize;
     let mut line_no = 0usize;
-    while start < bytes.len() {
+    while start < len {
         resched.tick()?;
         line_no += 1;
-        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let line = parse_line(&bytes, start, end).map_err(|what| TextError::Line {
+        let arena = b.arena();
+        let end = memchr::memchr(b'\n', &arena[start..]).map_or(len, |i| start + i);
+        let l = parse_line(arena, start, end).map_err(|what| TextError::Line {
             line: line_no,
             what,
         })?;
-        let width = line.addr_digits;
+        let width = l.addr_digits;
         match addr_width {
             None => addr_width = Some(width),
             Some(w) if w != width => {
@@ -138,32 +158,34 @@ pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, T
             }
             Some(_) => {}
         }
-        lines.push(line);
-        start = end + 1;
-    }
-    // The file becomes the name arena; module names are copied only when they change.
-    let mut b = SymbolTableBuilder::with_name_arena(bytes, lines.len());
-    b.set_addr_width(addr_width.unwrap_or(16));
-    let mut cur: Option<((usize, usize), ObjectId)> = None;
-    for l in &lines {
-        resched.tick()?;
+        saw_system_map = saw_system_map || system_map_only(l.kind, &arena[l.name.0..end]);
         let oid = match l.object {
             None => ObjectId::VMLINUX,
-            Some(range) => match cur {
-                Some((r, id)) if b.arena()[r.0..r.1] == b.arena()[range.0..range.1] => id,
-                _ => {
-                    // parse_line checked the bracket name is printable ASCII.
-                    let name = String::from_utf8_lossy(&b.arena()[range.0..range.1]).into_owned();
-                    let id = b.object(&name, ObjectKind::of_bracket_name(&name));
-                    cur = Some((range, id));
-                    id
+            Some(range) => {
+                saw_module = true;
+                match cur {
+                    Some((r, id)) if arena[r.0..r.1] == arena[range.0..range.1] => id,
+                    _ => {
+                        // parse_line checked the bracket name is printable ASCII.
+                        let name = String::from_utf8_lossy(&arena[range.0..range.1]).into_owned();
+                        let id = b.object(&name, ObjectKind::of_bracket_name(&name));
+                        cur = Some((range, id));
+                        id
+                    }
                 }
-            },
+            }
         };
         b.push_arena_name(oid, l.addr, l.kind, l.name.0, l.name.1 - l.name.0)?;
+        start = end + 1;
     }
+    let kind = if !saw_module && saw_system_map {
+        TextKind::SystemMap
+    } else {
+        TextKind::Kallsyms
+    };
+    b.set_addr_width(addr_width.unwrap_or(16));
     Ok(ParsedText {
-        table: b.build(),
+        table: b.build_with(resched)?,
         kind,
     })
 }

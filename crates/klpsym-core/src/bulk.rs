@@ -1,0 +1,283 @@
+//! Bulk work over whole tables, cut into steps with a reschedule point between them.
+//!
+//! The standard library's bulk operations are single stretches: `sort` of 200k symbols is tens
+//! of milliseconds, `vec![x; n]` writes (and page-faults) megabytes at once, `String::from_utf8`
+//! validates a whole 5 MB file, and dropping a `Vec<String>` frees every string in one go. Each
+//! function here does the same work in bounded steps and ticks the caller's [`Resched`] between
+//! them, so the reschedule bound also holds inside these operations.
+
+use std::cmp::Ordering;
+
+use crate::resched::{Cancelled, Resched};
+
+/// Elements copied, filled or dropped per step: 16-64 KiB of memory for the usual element
+/// sizes, a few page faults at most.
+const STEP: usize = 4096;
+
+/// Elements sorted in one `sort_by` call before merging (a few microseconds of comparisons).
+const RUN: usize = 64;
+
+/// `vec![value; n]`, written in steps.
+pub fn filled_vec<T: Clone>(
+    n: usize,
+    value: T,
+    resched: &mut Resched,
+) -> Result<Vec<T>, Cancelled> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        let k = (n - v.len()).min(STEP);
+        v.extend(std::iter::repeat_n(value.clone(), k));
+        resched.tick_step()?;
+    }
+    Ok(v)
+}
+
+/// Appends `src` to `dst` in steps.
+pub fn extend_from_slice<T: Clone>(
+    dst: &mut Vec<T>,
+    src: &[T],
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    dst.reserve(src.len());
+    for c in src.chunks(STEP) {
+        dst.extend_from_slice(c);
+        resched.tick_step()?;
+    }
+    Ok(())
+}
+
+/// Drops `v` element by element with ticks between, then frees its buffer. Freeing a few
+/// hundred thousand heap-owning elements at once is milliseconds of `free`.
+pub fn drop_with_points<T>(v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
+    if !std::mem::needs_drop::<T>() {
+        drop(v);
+        return resched.tick_step();
+    }
+    for x in v {
+        drop(x);
+        resched.tick()?;
+    }
+    Ok(())
+}
+
+/// Frees a big buffer of plain values in steps: giving back tens of megabytes of pages is
+/// milliseconds of kernel time in one `munmap`, so the buffer is shrunk 256 KiB at a time.
+pub fn free_with_points<T: Copy>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
+    let step = ((256 << 10) / std::mem::size_of::<T>().max(1)).max(1);
+    while v.capacity() > step {
+        let keep = v.capacity() - step;
+        v.truncate(keep);
+        v.shrink_to(keep);
+        resched.tick_step()?;
+    }
+    drop(v);
+    resched.tick_step()
+}
+
+/// `bytes` is UTF-8; the check runs in steps. `Ok(Err(offset))` names the first invalid byte.
+pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), usize>, Cancelled> {
+    const CHUNK: usize = 64 << 10;
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = (at + CHUNK).min(bytes.len());
+        match std::str::from_utf8(&bytes[at..end]) {
+            Ok(_) => at = end,
+            // A character cut by the chunk's end: continue from its first byte.
+            Err(e) if e.error_len().is_none() && end < bytes.len() && e.valid_up_to() > 0 => {
+                at += e.valid_up_to();
+            }
+            Err(e) if e.error_len().is_none() && end < bytes.len() => {
+                // Fewer than 4 bytes from a chunk start and still incomplete: check a longer
+                // window once (a character is at most 4 bytes).
+                let wider = (at + 8).min(bytes.len());
+                match std::str::from_utf8(&bytes[at..wider]) {
+                    Ok(_) => at = wider,
+                    Err(e) if e.valid_up_to() > 0 => at += e.valid_up_to(),
+                    Err(_) => return Ok(Err(at)),
+                }
+            }
+            Err(e) => return Ok(Err(at + e.valid_up_to())),
+        }
+        resched.tick_step()?;
+    }
+    Ok(Ok(()))
+}
+
+/// Sorts `v` stably by `cmp`: short runs first, then pairwise merges, a tick per merged
+/// element; runs already in order are copied in steps. Kernel tables are mostly sorted
+/// already, so the common case is close to linear.
+pub fn sort_by_with_points<T, F>(
+    v: &mut Vec<T>,
+    mut cmp: F,
+    resched: &mut Resched,
+) -> Result<(), Cancelled>
+where
+    T: Copy,
+    F: FnMut(&T, &T) -> Ordering,
+{
+    let n = v.len();
+    for run in v.chunks_mut(RUN) {
+        run.sort_by(&mut cmp);
+        resched.tick_step()?;
+    }
+    if n <= RUN {
+        return Ok(());
+    }
+    let mut buf: Vec<T> = Vec::with_capacity(n);
+    let mut width = RUN;
+    while width < n {
+        buf.clear();
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            merge(&v[start..mid], &v[mid..end], &mut buf, &mut cmp, resched)?;
+            start = end;
+        }
+        std::mem::swap(v, &mut buf);
+        width *= 2;
+    }
+    free_with_points(buf, resched)
+}
+
+fn merge<T: Copy, F: FnMut(&T, &T) -> Ordering>(
+    a: &[T],
+    b: &[T],
+    out: &mut Vec<T>,
+    cmp: &mut F,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    let in_order = match (a.last(), b.first()) {
+        (Some(x), Some(y)) => cmp(y, x) != Ordering::Less,
+        _ => true,
+    };
+    if in_order {
+        extend_from_slice(out, a, resched)?;
+        return extend_from_slice(out, b, resched);
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        // Stable: on equal keys the left run's element comes first.
+        if cmp(&b[j], &a[i]) == Ordering::Less {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+        resched.tick()?;
+    }
+    extend_from_slice(out, &a[i..], resched)?;
+    extend_from_slice(out, &b[j..], resched)
+}
+
+/// Sorts `v` stably by `cmp` without cloning elements: sorts indexes, then moves each element
+/// once. For elements that own heap memory (strings).
+pub fn sort_owned_by_with_points<T, F>(
+    v: Vec<T>,
+    mut cmp: F,
+    resched: &mut Resched,
+) -> Result<Vec<T>, Cancelled>
+where
+    F: FnMut(&T, &T) -> Ordering,
+{
+    let n = v.len();
+    let mut idx: Vec<usize> = Vec::with_capacity(n);
+    while idx.len() < n {
+        let from = idx.len();
+        idx.extend(from..(from + STEP).min(n));
+        resched.tick_step()?;
+    }
+    sort_by_with_points(&mut idx, |&a, &b| cmp(&v[a], &v[b]), resched)?;
+    let mut slots: Vec<Option<T>> = Vec::with_capacity(n);
+    for x in v {
+        slots.push(Some(x));
+        resched.tick()?;
+    }
+    let mut out = Vec::with_capacity(n);
+    for &i in &idx {
+        resched.tick()?;
+        // `idx` is a permutation, so every slot is taken exactly once.
+        if let Some(x) = slots.get_mut(i).and_then(Option::take) {
+            out.push(x);
+        }
+    }
+    free_with_points(idx, resched)?;
+    drop_with_points(slots, resched)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    proptest! {
+        #[test]
+        fn sort_matches_the_standard_stable_sort(v in prop::collection::vec((0u16..300, any::<u32>()), 0..3000)) {
+            let mut want = v.clone();
+            want.sort_by_key(|p| p.0);
+            let mut got = v.clone();
+            sort_by_with_points(&mut got, |a, b| a.0.cmp(&b.0), &mut Resched::none()).unwrap();
+            prop_assert_eq!(&got, &want);
+            let owned: Vec<(u16, String)> = v.iter().map(|&(k, x)| (k, x.to_string())).collect();
+            let got = sort_owned_by_with_points(owned, |a, b| a.0.cmp(&b.0), &mut Resched::none()).unwrap();
+            let want: Vec<(u16, String)> = want.iter().map(|&(k, x)| (k, x.to_string())).collect();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn utf8_check_agrees_with_std(s in ".{0,200}", cut in any::<prop::sample::Index>(), bad in any::<bool>()) {
+            // Repeat the text so chunk boundaries fall inside multi-byte characters.
+            let mut bytes = s.repeat(2000).into_bytes();
+            if bad && !bytes.is_empty() {
+                let i = cut.index(bytes.len());
+                bytes[i] = 0xff;
+            }
+            let want = std::str::from_utf8(&bytes).map(|_| ()).map_err(|e| e.valid_up_to());
+            prop_assert_eq!(validate_utf8(&bytes, &mut Resched::none()).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn fills_copies_and_drops() {
+        let v = filled_vec(10_001, 7u32, &mut Resched::none()).unwrap();
+        assert_eq!(v, vec![7u32; 10_001]);
+        let mut w = vec![1u32];
+        extend_from_slice(&mut w, &v, &mut Resched::none()).unwrap();
+        assert_eq!(w.len(), 10_002);
+        drop_with_points(vec![String::from("x"); 9000], &mut Resched::none()).unwrap();
+        let mut r = Resched::none();
+        free_with_points(vec![0u8; 3 << 20], &mut r).unwrap();
+        assert!(r.stats().items >= 12, "{:?}", r.stats());
+    }
+
+    #[test]
+    fn long_work_reaches_points_and_can_be_cancelled() {
+        let mut v: Vec<u64> = (0..200_000).rev().collect();
+        let mut r = Resched::none().with_interval(Duration::from_micros(1));
+        sort_by_with_points(&mut v, |a, b| a.cmp(b), &mut r).unwrap();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]));
+        assert!(r.stats().points > 10, "{:?}", r.stats());
+        let mut r = Resched::none()
+            .with_interval(Duration::from_micros(1))
+            .with_cancel_flag(Arc::new(AtomicBool::new(true)));
+        let mut v: Vec<u64> = (0..200_000).rev().collect();
+        // The first point may come before the clock says so; within the sort it must stop.
+        let mut stopped = false;
+        for _ in 0..3 {
+            if sort_by_with_points(&mut v, |a, b| b.cmp(a), &mut r).is_err() {
+                stopped = true;
+                break;
+            }
+        }
+        assert!(stopped);
+        assert_eq!(
+            filled_vec(1 << 20, 0u8, &mut r).map(|v| v.len()),
+            Err(Cancelled)
+        );
+    }
+}
