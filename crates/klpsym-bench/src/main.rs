@@ -2,6 +2,7 @@
 //!
 //! - `latency`: the seed's experiment (CPU hogging by symbol walks), four strategies side by side.
 //! - `resched`: the longest stretch between reschedule points, per operation, on real inputs.
+//! - `sweep`: the CPU cost of reschedule points per interval (the default's justification).
 
 mod bound;
 mod job;
@@ -64,17 +65,47 @@ enum Cmd {
         #[arg(long, default_value_t = 1_000)]
         funcs: usize,
     },
-    /// Longest stretch between reschedule points for each operation on real inputs.
+    /// Longest stretch between reschedule points for each operation on real inputs, over
+    /// several runs; exits 1 when an operation is over the bound in every run.
     Resched {
-        /// Symbol source (text).
+        /// Symbol source (text), e.g. this machine's /proc/kallsyms (root shows addresses).
         #[arg(long, default_value = "/proc/kallsyms")]
         kernel: PathBuf,
-        /// A kernel image to extract (optional).
+        /// A kernel image (vmlinuz) to load.
         #[arg(long)]
         image: Option<PathBuf>,
+        /// A vmlinux ELF with .symtab to load.
+        #[arg(long)]
+        vmlinux_elf: Option<PathBuf>,
+        /// A module tree (every .ko under it is loaded).
+        #[arg(long)]
+        modules: Option<PathBuf>,
         /// The interval under test, in microseconds.
         #[arg(long, default_value_t = 50)]
         interval_us: u64,
+        /// The bound every operation must hold, in microseconds (a histogram edge: 25, 50,
+        /// 75, 100, 150, 250 or 1000).
+        #[arg(long, default_value_t = 100)]
+        bound_us: u64,
+        /// Runs per operation.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Points call sched_yield (default: points do nothing, the stretches are the same).
+        #[arg(long)]
+        yield_cpu: bool,
+        /// Also write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// The CPU cost of reschedule points per interval (10-200 µs): the measurement behind the
+    /// default interval.
+    Sweep {
+        /// Symbol source (text).
+        #[arg(long, default_value = "/proc/kallsyms")]
+        kernel: PathBuf,
+        /// Runs per interval and policy (interleaved; medians are reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
 }
 
@@ -102,12 +133,34 @@ fn main() -> std::process::ExitCode {
         Cmd::Resched {
             kernel,
             image,
+            vmlinux_elf,
+            modules,
             interval_us,
-        } => bound::run(
-            &kernel,
-            image.as_deref(),
-            Duration::from_micros(interval_us),
-        ),
+            bound_us,
+            runs,
+            yield_cpu,
+            json,
+        } => bound::run(bound::BoundArgs {
+            kernel,
+            image,
+            vmlinux_elf,
+            modules,
+            interval: Duration::from_micros(interval_us),
+            bound: Duration::from_micros(bound_us),
+            runs,
+            policy_yield: yield_cpu,
+        })
+        .and_then(|results| {
+            if let Some(p) = json {
+                std::fs::write(&p, serde_json::to_string_pretty(&results)?)?;
+            }
+            if results.iter().all(|r| r.within_bound) {
+                Ok(())
+            } else {
+                Err("some operation is over the bound in every run".into())
+            }
+        }),
+        Cmd::Sweep { kernel, runs } => bound::sweep(&kernel, runs),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,

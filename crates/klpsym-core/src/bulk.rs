@@ -10,9 +10,15 @@ use std::cmp::Ordering;
 
 use crate::resched::{Cancelled, Resched};
 
-/// Elements copied, filled or dropped per step: 16-64 KiB of memory for the usual element
-/// sizes, a few page faults at most.
+/// Elements dropped, or indexes made, per step.
 const STEP: usize = 4096;
+
+/// Bytes copied or filled per step: four pages, so a step is at most four page faults.
+const STEP_BYTES: usize = 16 << 10;
+
+fn step_of<T>() -> usize {
+    (STEP_BYTES / std::mem::size_of::<T>().max(1)).max(1)
+}
 
 /// Elements sorted in one `sort_by` call before merging (a few microseconds of comparisons).
 const RUN: usize = 64;
@@ -25,7 +31,7 @@ pub fn filled_vec<T: Clone>(
 ) -> Result<Vec<T>, Cancelled> {
     let mut v = Vec::with_capacity(n);
     while v.len() < n {
-        let k = (n - v.len()).min(STEP);
+        let k = (n - v.len()).min(step_of::<T>());
         v.extend(std::iter::repeat_n(value.clone(), k));
         resched.tick_step()?;
     }
@@ -39,7 +45,7 @@ pub fn extend_from_slice<T: Clone>(
     resched: &mut Resched,
 ) -> Result<(), Cancelled> {
     dst.reserve(src.len());
-    for c in src.chunks(STEP) {
+    for c in src.chunks(step_of::<T>()) {
         dst.extend_from_slice(c);
         resched.tick_step()?;
     }
@@ -64,6 +70,7 @@ pub fn drop_with_points<T>(v: Vec<T>, resched: &mut Resched) -> Result<(), Cance
 /// milliseconds of kernel time in one `munmap`, so the buffer is shrunk 256 KiB at a time.
 pub fn free_with_points<T: Copy>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
     let step = ((256 << 10) / std::mem::size_of::<T>().max(1)).max(1);
+    // Unmapping is cheaper per page than first touches, so 256 KiB steps.
     while v.capacity() > step {
         let keep = v.capacity() - step;
         v.truncate(keep);

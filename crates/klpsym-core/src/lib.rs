@@ -25,7 +25,9 @@ mod table;
 pub use format::{write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
-pub use resched::{yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats};
+pub use resched::{
+    yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US,
+};
 pub use scan::{ChunkedFinder, SCAN_CHUNK};
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};

@@ -51,6 +51,10 @@ impl fmt::Debug for ReschedPolicy {
     }
 }
 
+/// Upper edges (µs, exclusive) of the stretch-length buckets in [`ReschedStats::buckets`];
+/// the last bucket holds everything from 1 ms up.
+pub const STRETCH_BUCKET_EDGES_US: [u64; 7] = [25, 50, 75, 100, 150, 250, 1000];
+
 /// Statistics an instrumented [`Resched`] collects.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReschedStats {
@@ -66,6 +70,17 @@ pub struct ReschedStats {
     /// Where the longest stretch ended: the `tick` that ran the point after it (`None`: the
     /// stretch is still running).
     pub longest_to: Option<&'static Location<'static>>,
+    /// How many stretches fell in each length bucket (see [`STRETCH_BUCKET_EDGES_US`]).
+    pub buckets: [u64; 8],
+}
+
+impl ReschedStats {
+    /// Stretches (ended by a point) shorter than `us` microseconds, when `us` is one of
+    /// [`STRETCH_BUCKET_EDGES_US`]; `None` for other values.
+    pub fn stretches_within(&self, us: u64) -> Option<u64> {
+        let i = STRETCH_BUCKET_EDGES_US.iter().position(|&e| e == us)?;
+        Some(self.buckets[..=i].iter().sum())
+    }
 }
 
 /// A reschedule-point driver. Create one per operation (or share one across the phases of an
@@ -275,6 +290,12 @@ impl Resched {
             self.stats.longest_to = Some(here);
         }
         self.last_point_at = Some(here);
+        let us = stretch.as_micros() as u64;
+        let bucket = STRETCH_BUCKET_EDGES_US
+            .iter()
+            .position(|&e| us < e)
+            .unwrap_or(STRETCH_BUCKET_EDGES_US.len());
+        self.stats.buckets[bucket] += 1;
         self.stats.points += 1;
         let result = match &mut self.policy {
             ReschedPolicy::Nothing => Ok(()),

@@ -5,8 +5,9 @@
 use crate::resched::{Cancelled, Resched};
 use memchr::memmem::Finder;
 
-/// Bytes searched between two reschedule points (about 20 µs of `memmem` work).
-pub const SCAN_CHUNK: usize = 256 << 10;
+/// Bytes searched between two reschedule points (a few µs of `memmem` work when the needle
+/// is rare, up to tens of µs when its first bytes are common).
+pub const SCAN_CHUNK: usize = 64 << 10;
 
 /// A needle searched for in bounded windows.
 #[derive(Debug)]
@@ -35,7 +36,7 @@ impl<'n> ChunkedFinder<'n> {
             if let Some(i) = self.finder.find(&hay[start..end]) {
                 return Ok(Some(start + i));
             }
-            resched.tick_n(SCAN_CHUNK as u32)?;
+            resched.tick_step()?;
             start += SCAN_CHUNK;
         }
         Ok(None)

@@ -15,9 +15,10 @@ use klpsym_core::resched::Resched;
 
 use crate::{Compression, ImageError};
 
-/// Most output one decoder call may produce: with XZ at ~60 MB/s this is about 70 µs of work,
-/// and the per-call overhead of liblzma/zlib/zstd stays well under 1% at this size.
-pub(crate) const STEP: usize = 4 << 10;
+/// Most output one decoder call may produce: with XZ at ~60 MB/s this is about 17 µs of work
+/// (XZ's speed varies severalfold with the data, so 4 KiB steps often took over 100 µs), and
+/// the per-call overhead of liblzma/zlib/zstd stays small at this size.
+pub(crate) const STEP: usize = 1 << 10;
 
 /// Decompresses `input` (which starts with the stream) with `compression`.
 ///
@@ -161,7 +162,7 @@ fn lzma_stream(
                 stream.total_in()
             )));
         }
-        resched.tick_n(produced.max(1) as u32)?;
+        resched.tick_step()?;
     }
 }
 
@@ -187,7 +188,7 @@ fn read_all(
         if got == 0 {
             break;
         }
-        resched.tick_n(got as u32)?;
+        resched.tick_step()?;
     }
     if out.len() > ctx.limit {
         return Err(ctx.too_large());
@@ -250,7 +251,7 @@ fn lz4_legacy(
         }
         pos += 4 + size;
         blocks += 1;
-        resched.tick_n(written.max(1) as u32)?;
+        resched.tick_step()?;
     }
     if blocks == 0 {
         return Err(ctx.err("no LZ4 block after the magic".into()));

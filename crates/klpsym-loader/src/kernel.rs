@@ -378,17 +378,19 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
-    // Read in bounded steps so a reschedule point comes between them: 256 KiB of a regular
-    // file (read_to_end fills spare capacity without zeroing it first), or one read(2) of a
-    // /proc file, which hands out about a page of freshly formatted lines.
-    let step = if size > 0 { 256 << 10 } else { 64 << 10 };
+    // Read in bounded steps so a reschedule point comes between them: 64 KiB of a regular
+    // file (a copy from the page cache into 16 fresh pages; read_to_end fills spare capacity
+    // without zeroing it first), or one read(2) of a /proc file, which formats at most a page
+    // of lines per call.
+    let step: u64 = 64 << 10;
     loop {
         let before = buf.len();
         if size > 0 {
             (&mut f).take(step).read_to_end(&mut buf).map_err(io_err)?;
         } else {
             buf.reserve(step as usize);
-            let mut chunk = [0u8; 16 << 10];
+            // The kernel formats a /proc file one page per read(2) at most.
+            let mut chunk = [0u8; 4 << 10];
             let got = loop {
                 match f.read(&mut chunk) {
                     Ok(g) => break g,
@@ -406,7 +408,7 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
             });
         }
         resched
-            .tick()
+            .tick_step()
             .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
         if buf.len() == before {
             break;
