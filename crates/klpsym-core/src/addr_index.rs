@@ -153,6 +153,16 @@ impl AddrIndex {
         crate::bulk::free_with_points(order, resched)
     }
 
+    pub(crate) fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        use crate::bulk::free_with_points;
+        free_with_points(self.addrs, resched)?;
+        free_with_points(self.ids, resched)?;
+        free_with_points(self.sizes, resched)?;
+        free_with_points(self.uaddrs, resched)?;
+        free_with_points(self.uids, resched)?;
+        free_with_points(self.samples, resched)
+    }
+
     /// Symbols whose address equals `addr`, in kernel order.
     pub(crate) fn at(&self, addr: u64) -> &[u32] {
         let lo = self.addrs.partition_point(|&a| a < addr);

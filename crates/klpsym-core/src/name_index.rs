@@ -76,6 +76,11 @@ impl NameIndex {
         })
     }
 
+    pub(crate) fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        crate::bulk::drop_with_points(self.heads, resched)?;
+        crate::bulk::free_with_points(self.next, resched)
+    }
+
     /// Symbol indices named `name`, in kernel order.
     pub(crate) fn matches<'a>(&'a self, table: &'a SymbolTable, name: &[u8]) -> Chain<'a> {
         let h = self.hasher.hash_one(name);

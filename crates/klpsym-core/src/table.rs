@@ -306,6 +306,26 @@ fn into_utf8_arena(
 }
 
 impl SymbolTable {
+    /// Frees the table in steps with reschedule points. Dropping a table gives megabytes back
+    /// to the kernel at once (milliseconds of munmap); a caller that must not hog its CPU
+    /// frees it with this instead.
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        use crate::bulk::{drop_with_points, free_with_points};
+        free_with_points(self.names.into_bytes(), resched)?;
+        free_with_points(self.syms, resched)?;
+        drop_with_points(self.objects, resched)?;
+        if let Some(s) = self.source_sizes {
+            free_with_points(s, resched)?;
+        }
+        if let Some(n) = self.name_index.into_inner() {
+            n.free_with(resched)?;
+        }
+        if let Some(a) = self.addr_index.into_inner() {
+            a.free_with(resched)?;
+        }
+        Ok(())
+    }
+
     /// Number of symbols.
     pub fn len(&self) -> usize {
         self.syms.len()
@@ -519,5 +539,31 @@ mod tests {
         b.push(ObjectId::VMLINUX, 0, b'T', "b").unwrap();
         assert!(b.build().addresses_hidden());
         assert!(!SymbolTableBuilder::new().build().addresses_hidden());
+    }
+
+    #[test]
+    fn free_with_reaches_points_and_can_be_cancelled() {
+        let mut b = SymbolTableBuilder::new();
+        for i in 0..50_000u64 {
+            b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &format!("f{i}"))
+                .unwrap();
+        }
+        let t = b.build();
+        t.build_indexes(&mut Resched::none()).unwrap();
+        let mut r = Resched::none().with_interval(std::time::Duration::from_secs(3600));
+        t.free_with(&mut r).unwrap();
+        assert!(r.stats().items >= 8, "{:?}", r.stats());
+        let mut b = SymbolTableBuilder::new();
+        for i in 0..50_000u64 {
+            b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &format!("f{i}"))
+                .unwrap();
+        }
+        let t = b.build();
+        t.build_indexes(&mut Resched::none()).unwrap();
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let mut r = Resched::none()
+            .with_interval(std::time::Duration::ZERO)
+            .with_cancel_flag(flag);
+        assert_eq!(t.free_with(&mut r), Err(Cancelled));
     }
 }
