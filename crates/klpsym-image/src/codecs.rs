@@ -40,16 +40,8 @@ pub(crate) fn decompress(
     // A hint larger than the limit is either a bomb or a wrong guess: start small then.
     let capacity = hint.filter(|&h| h <= limit).map_or(1 << 20, |h| h + 1);
     match compression {
-        Compression::Xz => {
-            let stream = xz2::stream::Stream::new_stream_decoder(u64::MAX, 0)
-                .map_err(|e| ctx.err(format!("cannot create XZ decoder: {e}")))?;
-            lzma_stream(stream, input, capacity, &ctx, resched)
-        }
-        Compression::Lzma => {
-            let stream = xz2::stream::Stream::new_lzma_decoder(u64::MAX)
-                .map_err(|e| ctx.err(format!("cannot create LZMA decoder: {e}")))?;
-            lzma_stream(stream, input, capacity, &ctx, resched)
-        }
+        Compression::Xz => lzma_stream(crate::xz::Kind::Xz, input, capacity, &ctx, resched),
+        Compression::Lzma => lzma_stream(crate::xz::Kind::Lzma, input, capacity, &ctx, resched),
         Compression::Gzip => read_all(
             flate2::bufread::GzDecoder::new(input),
             capacity,
@@ -129,37 +121,37 @@ impl Ctx {
 
 /// Drives a liblzma stream (XZ or LZMA-alone) until its end marker, writing into one `Vec`.
 fn lzma_stream(
-    mut stream: xz2::stream::Stream,
+    kind: crate::xz::Kind,
     input: &[u8],
     capacity: usize,
     ctx: &Ctx,
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
+    let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;
-        let (in_before, out_before) = (stream.total_in(), stream.total_out());
-        let consumed = usize::try_from(in_before)
-            .unwrap_or(usize::MAX)
-            .min(input.len());
-        let status = stream.process(
-            &input[consumed..],
-            &mut out[start..],
-            xz2::stream::Action::Run,
-        );
-        let produced = usize::try_from(stream.total_out() - out_before).unwrap_or(usize::MAX);
-        out.truncate(start + produced);
-        let status = status.map_err(|e| ctx.err(e.to_string()))?;
+        let step = dec.step(&input[consumed..], &mut out[start..], resched)?;
+        let step = match step {
+            Ok(s) => s,
+            Err(e) => {
+                out.truncate(start);
+                return Err(ctx.err(e));
+            }
+        };
+        consumed += step.consumed;
+        out.truncate(start + step.produced);
         if out.len() > ctx.limit {
             return Err(ctx.too_large());
         }
-        if status == xz2::stream::Status::StreamEnd {
+        if step.stream_end {
+            dec.finish(resched)?;
             return Ok(out);
         }
-        if stream.total_in() == in_before && produced == 0 {
+        if step.consumed == 0 && step.produced == 0 {
             return Err(ctx.err(format!(
-                "stream ends without its end marker after {} input bytes",
-                stream.total_in()
+                "stream ends without its end marker after {consumed} input bytes"
             )));
         }
         resched.tick_step()?;

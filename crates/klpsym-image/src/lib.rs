@@ -21,6 +21,7 @@ mod layout;
 mod tables;
 #[cfg(test)]
 mod test_encoder;
+mod xz;
 
 pub use container::{
     decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
