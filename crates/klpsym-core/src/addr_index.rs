@@ -45,7 +45,7 @@ impl AddrIndex {
         // Kernel order is mostly address order already (vmlinux is sorted; each module is a
         // handful of runs), so the stable sort's run detection makes this close to linear.
         // It is chunked so reschedule points are reached during big sorts.
-        crate::bulk::sort_by_with_points(&mut order, |a, b| a.cmp(b), resched)?;
+        crate::bulk::sort_by_u64_key_with_points(&mut order, |p| p.0, resched)?;
         let mut sizes = crate::bulk::filled_vec(n, SIZE_UNKNOWN, resched)?;
         // Per object: the symbols at the address currently pending (aliases), waiting for the
         // next higher address of that object.
@@ -129,7 +129,7 @@ impl AddrIndex {
             resched.tick()?;
             order.push((a, i as u32));
         }
-        crate::bulk::sort_by_with_points(&mut order, |a, b| a.cmp(b), resched)?;
+        crate::bulk::sort_by_u64_key_with_points(&mut order, |p| p.0, resched)?;
         *out = crate::bulk::filled_vec(addrs.len(), None, resched)?;
         let mut pos = 0usize;
         for &(a, i) in &order {

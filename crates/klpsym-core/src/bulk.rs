@@ -187,6 +187,69 @@ fn merge<T: Copy, F: FnMut(&T, &T) -> Ordering>(
     extend_from_slice(out, &b[j..], resched)
 }
 
+/// Sorts `v` stably by a `u64` key: a least-significant-digit radix sort, one pass per byte
+/// in which the keys differ (kernel addresses share their top bytes, so usually four or five
+/// passes), each pass cut into steps. Linear in `v.len()`: several times faster than a
+/// comparison sort for big batches of addresses.
+pub fn sort_by_u64_key_with_points<T: Copy>(
+    v: &mut Vec<T>,
+    key: impl Fn(&T) -> u64,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    let n = v.len();
+    if n < 2 {
+        return Ok(());
+    }
+    let step = step_of::<T>().max(1024);
+    // Which bytes differ between keys: OR of every key's XOR with the first.
+    let first = key(&v[0]);
+    let mut differ = 0u64;
+    for c in v.chunks(step) {
+        for x in c {
+            differ |= key(x) ^ first;
+        }
+        resched.tick_step()?;
+    }
+    if differ == 0 {
+        return Ok(());
+    }
+    let mut buf: Vec<T> = Vec::with_capacity(n);
+    for byte in 0..8u32 {
+        let shift = byte * 8;
+        if (differ >> shift) & 0xff == 0 {
+            continue;
+        }
+        let mut count = [0usize; 256];
+        for c in v.chunks(step) {
+            for x in c {
+                count[((key(x) >> shift) & 0xff) as usize] += 1;
+            }
+            resched.tick_step()?;
+        }
+        let mut at = [0usize; 256];
+        let mut sum = 0;
+        for (a, c) in at.iter_mut().zip(count) {
+            *a = sum;
+            sum += c;
+        }
+        // Scatter into `buf` (fully rewritten each pass; its length is set once).
+        if buf.len() != n {
+            buf.clear();
+            extend_from_slice(&mut buf, v, resched)?;
+        }
+        for c in v.chunks(step) {
+            for x in c {
+                let d = ((key(x) >> shift) & 0xff) as usize;
+                buf[at[d]] = *x;
+                at[d] += 1;
+            }
+            resched.tick_step()?;
+        }
+        std::mem::swap(v, &mut buf);
+    }
+    free_with_points(buf, resched)
+}
+
 /// Sorts `v` stably by `cmp` without cloning elements: sorts indexes, then moves each element
 /// once. For elements that own heap memory (strings).
 pub fn sort_owned_by_with_points<T, F>(
@@ -243,6 +306,18 @@ mod tests {
             let got = sort_owned_by_with_points(owned, |a, b| a.0.cmp(&b.0), &mut Resched::none()).unwrap();
             let want: Vec<(u16, String)> = want.iter().map(|&(k, x)| (k, x.to_string())).collect();
             prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn radix_sort_matches_the_standard_stable_sort(v in prop::collection::vec((any::<u64>(), any::<u32>()), 0..3000), high in any::<u64>(), mask in any::<u64>()) {
+            // Keys sharing high bits, like kernel addresses, and fully random ones.
+            for keys in [v.iter().map(|&(k, x)| (high | (k & mask), x)).collect::<Vec<_>>(), v.clone()] {
+                let mut want = keys.clone();
+                want.sort_by_key(|p| p.0);
+                let mut got = keys.clone();
+                sort_by_u64_key_with_points(&mut got, |p| p.0, &mut Resched::none()).unwrap();
+                prop_assert_eq!(got, want);
+            }
         }
 
         #[test]
