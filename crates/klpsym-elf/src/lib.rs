@@ -9,14 +9,15 @@
 //!
 //! This crate never opens files and never decompresses: it takes `&[u8]`.
 
+mod bulk;
 mod error;
 mod filter;
 mod layout;
 mod module;
+mod names;
 mod nm;
 mod place;
 mod raw;
-mod sort;
 mod symbol;
 #[cfg(test)]
 mod testutil;
@@ -30,7 +31,7 @@ pub use module::{
     module_kallsyms_with_resched, ModuleOptions, ModuleSection, ModuleSymbols,
 };
 pub use place::{place_module, place_with_bases, section_bases};
-pub use symbol::ElfKallsym;
+pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
 pub use vmlinux::{
     vmlinux_kallsyms, vmlinux_kallsyms_with, vmlinux_kallsyms_with_resched, VmlinuxOptions,
     VmlinuxSymbols,

@@ -7,17 +7,17 @@
 //! upper-cases the letter when `is_exported()` and lower-cases it otherwise, and
 //! skips entries with an empty name.
 
-use std::collections::HashMap;
-
 use klpsym_core::resched::{Cancelled, Resched};
 
+use crate::bulk::free_with_points;
 use crate::error::{machine_name, ElfError};
 use crate::layout::SHF_RO_AFTER_INIT;
+use crate::names::NameTable;
 use crate::raw::{
     RawElf, RawSection, RawSymbol, EM_IA_64, ET_REL, SHF_ALLOC, SHF_EXECINSTR, SHF_IA_64_SHORT,
     SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_OBJECT,
 };
-use crate::symbol::ElfKallsym;
+use crate::symbol::{KallsymTable, KallsymTableBuilder};
 
 /// Offset of `name` in `struct module` on 64-bit kernels: after `enum
 /// module_state state` (padded to 8) and `struct list_head list`.
@@ -37,7 +37,7 @@ pub struct ModuleSymbols {
     pub machine: u16,
     /// The /proc/kallsyms lines of this module, in the kernel's order, with
     /// section-relative addresses.
-    pub entries: Vec<ElfKallsym>,
+    pub entries: KallsymTable,
     /// `.modinfo` key/value pairs in file order.
     pub modinfo: Vec<(String, String)>,
     /// `vermagic=` from `.modinfo`.
@@ -96,7 +96,10 @@ pub fn module_kallsyms_with_resched(
     opts: ModuleOptions,
     resched: &mut Resched,
 ) -> Result<ModuleSymbols, ElfError> {
-    module_from_raw(&RawElf::parse(ko, resched)?, opts, resched)
+    let mut raw = RawElf::parse(ko, resched)?;
+    let m = module_from_raw(&raw, opts, resched)?;
+    free_with_points(std::mem::take(&mut raw.symbols), resched)?;
+    Ok(m)
 }
 
 /// [`module_kallsyms`], refusing objects for another machine than `machine`.
@@ -134,38 +137,46 @@ fn module_from_raw(
     if !raw.has_symtab {
         return Err(ElfError::NoSymtab);
     }
-    let modinfo = parse_modinfo(raw)?;
-    let get = |k: &str| {
-        modinfo
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
+    let modinfo = parse_modinfo(raw, resched)?;
+    let mut get = |k: &str| -> Result<Option<String>, Cancelled> {
+        for (key, v) in &modinfo {
+            resched.tick()?;
+            if key == k {
+                return Ok(Some(v.clone()));
+            }
+        }
+        Ok(None)
     };
-    let livepatch = get("livepatch").as_deref() == Some("Y");
-    let name = match get("name") {
+    let livepatch = get("livepatch")?.as_deref() == Some("Y");
+    let vermagic = get("vermagic")?;
+    let depends = get("depends")?;
+    let name = match get("name")? {
         Some(n) => n,
-        None => this_module_name(raw)?,
+        None => this_module_name(raw, resched)?,
     };
 
     // Section flags as the loader leaves them before layout_symtab().
-    let mut flags: Vec<u64> = raw.sections.iter().map(|s| s.flags).collect();
-    let alloc_named = |n: &str| {
-        raw.sections
-            .iter()
-            .position(|s| s.name == n && s.flags & SHF_ALLOC != 0)
-    };
-    let pcpu = alloc_named(".data..percpu");
-    for idx in [alloc_named(".modinfo"), alloc_named("__versions"), pcpu]
-        .into_iter()
-        .flatten()
+    let mut flags: Vec<u64> = Vec::with_capacity(raw.sections.len());
+    for s in &raw.sections {
+        resched.tick()?;
+        flags.push(s.flags);
+    }
+    let pcpu = alloc_named(raw, ".data..percpu", resched)?;
+    for idx in [
+        alloc_named(raw, ".modinfo", resched)?,
+        alloc_named(raw, "__versions", resched)?,
+        pcpu,
+    ]
+    .into_iter()
+    .flatten()
     {
         flags[idx] &= !SHF_ALLOC;
     }
     // layout_and_allocate() marks these read-only-after-init (no effect on the
     // letters; it places them in their own layout class).
     for idx in [
-        alloc_named(".data..ro_after_init"),
-        alloc_named("__jump_table"),
+        alloc_named(raw, ".data..ro_after_init", resched)?,
+        alloc_named(raw, "__jump_table", resched)?,
     ]
     .into_iter()
     .flatten()
@@ -178,24 +189,43 @@ fn module_from_raw(
         0
     };
     let shnum = raw.sections.len();
-    let exports = export_targets(raw, resched)?;
+    let exports = ExportTargets::new(raw, resched)?;
 
-    let mut entries = Vec::new();
-    for sym in &raw.symbols {
-        resched.tick()?;
+    // Which symbols stay, and the room their names need.
+    let keep = |sym: &RawSymbol<'_>| {
         let keep =
             sym.index == 0 || livepatch || is_core_symbol(raw, sym, &flags, shnum, pcpu, opts);
-        if !keep || sym.name.is_empty() {
-            // Symbol 0 and unnamed symbols are kept by the loader but s_show()
-            // prints nothing for an empty name.
+        // Symbol 0 and unnamed symbols are kept by the loader but s_show() prints nothing
+        // for an empty name.
+        keep && !sym.name.is_empty()
+    };
+    let (mut rows, mut name_bytes) = (0usize, 0usize);
+    for s in &raw.sections {
+        resched.tick()?;
+        name_bytes = name_bytes.saturating_add(s.name.len());
+    }
+    for sym in &raw.symbols {
+        resched.tick()?;
+        if keep(sym) {
+            rows += 1;
+            name_bytes = name_bytes.saturating_add(sym.name.len());
+        }
+    }
+    let mut entries = KallsymTableBuilder::with_capacity(rows, name_bytes);
+    entries.reserve_sections(shnum);
+    for s in &raw.sections {
+        resched.tick()?;
+        entries.push_section(&s.name);
+    }
+    for sym in &raw.symbols {
+        resched.tick()?;
+        if !keep(sym) {
             continue;
         }
         let lower = elf_type(raw, sym, &flags, pcpu, small);
-        let exported = exports
-            .get(sym.name.as_str())
-            .is_some_and(|&(shndx, value)| {
-                sym.shndx == shndx && sym.value == value && sym.shndx != SHN_UNDEF
-            });
+        let exported = exports.target(&sym.name).is_some_and(|(shndx, value)| {
+            sym.shndx == shndx && sym.value == value && sym.shndx != SHN_UNDEF
+        });
         let kind = if exported {
             lower.to_ascii_uppercase()
         } else {
@@ -203,37 +233,34 @@ fn module_from_raw(
         };
         let section_index =
             (sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE).then_some(u32::from(sym.shndx));
-        entries.push(ElfKallsym {
-            name: sym.name.clone(),
+        entries.push(
+            &sym.name,
             kind,
-            addr: sym.value,
-            size: Some(sym.size),
-            section: section_index
-                .and_then(|i| raw.section_name(i))
-                .map(str::to_owned),
+            sym.value,
+            Some(sym.size),
             section_index,
             exported,
-        });
+        );
     }
-    let sections = raw
-        .sections
-        .iter()
-        .enumerate()
-        .map(|(i, s)| ModuleSection {
+    exports.free_with_points(resched)?;
+    let mut sections = Vec::with_capacity(shnum);
+    for (i, s) in raw.sections.iter().enumerate() {
+        resched.tick()?;
+        sections.push(ModuleSection {
             index: i as u32,
-            name: s.name.clone(),
+            name: s.name.clone().into_owned(),
             flags: flags[i],
             sh_type: s.sh_type,
             size: s.size,
             align: s.align,
-        })
-        .collect();
+        });
+    }
     Ok(ModuleSymbols {
         name,
         machine: raw.machine,
-        entries,
-        vermagic: get("vermagic"),
-        depends: get("depends")
+        entries: entries.finish(),
+        vermagic,
+        depends: depends
             .map(|d| {
                 d.split(',')
                     .filter(|s| !s.is_empty())
@@ -246,6 +273,21 @@ fn module_from_raw(
     })
 }
 
+/// The first section named `name` that has SHF_ALLOC.
+fn alloc_named(
+    raw: &RawElf<'_>,
+    name: &str,
+    resched: &mut Resched,
+) -> Result<Option<usize>, Cancelled> {
+    for (i, s) in raw.sections.iter().enumerate() {
+        resched.tick()?;
+        if s.name == name && s.flags & SHF_ALLOC != 0 {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
 /// Sections the loader lays out with the init part, freed after init:
 /// `module_init_layout_section()`.
 pub(crate) fn is_init_section(name: &str, opts: ModuleOptions) -> bool {
@@ -255,7 +297,7 @@ pub(crate) fn is_init_section(name: &str, opts: ModuleOptions) -> bool {
 /// kernel/module/kallsyms.c is_core_symbol(), on the raw 16-bit st_shndx.
 fn is_core_symbol(
     raw: &RawElf<'_>,
-    sym: &RawSymbol,
+    sym: &RawSymbol<'_>,
     flags: &[u64],
     shnum: usize,
     pcpu: Option<usize>,
@@ -278,7 +320,7 @@ fn is_core_symbol(
 /// kernel/module/kallsyms.c elf_type() ("As per nm").
 fn elf_type(
     raw: &RawElf<'_>,
-    sym: &RawSymbol,
+    sym: &RawSymbol<'_>,
     flags: &[u64],
     pcpu: Option<usize>,
     small: u64,
@@ -329,47 +371,89 @@ fn elf_type(
 /// Only the plain `__ksymtab` counts: `is_exported()` searches `mod->syms`, never
 /// `mod->gpl_syms`, so EXPORT_SYMBOL_GPL symbols print lower-case (seen on Debian
 /// 6.1: `t garp_request_join [garp]`).
-fn export_targets<'r>(
-    raw: &'r RawElf<'_>,
-    resched: &mut Resched,
-) -> Result<HashMap<&'r str, (u16, u64)>, Cancelled> {
-    let mut defs: HashMap<&str, (u16, u64)> = HashMap::new();
-    for s in &raw.symbols {
-        resched.tick()?;
-        if s.bind != STB_LOCAL && s.shndx != SHN_UNDEF {
-            defs.entry(s.name.as_str()).or_insert((s.shndx, s.value));
+struct ExportTargets<'r, 'a> {
+    raw: &'r RawElf<'a>,
+    /// The first non-local definition of each name.
+    defs: NameTable,
+    /// `__ksymtab_<name>` symbols in a plain ksymtab section whose `<name>` has a definition.
+    exports: NameTable,
+}
+
+const KSYMTAB: &str = "__ksymtab_";
+
+impl<'r, 'a> ExportTargets<'r, 'a> {
+    fn new(raw: &'r RawElf<'a>, resched: &mut Resched) -> Result<Self, Cancelled> {
+        let in_ksymtab = |s: &RawSymbol<'_>| {
+            s.section
+                .and_then(|i| raw.section_name(i))
+                .is_some_and(|sec| sec == "__ksymtab" || sec.starts_with("___ksymtab+"))
+        };
+        let is_def = |s: &RawSymbol<'_>| s.bind != STB_LOCAL && s.shndx != SHN_UNDEF;
+        let (mut n_defs, mut n_exports) = (0usize, 0usize);
+        for s in &raw.symbols {
+            resched.tick()?;
+            n_defs += usize::from(is_def(s));
+            n_exports += usize::from(in_ksymtab(s));
         }
+        let mut defs = NameTable::with_capacity(n_defs, resched)?;
+        for (i, s) in raw.symbols.iter().enumerate() {
+            resched.tick()?;
+            if is_def(s) {
+                defs.insert_first(i as u32, &s.name, |i| Self::name(raw, i));
+            }
+        }
+        let mut exports = NameTable::with_capacity(n_exports, resched)?;
+        for (i, s) in raw.symbols.iter().enumerate() {
+            resched.tick()?;
+            if !in_ksymtab(s) {
+                continue;
+            }
+            if let Some(n) = s.name.strip_prefix(KSYMTAB) {
+                if defs.get(n, |i| Self::name(raw, i)).is_some() {
+                    exports.insert_first(i as u32, n, |i| Self::exported_name(raw, i));
+                }
+            }
+        }
+        Ok(ExportTargets { raw, defs, exports })
     }
-    let mut out = HashMap::new();
-    for s in &raw.symbols {
-        resched.tick()?;
-        let in_ksymtab = s
-            .section
-            .and_then(|i| raw.section_name(i))
-            .is_some_and(|sec| sec == "__ksymtab" || sec.starts_with("___ksymtab+"));
-        if !in_ksymtab {
-            continue;
-        }
-        if let Some((n, &d)) = s
-            .name
-            .strip_prefix("__ksymtab_")
-            .and_then(|n| defs.get(n).map(|d| (n, d)))
-        {
-            out.insert(n, d);
-        }
+
+    fn name(raw: &'r RawElf<'a>, i: u32) -> &'r str {
+        &raw.symbols[i as usize].name
     }
-    Ok(out)
+
+    /// `<name>` of a `__ksymtab_<name>` symbol.
+    fn exported_name(raw: &'r RawElf<'a>, i: u32) -> &'r str {
+        &raw.symbols[i as usize].name[KSYMTAB.len()..]
+    }
+
+    /// The (st_shndx, st_value) the export of `name` points at, if `name` is exported.
+    fn target(&self, name: &str) -> Option<(u16, u64)> {
+        let raw = self.raw;
+        self.exports.get(name, |i| Self::exported_name(raw, i))?;
+        let d = self.defs.get(name, |i| Self::name(raw, i))?;
+        let s = &raw.symbols[d as usize];
+        Some((s.shndx, s.value))
+    }
+
+    fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        self.defs.free_with_points(resched)?;
+        self.exports.free_with_points(resched)
+    }
 }
 
 /// `.modinfo`: NUL-separated `key=value` strings, with NUL padding between them.
-fn parse_modinfo(raw: &RawElf<'_>) -> Result<Vec<(String, String)>, ElfError> {
-    let Some(idx) = raw.find_section(".modinfo") else {
+fn parse_modinfo(
+    raw: &RawElf<'_>,
+    resched: &mut Resched,
+) -> Result<Vec<(String, String)>, ElfError> {
+    let Some(idx) = raw.find_section(".modinfo", resched)? else {
         return Ok(Vec::new());
     };
     let data = raw.sections[idx].data.unwrap_or(&[]);
     let mut out = Vec::new();
     let mut offset = 0usize;
     for chunk in data.split(|&b| b == 0) {
+        resched.tick()?;
         if !chunk.is_empty() {
             let text = std::str::from_utf8(chunk).map_err(|e| {
                 ElfError::malformed(
@@ -391,9 +475,9 @@ fn parse_modinfo(raw: &RawElf<'_>) -> Result<Vec<(String, String)>, ElfError> {
 }
 
 /// `struct module.name` inside `.gnu.linkonce.this_module`.
-fn this_module_name(raw: &RawElf<'_>) -> Result<String, ElfError> {
+fn this_module_name(raw: &RawElf<'_>, resched: &mut Resched) -> Result<String, ElfError> {
     let idx = raw
-        .find_section(".gnu.linkonce.this_module")
+        .find_section(".gnu.linkonce.this_module", resched)?
         .ok_or_else(|| {
             ElfError::malformed(
                 "no .modinfo name= and no .gnu.linkonce.this_module section",
@@ -510,7 +594,7 @@ mod tests {
         );
         let exported: Vec<_> = m.entries.iter().filter(|e| e.exported).collect();
         assert_eq!(exported.len(), 1);
-        assert_eq!(exported[0].section.as_deref(), Some(".text"));
+        assert_eq!(exported[0].section, Some(".text"));
     }
 
     #[test]

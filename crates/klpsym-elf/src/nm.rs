@@ -7,6 +7,7 @@
 //! `numeric_forward` (value, then name in the C locale kbuild forces, then symbol
 //! table order because glibc's qsort is a stable merge sort for such sizes).
 
+use klpsym_core::bulk::sort_by_with_points;
 use klpsym_core::resched::{Cancelled, Resched};
 
 use crate::raw::{
@@ -14,17 +15,17 @@ use crate::raw::{
     SHN_UNDEF, SHT_NOBITS, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_FILE, STT_GNU_IFUNC,
     STT_OBJECT, STT_SECTION,
 };
-use crate::sort::sort_by_with_points;
 
-/// One line of `nm -n` output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NmLine {
+/// One line of `nm -n` output, its name borrowed from the [`RawElf`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NmLine<'r> {
+    /// Undefined (nm prints these first).
+    pub undefined: bool,
     pub addr: u64,
     pub kind: u8,
-    pub name: String,
+    pub name: &'r str,
     pub size: u64,
-    pub section: Option<String>,
-    /// Section header index of `section`.
+    /// Section header index of the section the symbol is defined in.
     pub section_index: Option<u32>,
     /// Index of the symbol in `.symtab`.
     pub symtab_index: u32,
@@ -79,7 +80,7 @@ fn section_letter(sec: &RawSection<'_>) -> u8 {
 /// The letter GNU nm prints for `sym`, or `None` when nm does not print the
 /// symbol at all (the null entry, section and file symbols: BFD marks them as
 /// debugging symbols, which nm hides without `-a`).
-pub(crate) fn nm_letter(elf: &RawElf<'_>, sym: &RawSymbol) -> Option<u8> {
+pub(crate) fn nm_letter(elf: &RawElf<'_>, sym: &RawSymbol<'_>) -> Option<u8> {
     if sym.index == 0 || sym.typ == STT_SECTION || sym.typ == STT_FILE {
         return None;
     }
@@ -121,8 +122,11 @@ pub(crate) fn nm_letter(elf: &RawElf<'_>, sym: &RawSymbol) -> Option<u8> {
 /// name (strcmp), then by symbol table order. Empty names are skipped: nm prints
 /// such a line but scripts/kallsyms' `fscanf("%llx %c %s")` cannot read a name from
 /// it (it would swallow the next line's address), and the kernel never has them.
-pub(crate) fn nm_sorted(elf: &RawElf<'_>, resched: &mut Resched) -> Result<Vec<NmLine>, Cancelled> {
-    let mut lines: Vec<(bool, NmLine)> = Vec::with_capacity(elf.symbols.len());
+pub(crate) fn nm_sorted<'r>(
+    elf: &'r RawElf<'_>,
+    resched: &mut Resched,
+) -> Result<Vec<NmLine<'r>>, Cancelled> {
+    let mut lines: Vec<NmLine<'r>> = Vec::with_capacity(elf.symbols.len());
     for s in &elf.symbols {
         resched.tick()?;
         if s.name.is_empty() {
@@ -131,28 +135,23 @@ pub(crate) fn nm_sorted(elf: &RawElf<'_>, resched: &mut Resched) -> Result<Vec<N
         let Some(kind) = nm_letter(elf, s) else {
             continue;
         };
-        lines.push((
-            s.shndx == SHN_UNDEF,
-            NmLine {
-                addr: s.value,
-                kind,
-                name: s.name.clone(),
-                size: s.size,
-                section: s
-                    .section
-                    .and_then(|i| elf.section_name(i))
-                    .map(str::to_owned),
-                section_index: s.section,
-                symtab_index: s.index,
-            },
-        ));
+        lines.push(NmLine {
+            undefined: s.shndx == SHN_UNDEF,
+            addr: s.value,
+            kind,
+            name: &s.name,
+            size: s.size,
+            section_index: s.section,
+            symtab_index: s.index,
+        });
     }
-    let lines = sort_by_with_points(
-        lines,
-        |(ua, a), (ub, b)| {
-            ub.cmp(ua)
+    sort_by_with_points(
+        &mut lines,
+        |a, b| {
+            b.undefined
+                .cmp(&a.undefined)
                 .then_with(|| {
-                    if *ua && *ub {
+                    if a.undefined && b.undefined {
                         std::cmp::Ordering::Equal
                     } else {
                         a.addr.cmp(&b.addr)
@@ -163,5 +162,5 @@ pub(crate) fn nm_sorted(elf: &RawElf<'_>, resched: &mut Resched) -> Result<Vec<N
         },
         resched,
     )?;
-    Ok(lines.into_iter().map(|(_, l)| l).collect())
+    Ok(lines)
 }

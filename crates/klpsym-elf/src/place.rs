@@ -86,8 +86,8 @@ pub fn place_module(
                             "module {}: entry {i} ({name}) in section {} puts the section at {base:#x}, \
                              entry {first} ({}) put it at {b:#x}",
                             mods.name,
-                            e.section.as_deref().unwrap_or("?"),
-                            mods.entries[first].name
+                            e.section.unwrap_or("?"),
+                            mods.entries.get(first).map_or("?", |e| e.name)
                         )));
                     }
                     Some(_) => {}
@@ -127,7 +127,7 @@ pub fn place_with_bases(
                     ElfError::Placement(format!(
                         "module {}: no base given for section {s} ({}) of symbol {}",
                         mods.name,
-                        e.section.as_deref().unwrap_or("?"),
+                        e.section.unwrap_or("?"),
                         e.name
                     ))
                 }),
@@ -138,7 +138,7 @@ pub fn place_with_bases(
 fn first_difference(mods: &ModuleSymbols, lines: &[(u64, u8, &str)]) -> Option<String> {
     let n = mods.entries.len().max(lines.len());
     (0..n).find_map(|i| {
-        let ours = mods.entries.get(i).map(|e| (e.kind, e.name.as_str()));
+        let ours = mods.entries.get(i).map(|e| (e.kind, e.name));
         let theirs = lines.get(i).map(|l| (l.1, l.2));
         (ours != theirs).then(|| {
             format!(
@@ -174,7 +174,7 @@ mod tests {
         m.entries
             .iter()
             .zip(addrs)
-            .map(|(e, &a)| (a, e.kind, e.name.clone()))
+            .map(|(e, &a)| (a, e.kind, e.name.to_owned()))
             .collect()
     }
 

@@ -6,7 +6,9 @@
 //! Parsing is done by the `object` crate, which bounds every table by the input's
 //! size, so no count read from the input can cause an unbounded allocation here.
 
-use klpsym_core::resched::Resched;
+use std::borrow::Cow;
+
+use klpsym_core::resched::{Cancelled, Resched};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::Endianness;
@@ -42,7 +44,8 @@ pub(crate) const EM_IA_64: u16 = 50;
 /// One section header.
 #[derive(Debug, Clone)]
 pub(crate) struct RawSection<'a> {
-    pub name: String,
+    /// Borrowed from the section name table (copied only when it is not UTF-8).
+    pub name: Cow<'a, str>,
     pub sh_type: u32,
     pub flags: u64,
     pub addr: u64,
@@ -54,9 +57,11 @@ pub(crate) struct RawSection<'a> {
 
 /// One `.symtab` entry.
 #[derive(Debug, Clone)]
-pub(crate) struct RawSymbol {
+pub(crate) struct RawSymbol<'a> {
     pub index: u32,
-    pub name: String,
+    /// Borrowed from the string table (copied only when it is not UTF-8): no allocation per
+    /// symbol, and nothing to free per symbol either.
+    pub name: Cow<'a, str>,
     /// `st_name` as stored (0 means "no name" to the module loader).
     pub st_name: u32,
     pub value: u64,
@@ -77,7 +82,7 @@ pub(crate) struct RawElf<'a> {
     pub little_endian: bool,
     pub is_64: bool,
     pub sections: Vec<RawSection<'a>>,
-    pub symbols: Vec<RawSymbol>,
+    pub symbols: Vec<RawSymbol<'a>>,
     /// Whether a `SHT_SYMTAB` section exists.
     pub has_symtab: bool,
 }
@@ -103,19 +108,30 @@ impl<'a> RawElf<'a> {
 
     /// Name of section `index`, if it exists.
     pub fn section_name(&self, index: u32) -> Option<&str> {
-        self.sections.get(index as usize).map(|s| s.name.as_str())
+        self.sections.get(index as usize).map(|s| &*s.name)
     }
 
     /// Section index by exact name (first match, as the kernel's `find_sec` does).
-    pub fn find_section(&self, name: &str) -> Option<usize> {
-        self.sections.iter().position(|s| s.name == name)
+    pub fn find_section(
+        &self,
+        name: &str,
+        resched: &mut Resched,
+    ) -> Result<Option<usize>, Cancelled> {
+        for (i, s) in self.sections.iter().enumerate() {
+            resched.tick()?;
+            if s.name == name {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 }
 
-/// Section and symbol names are copied out of their string tables. Entries may all point at
-/// one long name (`sh_name`/`st_name` are plain offsets), which would make the copies a
-/// quadratic multiple of the input; in objects a linker writes, names total about the size of
-/// their string tables. More than this many name bytes per input byte is refused.
+/// Section and symbol names are borrowed from their string tables, but the callers copy the
+/// names they keep (into one arena per result). Entries may all point at one long name
+/// (`sh_name`/`st_name` are plain offsets), which would make those copies a quadratic multiple
+/// of the input; in objects a linker writes, names total about the size of their string tables.
+/// More than this many name bytes per input byte is refused.
 const NAME_BYTES_PER_INPUT_BYTE: usize = 4;
 
 /// Running total of the name bytes copied, against [`NAME_BYTES_PER_INPUT_BYTE`].
@@ -163,6 +179,7 @@ where
     let table = header.sections(endian, data)?;
     let mut names = NameBudget::new(data.len());
     let mut sections = Vec::with_capacity(table.len());
+    let mut has_symtab = false;
     for (i, sh) in table.iter().enumerate() {
         resched.tick()?;
         let name = table
@@ -170,6 +187,7 @@ where
             .map_err(|e| ElfError::malformed(e.to_string(), format!("section header {i}")))?;
         names.take(name, || format!("section header {i}"))?;
         let sh_type = sh.sh_type(endian).0;
+        has_symtab |= sh_type == SHT_SYMTAB;
         let bytes = if sh_type == SHT_NOBITS || i == 0 {
             None
         } else {
@@ -181,7 +199,7 @@ where
             })?)
         };
         sections.push(RawSection {
-            name: String::from_utf8_lossy(name).into_owned(),
+            name: String::from_utf8_lossy(name),
             sh_type,
             flags: sh.sh_flags(endian).0,
             addr: sh.sh_addr(endian).into(),
@@ -190,7 +208,6 @@ where
             data: bytes,
         });
     }
-    let has_symtab = sections.iter().any(|s| s.sh_type == SHT_SYMTAB);
     let symtab = table
         .symbols(endian, data, elf::SHT_SYMTAB)
         .map_err(|e| ElfError::malformed(e.to_string(), ".symtab"))?;
@@ -212,7 +229,7 @@ where
         symbols.push(RawSymbol {
             index: u32::try_from(i)
                 .map_err(|_| ElfError::malformed("too many symbols", ".symtab"))?,
-            name: String::from_utf8_lossy(name).into_owned(),
+            name: String::from_utf8_lossy(name),
             st_name: sym.st_name(endian),
             value: sym.st_value(endian).into(),
             size: sym.st_size(endian).into(),

@@ -9,21 +9,23 @@
 use std::cmp::Ordering;
 use std::io::Read;
 
+use klpsym_core::bulk::sort_by_with_points;
 use klpsym_core::resched::{Cancelled, Resched};
 
+use crate::bulk::free_with_points;
 use crate::error::ElfError;
 use crate::filter::{is_ignored, KernelVersion};
+use crate::names::NameTable;
 use crate::nm::{nm_sorted, NmLine};
-use crate::raw::{RawElf, EM_X86_64};
-use crate::sort::{drop_with_points, sort_by_with_points};
-use crate::symbol::ElfKallsym;
+use crate::raw::{RawElf, RawSection, EM_X86_64};
+use crate::symbol::{KallsymTable, KallsymTableBuilder};
 use klpsym_core::ChunkedFinder;
 
 /// Result of [`vmlinux_kallsyms`].
 #[derive(Debug, Clone)]
 pub struct VmlinuxSymbols {
     /// The kallsyms entries in /proc/kallsyms order.
-    pub entries: Vec<ElfKallsym>,
+    pub entries: KallsymTable,
     /// Whether CONFIG_KALLSYMS_ALL was taken to be on.
     pub kallsyms_all: bool,
     /// Where `kallsyms_all` came from: "given by caller", "detected from ...",
@@ -109,10 +111,10 @@ pub fn vmlinux_kallsyms_with_resched(
         }
     ));
     let lines = nm_sorted(&raw, resched)?;
-    let mut kept: Vec<(usize, &NmLine)> = Vec::with_capacity(lines.len());
+    let mut kept: Vec<(usize, &NmLine<'_>)> = Vec::with_capacity(lines.len());
     for l in &lines {
         resched.tick()?;
-        if !is_ignored(version, &l.name, l.kind) {
+        if !is_ignored(version, l.name, l.kind) {
             kept.push((kept.len(), l));
         }
     }
@@ -135,16 +137,16 @@ pub fn vmlinux_kallsyms_with_resched(
         Some(b) => (b, "given by caller".to_owned()),
         None => detect_all(&raw, elf, &kept, absolute_percpu, &mut notes, resched)?,
     };
-    let mut table = build_table(&kept, kallsyms_all, absolute_percpu, resched)?;
-    let exported = exported_names(&lines, resched)?;
-    for e in &mut table {
-        resched.tick()?;
-        e.exported = exported.contains(e.name.as_str());
-    }
-    drop(exported);
-    drop(kept);
-    drop_with_points(lines, resched)?;
-    drop_with_points(std::mem::take(&mut raw.symbols), resched)?;
+    let rows = sorted_rows(&kept, kallsyms_all, absolute_percpu, resched)?;
+    let exported = Exported::new(&lines, resched)?;
+    let table = build_table(&rows, &raw.sections, &exported, resched)?;
+    // Megabytes of intermediate tables: given back in steps. The names were borrowed from
+    // `elf` (only the rare non-UTF-8 ones own a copy), so there is nothing to free per symbol.
+    exported.free_with_points(resched)?;
+    free_with_points(rows, resched)?;
+    free_with_points(kept, resched)?;
+    free_with_points(lines, resched)?;
+    free_with_points(std::mem::take(&mut raw.symbols), resched)?;
     Ok(VmlinuxSymbols {
         entries: table,
         kallsyms_all,
@@ -154,9 +156,13 @@ pub fn vmlinux_kallsyms_with_resched(
     })
 }
 
-type Kept<'l> = [(usize, &'l NmLine)];
+type Kept<'l, 'r> = [(usize, &'l NmLine<'r>)];
 
-fn find_addr(kept: &Kept<'_>, name: &str, resched: &mut Resched) -> Result<Option<u64>, Cancelled> {
+fn find_addr(
+    kept: &Kept<'_, '_>,
+    name: &str,
+    resched: &mut Resched,
+) -> Result<Option<u64>, Cancelled> {
     for (_, l) in kept {
         resched.tick()?;
         if l.name == name {
@@ -168,7 +174,7 @@ fn find_addr(kept: &Kept<'_>, name: &str, resched: &mut Resched) -> Result<Optio
 
 /// `{start, end}` from the named symbols, defaulting like the C statics do.
 fn range(
-    kept: &Kept<'_>,
+    kept: &Kept<'_, '_>,
     start: &str,
     end: &str,
     default: (u64, u64),
@@ -182,7 +188,7 @@ fn range(
 
 /// check_symbol_range() overwrites on every occurrence: the last one wins.
 fn find_addr_last(
-    kept: &Kept<'_>,
+    kept: &Kept<'_, '_>,
     name: &str,
     resched: &mut Resched,
 ) -> Result<Option<u64>, Cancelled> {
@@ -195,12 +201,24 @@ fn find_addr_last(
     Ok(None)
 }
 
-fn build_table(
-    kept: &Kept<'_>,
+/// One entry of the kallsyms table before the names are copied: its position in `kept`
+/// (scripts/kallsyms' input order, the last tie-break), its nm line and its final letter.
+#[derive(Debug, Clone, Copy)]
+struct Row<'l, 'r> {
+    pos: usize,
+    line: &'l NmLine<'r>,
+    kind: u8,
+}
+
+/// Calls `f` with every entry scripts/kallsyms keeps, in input order: the text-range check
+/// unless `all` (CONFIG_KALLSYMS_ALL), percpu symbols made `A` under `absolute_percpu`.
+fn for_each_selected<'l, 'r>(
+    kept: &Kept<'l, 'r>,
     all: bool,
     absolute_percpu: bool,
     resched: &mut Resched,
-) -> Result<Vec<ElfKallsym>, Cancelled> {
+    mut f: impl FnMut(Row<'l, 'r>),
+) -> Result<(), Cancelled> {
     let text = range(kept, "_stext", "_etext", (0, 0), resched)?;
     let init = range(kept, "_sinittext", "_einittext", (0, 0), resched)?;
     let percpu = range(
@@ -212,7 +230,6 @@ fn build_table(
     )?;
     let in_range = |a: u64, r: (u64, u64)| a >= r.0 && a <= r.1;
 
-    let mut rows: Vec<(usize, ElfKallsym)> = Vec::with_capacity(kept.len());
     for &(pos, l) in kept {
         resched.tick()?;
         if !all {
@@ -232,37 +249,85 @@ fn build_table(
         } else {
             l.kind
         };
-        rows.push((
-            pos,
-            ElfKallsym {
-                name: l.name.clone(),
-                kind,
-                addr: l.addr,
-                size: Some(l.size),
-                section: l.section.clone(),
-                section_index: l.section_index,
-                exported: false,
-            },
-        ));
+        f(Row { pos, line: l, kind });
     }
-    let rows = sort_by_with_points(
-        rows,
-        |(pa, a), (pb, b)| compare_symbols(a, *pa, b, *pb),
-        resched,
-    )?;
-    Ok(rows.into_iter().map(|(_, e)| e).collect())
+    Ok(())
+}
+
+/// Number of entries the table would have.
+fn count_selected(
+    kept: &Kept<'_, '_>,
+    all: bool,
+    absolute_percpu: bool,
+    resched: &mut Resched,
+) -> Result<usize, Cancelled> {
+    let mut n = 0;
+    for_each_selected(kept, all, absolute_percpu, resched, |_| n += 1)?;
+    Ok(n)
+}
+
+/// The kept entries in scripts/kallsyms' `compare_symbols()` order.
+fn sorted_rows<'l, 'r>(
+    kept: &Kept<'l, 'r>,
+    all: bool,
+    absolute_percpu: bool,
+    resched: &mut Resched,
+) -> Result<Vec<Row<'l, 'r>>, Cancelled> {
+    let mut rows = Vec::with_capacity(kept.len());
+    for_each_selected(kept, all, absolute_percpu, resched, |r| rows.push(r))?;
+    sort_by_with_points(&mut rows, compare_symbols, resched)?;
+    Ok(rows)
+}
+
+/// The rows as a [`KallsymTable`]: names copied into its arena, `exported` marked.
+fn build_table(
+    rows: &[Row<'_, '_>],
+    sections: &[RawSection<'_>],
+    exported: &Exported<'_, '_>,
+    resched: &mut Resched,
+) -> Result<KallsymTable, Cancelled> {
+    let mut name_bytes = 0usize;
+    for s in sections {
+        resched.tick()?;
+        name_bytes = name_bytes.saturating_add(s.name.len());
+    }
+    for r in rows {
+        resched.tick()?;
+        name_bytes = name_bytes.saturating_add(r.line.name.len());
+    }
+    let mut b = KallsymTableBuilder::with_capacity(rows.len(), name_bytes);
+    b.reserve_sections(sections.len());
+    for s in sections {
+        resched.tick()?;
+        b.push_section(&s.name);
+    }
+    for r in rows {
+        resched.tick()?;
+        let l = r.line;
+        b.push(
+            l.name,
+            r.kind,
+            l.addr,
+            Some(l.size),
+            l.section_index,
+            exported.contains(l.name),
+        );
+    }
+    Ok(b.finish())
 }
 
 /// scripts/kallsyms.c compare_symbols(): address, non-weak before weak, real
 /// symbols before linker-script markers, fewer leading underscores, input order.
-fn compare_symbols(a: &ElfKallsym, pa: usize, b: &ElfKallsym, pb: usize) -> Ordering {
-    let weak = |e: &ElfKallsym| matches!(e.kind, b'w' | b'W');
-    a.addr
-        .cmp(&b.addr)
+fn compare_symbols(a: &Row<'_, '_>, b: &Row<'_, '_>) -> Ordering {
+    let weak = |r: &Row<'_, '_>| matches!(r.kind, b'w' | b'W');
+    let (na, nb) = (a.line.name, b.line.name);
+    a.line
+        .addr
+        .cmp(&b.line.addr)
         .then_with(|| weak(a).cmp(&weak(b)))
-        .then_with(|| linker_provided(&a.name).cmp(&linker_provided(&b.name)))
-        .then_with(|| underscores(&a.name).cmp(&underscores(&b.name)))
-        .then_with(|| pa.cmp(&pb))
+        .then_with(|| linker_provided(na).cmp(&linker_provided(nb)))
+        .then_with(|| underscores(na).cmp(&underscores(nb)))
+        .then_with(|| a.pos.cmp(&b.pos))
 }
 
 /// may_be_linker_script_provide_symbol(): `__start_*`, `__stop_*`, `__end_*`,
@@ -284,18 +349,41 @@ fn underscores(name: &str) -> usize {
     name.bytes().take_while(|&c| c == b'_').count()
 }
 
-fn exported_names<'l>(
-    lines: &'l [NmLine],
-    resched: &mut Resched,
-) -> Result<std::collections::HashSet<&'l str>, Cancelled> {
-    let mut out = std::collections::HashSet::new();
-    for l in lines {
-        resched.tick()?;
-        if let Some(n) = l.name.strip_prefix("__ksymtab_") {
-            out.insert(n);
+const KSYMTAB: &str = "__ksymtab_";
+
+/// The names that have a `__ksymtab_<name>` line.
+struct Exported<'l, 'r> {
+    lines: &'l [NmLine<'r>],
+    /// `__ksymtab_*` lines by the name they export.
+    table: NameTable,
+}
+
+impl<'l, 'r> Exported<'l, 'r> {
+    fn new(lines: &'l [NmLine<'r>], resched: &mut Resched) -> Result<Self, Cancelled> {
+        let mut n = 0usize;
+        for l in lines {
+            resched.tick()?;
+            n += usize::from(l.name.starts_with(KSYMTAB));
         }
+        let mut table = NameTable::with_capacity(n, resched)?;
+        let exported = |i: u32| &lines[i as usize].name[KSYMTAB.len()..];
+        for (i, l) in lines.iter().enumerate() {
+            resched.tick()?;
+            if let Some(name) = l.name.strip_prefix(KSYMTAB) {
+                table.insert_first(i as u32, name, exported);
+            }
+        }
+        Ok(Exported { lines, table })
     }
-    Ok(out)
+
+    fn contains(&self, name: &str) -> bool {
+        let exported = |i: u32| &self.lines[i as usize].name[KSYMTAB.len()..];
+        self.table.get(name, exported).is_some()
+    }
+
+    fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        self.table.free_with_points(resched)
+    }
 }
 
 /// Decide CONFIG_KALLSYMS_ALL: embedded IKCONFIG first, then the symbol count
@@ -304,30 +392,30 @@ fn exported_names<'l>(
 fn detect_all(
     raw: &RawElf<'_>,
     elf: &[u8],
-    kept: &Kept<'_>,
+    kept: &Kept<'_, '_>,
     absolute_percpu: bool,
     notes: &mut Vec<String>,
     resched: &mut Resched,
 ) -> Result<(bool, String), Cancelled> {
     if let Some(config) = find_ikconfig(elf, resched)? {
-        if config.lines().any(|l| l.trim() == "CONFIG_KALLSYMS_ALL=y") {
+        let (mut on, mut off) = (false, false);
+        for l in config.lines() {
+            let l = trim_with_points(l, resched)?;
+            on |= l == "CONFIG_KALLSYMS_ALL=y";
+            off |= l == "# CONFIG_KALLSYMS_ALL is not set";
+        }
+        drop(config);
+        if on {
             return Ok((true, "detected from embedded IKCONFIG".to_owned()));
         }
-        if config
-            .lines()
-            .any(|l| l.trim() == "# CONFIG_KALLSYMS_ALL is not set")
-        {
+        if off {
             return Ok((false, "detected from embedded IKCONFIG".to_owned()));
         }
         notes.push("embedded IKCONFIG has no CONFIG_KALLSYMS_ALL line".to_owned());
     }
     if let Some(count) = kallsyms_num_syms(raw, resched)? {
-        let all_table = build_table(kept, true, absolute_percpu, resched)?;
-        let all = all_table.len() as u64;
-        drop_with_points(all_table, resched)?;
-        let text_table = build_table(kept, false, absolute_percpu, resched)?;
-        let text = text_table.len() as u64;
-        drop_with_points(text_table, resched)?;
+        let all = count_selected(kept, true, absolute_percpu, resched)? as u64;
+        let text = count_selected(kept, false, absolute_percpu, resched)? as u64;
         if u64::from(count) == all && all != text {
             return Ok((true, format!("detected from kallsyms_num_syms = {count}")));
         }
@@ -396,7 +484,56 @@ pub(crate) fn find_ikconfig(
         }
         resched.tick_n(got as u32)?;
     }
-    Ok(String::from_utf8(out).ok())
+    utf8_with_points(&out, resched)
+}
+
+/// `bytes` as a `String` if it is UTF-8, validated and copied a chunk per reschedule point
+/// (`String::from_utf8` would check megabytes in one stretch).
+fn utf8_with_points(bytes: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
+    const CHUNK: usize = 16 << 10;
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let take = rest.len().min(CHUNK);
+        let valid = match std::str::from_utf8(&rest[..take]) {
+            Ok(s) => s,
+            // A character split by the end of the chunk: the next chunk starts with it.
+            Err(e) if e.error_len().is_none() && take < rest.len() && e.valid_up_to() > 0 => {
+                match std::str::from_utf8(&rest[..e.valid_up_to()]) {
+                    Ok(s) => s,
+                    Err(_) => return Ok(None),
+                }
+            }
+            Err(_) => return Ok(None),
+        };
+        out.push_str(valid);
+        rest = &rest[valid.len()..];
+        resched.tick_n(valid.len() as u32)?;
+    }
+    Ok(Some(out))
+}
+
+/// `line.trim()`, with a point reachable per character trimmed: a line can be megabytes of
+/// whitespace.
+fn trim_with_points<'s>(line: &'s str, resched: &mut Resched) -> Result<&'s str, Cancelled> {
+    let mut start = line.len();
+    for (i, c) in line.char_indices() {
+        if !c.is_whitespace() {
+            start = i;
+            break;
+        }
+        resched.tick()?;
+    }
+    let rest = &line[start..];
+    let mut end = 0;
+    for (i, c) in rest.char_indices().rev() {
+        if !c.is_whitespace() {
+            end = i + c.len_utf8();
+            break;
+        }
+        resched.tick()?;
+    }
+    Ok(&rest[..end])
 }
 
 /// `UTS_RELEASE` from `linux_banner` ("Linux version 6.1.0-57-amd64 (...").

@@ -114,11 +114,7 @@ fn captured_module_kallsyms_match() {
             failures.push(format!("{kname}: .ko says its name is {}", mods.name));
         }
         let kernel = by_module.get(kname).map(Vec::as_slice).unwrap_or(&[]);
-        let ours: Vec<(u8, &str)> = mods
-            .entries
-            .iter()
-            .map(|e| (e.kind, e.name.as_str()))
-            .collect();
+        let ours: Vec<(u8, &str)> = mods.entries.iter().map(|e| (e.kind, e.name)).collect();
         let theirs: Vec<(u8, &str)> = kernel.iter().map(|l| (l.1, l.2.as_str())).collect();
         if ours != theirs {
             let n = ours.len().max(theirs.len());

@@ -45,7 +45,7 @@ fn captured_vmlinux_kallsyms_match() {
     let ours: Vec<(u64, u8, &str)> = ours
         .entries
         .iter()
-        .map(|e| (e.addr, e.kind, e.name.as_str()))
+        .map(|e| (e.addr, e.kind, e.name))
         .collect();
     let mut diffs = Vec::new();
     for i in 0..ours.len().max(kernel.len()) {

@@ -199,14 +199,17 @@ fn decode_binary(
         ) {
             Ok(v) => {
                 let mut b =
-                    SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.len() * 24);
+                    SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.name_bytes());
                 for e in &v.entries {
                     resched.tick().map_err(klpsym_core::BuildError::from)?;
-                    b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
+                    b.push(ObjectId::VMLINUX, e.addr, e.kind, e.name)?;
                     if let Some(sz) = e.size {
                         b.set_last_size(sz);
                     }
                 }
+                let table = b
+                    .build_with(resched)
+                    .map_err(klpsym_core::BuildError::from)?;
                 let mut facts = SourceFacts {
                     version: v.version.clone(),
                     format: Some(
@@ -224,7 +227,10 @@ fn decode_binary(
                         v.kallsyms_all_source
                     ),
                 ));
-                Ok((SourceKind::VmlinuxElf, b.build(), facts, None))
+                v.entries
+                    .free_with_points(resched)
+                    .map_err(klpsym_core::BuildError::from)?;
+                Ok((SourceKind::VmlinuxElf, table, facts, None))
             }
             Err(klpsym_elf::ElfError::NoSymtab) => image_symbols(path, &big.0, limit, resched),
             Err(source) => Err(elf_error(path, source)),
@@ -297,7 +303,7 @@ fn module_table(
         resched,
     )
     .map_err(|source| elf_error(path, source))?;
-    let table = module_symbols_table(&m, None)?;
+    let table = module_symbols_table_with(&m, None, resched)?;
     let facts = SourceFacts {
         version: m.vermagic.clone(),
         arch: Some(klpsym_elf::machine_name(m.machine).to_string()),
@@ -342,14 +348,25 @@ pub fn module_symbols_table(
     m: &klpsym_elf::ModuleSymbols,
     addrs: Option<&[u64]>,
 ) -> Result<SymbolTable, LoadError> {
-    let mut b = SymbolTableBuilder::with_capacity(m.entries.len(), m.entries.len() * 24);
+    module_symbols_table_with(m, addrs, &mut Resched::none())
+}
+
+/// [`module_symbols_table`] with a tick per symbol.
+fn module_symbols_table_with(
+    m: &klpsym_elf::ModuleSymbols,
+    addrs: Option<&[u64]>,
+    resched: &mut Resched,
+) -> Result<SymbolTable, LoadError> {
+    let mut b = SymbolTableBuilder::with_capacity(m.entries.len(), m.entries.name_bytes());
     let oid = b.object(&m.name, ObjectKind::Module);
     b.set_relative(oid, addrs.is_none());
     for (i, e) in m.entries.iter().enumerate() {
+        resched.tick().map_err(klpsym_core::BuildError::from)?;
         let addr = addrs.map_or(e.addr, |a| a[i]);
-        b.push(oid, addr, e.kind, &e.name)?;
+        b.push(oid, addr, e.kind, e.name)?;
     }
-    Ok(b.build())
+    Ok(b.build_with(resched)
+        .map_err(klpsym_core::BuildError::from)?)
 }
 
 /// Reads a whole file, refusing more than `limit` bytes, reaching reschedule points between

@@ -277,12 +277,7 @@ pub fn compose(
         b.set_relative(oid, addrs.is_none());
         for (i, e) in m.entries.iter().enumerate() {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
-            b.push(
-                oid,
-                addrs.as_ref().map_or(e.addr, |a| a[i]),
-                e.kind,
-                &e.name,
-            )?;
+            b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, e.name)?;
         }
     }
     for (i, info) in base.objects().iter().enumerate().skip(1) {
