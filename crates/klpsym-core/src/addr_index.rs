@@ -20,13 +20,28 @@ pub(crate) struct AddrIndex {
     /// Distinct addresses, sorted, with the first symbol (kernel order) at each: what a floor
     /// search needs, one probe sequence, no walk back over aliases.
     uaddrs: Vec<u64>,
-    uids: Vec<u32>,
+    /// Parallel to `uaddrs`: everything a symbolization needs about the first symbol at each
+    /// address, in one record, so a lookup touches one line here instead of the symbol
+    /// record, the size array and the id array (three cache misses at random addresses).
+    ufloor: Vec<FloorRec>,
     /// Every `SAMPLE`-th distinct address: small enough to stay in cache, so a lookup costs a
     /// search in here plus one search within a block of `SAMPLE` neighbours.
     samples: Vec<u64>,
 }
 
 const SAMPLE: usize = 32;
+
+/// The first symbol at a distinct address, packed (24 bytes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FloorRec {
+    pub(crate) id: u32,
+    pub(crate) name_off: u32,
+    pub(crate) name_len: u32,
+    pub(crate) object: u32,
+    /// Its size when below `u32::MAX`; otherwise ask [`SymbolTable::size`].
+    pub(crate) size: u32,
+    pub(crate) kind: u8,
+}
 
 impl AddrIndex {
     pub(crate) fn build(
@@ -72,12 +87,25 @@ impl AddrIndex {
         }
         crate::bulk::free_with_points(order, resched)?;
         let mut uaddrs = Vec::with_capacity(addrs.len());
-        let mut uids = Vec::with_capacity(addrs.len());
+        let mut ufloor = Vec::with_capacity(addrs.len());
         for (i, &a) in addrs.iter().enumerate() {
             resched.tick()?;
             if uaddrs.last() != Some(&a) {
+                let id = ids[i];
+                let r = &table.syms[id as usize];
+                let size = match sizes[id as usize] {
+                    SIZE_UNKNOWN => table.source_size(crate::SymbolId(id)),
+                    s => s,
+                };
                 uaddrs.push(a);
-                uids.push(ids[i]);
+                ufloor.push(FloorRec {
+                    id,
+                    name_off: r.name_off,
+                    name_len: r.name_len,
+                    object: r.object,
+                    size: u32::try_from(size).unwrap_or(u32::MAX),
+                    kind: r.kind,
+                });
             }
         }
         let samples = uaddrs.iter().step_by(SAMPLE).copied().collect();
@@ -86,7 +114,7 @@ impl AddrIndex {
             ids,
             sizes,
             uaddrs,
-            uids,
+            ufloor,
             samples,
         })
     }
@@ -97,9 +125,16 @@ impl AddrIndex {
     }
 
     /// The first symbol (kernel order) at the highest address <= `addr`, if any.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn floor(&self, addr: u64) -> Option<u32> {
-        self.floor_pos(addr).map(|i| self.uids[i])
+        self.floor_rec(addr).map(|(_, f)| f.id)
+    }
+
+    /// The floor's address and record.
+    #[inline]
+    pub(crate) fn floor_rec(&self, addr: u64) -> Option<(u64, &FloorRec)> {
+        self.floor_pos(addr)
+            .map(|i| (self.uaddrs[i], &self.ufloor[i]))
     }
 
     /// Position in `uaddrs` of the highest address <= `addr`.
@@ -115,22 +150,21 @@ impl AddrIndex {
         Some(lo + within - 1)
     }
 
-    /// Floors for many addresses at once: `out[i]` is the floor of `addrs[i]`. Sorts the
-    /// queries and walks the index once, so memory is touched in order instead of at random.
-    pub(crate) fn floor_many(
-        &self,
+    /// Floors for many addresses at once: calls `found(i, addr, floor)` for every
+    /// `addrs[i]`, in address order (not input order). Sorts the queries and walks the index
+    /// once, so the index is read in order instead of at random.
+    pub(crate) fn floor_many<'s>(
+        &'s self,
         addrs: &[u64],
-        out: &mut Vec<Option<u32>>,
         resched: &mut Resched,
+        mut found: impl FnMut(usize, u64, Option<(u64, &'s FloorRec)>),
     ) -> Result<(), Cancelled> {
-        out.clear();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(addrs.len());
         for (i, &a) in addrs.iter().enumerate() {
             resched.tick()?;
             order.push((a, i as u32));
         }
         crate::bulk::sort_by_u64_key_with_points(&mut order, |p| p.0, resched)?;
-        *out = crate::bulk::filled_vec(addrs.len(), None, resched)?;
         let mut pos = 0usize;
         for &(a, i) in &order {
             resched.tick()?;
@@ -146,9 +180,12 @@ impl AddrIndex {
                     pos += step;
                 }
             }
-            if self.uaddrs.get(pos).is_some_and(|&u| u <= a) {
-                out[i as usize] = Some(self.uids[pos]);
-            }
+            let floor = self
+                .uaddrs
+                .get(pos)
+                .filter(|&&u| u <= a)
+                .map(|&u| (u, &self.ufloor[pos]));
+            found(i as usize, a, floor);
         }
         crate::bulk::free_with_points(order, resched)
     }
@@ -159,7 +196,7 @@ impl AddrIndex {
         free_with_points(self.ids, resched)?;
         free_with_points(self.sizes, resched)?;
         free_with_points(self.uaddrs, resched)?;
-        free_with_points(self.uids, resched)?;
+        free_with_points(self.ufloor, resched)?;
         free_with_points(self.samples, resched)
     }
 
@@ -191,9 +228,15 @@ mod tests {
         let t = b.build();
         let idx = t.addr_index();
         let probes: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 0x2000).collect();
-        let mut out = Vec::new();
-        idx.floor_many(&probes, &mut out, &mut Resched::none())
-            .unwrap();
+        let mut out = vec![None; probes.len()];
+        let mut seen = 0;
+        idx.floor_many(&probes, &mut Resched::none(), |i, a, f| {
+            assert_eq!(a, probes[i]);
+            out[i] = f.map(|(_, r)| r.id);
+            seen += 1;
+        })
+        .unwrap();
+        assert_eq!(seen, probes.len());
         for (p, o) in probes.iter().zip(&out) {
             assert_eq!(*o, idx.floor(*p), "{p:#x}");
         }

@@ -7,7 +7,8 @@
 
 use std::fmt;
 
-use crate::object::ObjectKind;
+use crate::addr_index::FloorRec;
+use crate::object::{ObjectId, ObjectKind};
 use crate::resched::{Cancelled, Resched};
 use crate::table::{Symbol, SymbolId, SymbolTable, SIZE_UNKNOWN};
 
@@ -61,7 +62,7 @@ impl SymbolTable {
         if self.addresses_hidden() {
             return SymbolizeOutcome::AddressesHidden;
         }
-        let floor = self.addr_index().floor(addr);
+        let floor = self.addr_index().floor_rec(addr);
         self.outcome_for(addr, floor)
     }
 
@@ -89,23 +90,32 @@ impl SymbolTable {
                 crate::bulk::filled_vec(addrs.len(), SymbolizeOutcome::AddressesHidden, resched)?;
             return Ok(());
         }
-        let mut floors = Vec::new();
-        self.addr_index().floor_many(addrs, &mut floors, resched)?;
-        out.reserve(addrs.len());
-        for (&a, &f) in addrs.iter().zip(&floors) {
-            resched.tick()?;
-            out.push(self.outcome_for(a, f));
-        }
-        crate::bulk::free_with_points(floors, resched)
+        // Results are written where they belong as the index is walked in address order.
+        *out = crate::bulk::filled_vec(addrs.len(), SymbolizeOutcome::BeforeFirst, resched)?;
+        self.addr_index().floor_many(addrs, resched, |i, a, floor| {
+            out[i] = self.outcome_for(a, floor);
+        })
     }
 
-    fn outcome_for(&self, addr: u64, floor: Option<u32>) -> SymbolizeOutcome<'_> {
-        let Some(id) = floor else {
+    #[inline]
+    fn outcome_for(&self, addr: u64, floor: Option<(u64, &FloorRec)>) -> SymbolizeOutcome<'_> {
+        let Some((start, f)) = floor else {
             return SymbolizeOutcome::BeforeFirst;
         };
-        let symbol = self.symbol(SymbolId(id));
-        let size = self.size(symbol.id);
-        let offset = addr - symbol.addr;
+        // Built from the packed record: the symbol record itself is not touched.
+        let symbol = Symbol {
+            id: SymbolId(f.id),
+            addr: start,
+            kind: f.kind as char,
+            name: self.name_at(f.name_off, f.name_len),
+            object: ObjectId(f.object),
+        };
+        let size = if f.size != u32::MAX {
+            u64::from(f.size)
+        } else {
+            self.size(symbol.id)
+        };
+        let offset = addr - start;
         let inside = if size == SIZE_UNKNOWN {
             offset == 0
         } else {

@@ -380,10 +380,15 @@ impl SymbolTable {
 
     #[inline]
     pub(crate) fn name_of(&self, r: &SymRec) -> &str {
+        self.name_at(r.name_off, r.name_len)
+    }
+
+    #[inline]
+    pub(crate) fn name_at(&self, off: u32, len: u32) -> &str {
         // Offsets fall on name boundaries of a UTF-8 arena; `get` keeps a parser bug from
         // turning into a panic.
         self.names
-            .get(r.name_off as usize..(r.name_off + r.name_len) as usize)
+            .get(off as usize..(off + len) as usize)
             .unwrap_or("<invalid name>")
     }
 
