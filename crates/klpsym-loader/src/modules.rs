@@ -279,6 +279,8 @@ pub fn compose(
             resched.tick().map_err(klpsym_core::BuildError::from)?;
             b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, e.name)?;
         }
+        m.free_with_points(resched)
+            .map_err(klpsym_core::BuildError::from)?;
     }
     for (i, info) in base.objects().iter().enumerate().skip(1) {
         if info.kind == ObjectKind::Pseudo {
