@@ -32,6 +32,8 @@ use crate::patch::{KlpObjectDesc, Pointer};
 use crate::reloc::{self, RelocInput};
 use crate::report::*;
 use crate::target::{TableSource, Target};
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{LookupOutcome, SymbolTable};
 
 const EINVAL: i32 = 22;
@@ -41,25 +43,46 @@ const MODULE_NAME_LEN: usize = 56;
 
 /// Checks `module` against `target` and reports what the kernel would do.
 pub fn check(module: &LivepatchModule<'_>, target: &Target<'_>) -> CheckReport {
-    let mut c = Ctx::new(module, target);
-    c.module_load();
-    c.patch_enable();
-    c.modules_coming();
+    check_with(module, target, &mut Resched::none())
+        .expect("a Resched without a cancel flag or callback never cancels")
+}
+
+/// [`check`], reaching reschedule points through `resched`: a tick per symbol, section,
+/// relocation, object and function, and for every lookup against the target's tables (whose
+/// indexes are built first, with points). `Err(Cancelled)` when a point said stop.
+pub fn check_with(
+    module: &LivepatchModule<'_>,
+    target: &Target<'_>,
+    resched: &mut Resched,
+) -> Result<CheckReport, Cancelled> {
+    target.kernel.build_indexes(resched)?;
+    for t in target.offline_modules.values() {
+        t.build_indexes(resched)?;
+    }
+    let mut c = Ctx::new(module, target, resched);
+    c.module_load()?;
+    c.patch_enable()?;
+    c.modules_coming()?;
     c.finish()
 }
 
-struct Ctx<'m, 'd, 't> {
+struct Ctx<'m, 'd, 't, 'r> {
     m: &'m LivepatchModule<'d>,
     t: &'m Target<'t>,
+    r: &'r mut Resched,
     problems: Vec<Problem>,
     relocs: Vec<RelocationReport>,
     warnings: Vec<String>,
+    /// The warnings already given, so each is given once without a walk over the list.
+    warned: HashSet<String>,
     objects: Vec<ObjectReport>,
     /// Section bytes as relocations write them (unknown values written as 0xff).
     overlay: HashMap<u32, Vec<u8>>,
     failed: HashSet<String>,
     deferred: Vec<usize>,
     bad_sections: HashSet<u32>,
+    /// Hints for names not found, by (table, object, name): the hint looks at the whole table.
+    hints: HashMap<(usize, String, String), String>,
 }
 
 fn stage_key(s: &Stage) -> String {
@@ -70,20 +93,51 @@ fn stage_key(s: &Stage) -> String {
     }
 }
 
-impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
-    fn new(m: &'m LivepatchModule<'d>, t: &'m Target<'t>) -> Self {
+impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
+    fn new(m: &'m LivepatchModule<'d>, t: &'m Target<'t>, r: &'r mut Resched) -> Self {
+        // The report's lists are sized once for what the module can produce (untouched
+        // capacity costs nothing): growing a list of a big patch copies megabytes at once.
+        let relocs: usize = m.klp_sections.iter().map(|s| s.relocs.len()).sum();
+        let (objects, funcs) = match &m.patch {
+            Ok(p) => (
+                p.objects.len(),
+                p.objects.iter().map(|o| o.funcs.len()).sum::<usize>(),
+            ),
+            Err(_) => (0, 0),
+        };
+        let problems =
+            m.elf.symbols.len() + m.klp_sections.len() + relocs + 2 * funcs + 3 * objects + 2;
+        // Likewise the sets keyed by names: growing one rehashes every entry at once. Hints
+        // and most warnings are per klp symbol or function.
+        let names = m.klp_symbols.len() + m.klp_sections.len() + funcs + 16;
         Ctx {
             m,
             t,
-            problems: Vec::new(),
-            relocs: Vec::new(),
+            r,
+            problems: Vec::with_capacity(problems),
+            relocs: Vec::with_capacity(relocs),
             warnings: Vec::new(),
-            objects: Vec::new(),
+            warned: HashSet::with_capacity(names),
+            objects: Vec::with_capacity(objects),
             overlay: HashMap::new(),
             failed: HashSet::new(),
             deferred: Vec::new(),
             bad_sections: HashSet::new(),
+            hints: HashMap::with_capacity(names),
         }
+    }
+
+    /// Adds a warning unless it was given already.
+    fn warn_once(&mut self, w: String) {
+        if self.warned.insert(w.clone()) {
+            self.warnings.push(w);
+        }
+    }
+
+    /// Adds a warning.
+    fn warn(&mut self, w: String) {
+        self.warned.insert(w.clone());
+        self.warnings.push(w);
     }
 
     fn blocked(&self, stage: &Stage) -> bool {
@@ -131,11 +185,13 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
 
     // ---- step 1: load_module() --------------------------------------------------------
 
-    fn module_load(&mut self) {
+    fn module_load(&mut self) -> Result<(), Cancelled> {
         let stage = Stage::ModuleLoad;
-        let name = self.m.name.clone();
+        let m = self.m;
+        let name = m.name.clone();
         let mut any = false;
-        for s in self.m.elf.symbols.iter().skip(1) {
+        for s in m.elf.symbols.iter().skip(1) {
+            self.r.tick()?;
             if s.shndx == elf::SHN_COMMON {
                 self.problem(
                     ProblemKind::CommonSymbol,
@@ -181,12 +237,12 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         if any {
             self.fail(&stage);
         }
-        let nsec = self.m.elf.sections.len() as u32;
-        for sec in &self.m.klp_sections {
-            if sec.target >= nsec
-                || self.m.elf.sections[sec.target as usize].flags & elf::SHF_ALLOC == 0
+        let nsec = m.elf.sections.len() as u32;
+        for sec in &m.klp_sections {
+            self.r.tick()?;
+            if sec.target >= nsec || m.elf.sections[sec.target as usize].flags & elf::SHF_ALLOC == 0
             {
-                self.warnings.push(format!(
+                self.warn(format!(
                     "section {} patches section {}, which is not allocated: the loader skips it",
                     sec.name, sec.target
                 ));
@@ -196,10 +252,11 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 continue;
             }
             match self.section_object(sec, &stage) {
-                Some(obj) if obj == "vmlinux" => self.klp_section(sec, &obj, &stage, None),
+                Some(obj) if obj == "vmlinux" => self.klp_section(sec, &obj, &stage, None)?,
                 _ => {}
             }
         }
+        Ok(())
     }
 
     /// Parses the section name; reports a malformed one.
@@ -207,10 +264,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         match parse_klp_section(sec.name.as_bytes()) {
             Some(p) => {
                 if let Some(l) = p.lenient {
-                    let w = format!("section {}: {l}", sec.name);
-                    if !self.warnings.contains(&w) {
-                        self.warnings.push(w);
-                    }
+                    self.warn_once(format!("section {}: {l}", sec.name));
                 }
                 Some(p.object)
             }
@@ -245,11 +299,14 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         sec_obj: &str,
         stage: &Stage,
         coming: Option<&str>,
-    ) {
+    ) -> Result<(), Cancelled> {
         let sec_vmlinux = sec_obj == "vmlinux";
         let mut resolved: Vec<Option<(u64, bool)>> = Vec::with_capacity(sec.relocs.len());
+        // Lookups and relocation values are a microsecond or so each: a clock read per item
+        // (tick_step) keeps a stride learned on cheaper items before from overshooting here.
         for r in &sec.relocs {
-            resolved.push(self.resolve_one(sec, r.sym, sec_vmlinux, stage, coming));
+            self.r.tick_step()?;
+            resolved.push(self.resolve_one(sec, r.sym, sec_vmlinux, stage, coming)?);
         }
         let target = sec.target;
         let tname = self
@@ -259,6 +316,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             .get(target as usize)
             .map_or_else(String::new, |s| s.name.clone());
         for (i, r) in sec.relocs.iter().enumerate() {
+            self.r.tick_step()?;
             let sym = &self.m.elf.symbols[r.sym as usize];
             let mut rep = RelocationReport {
                 section: sec.name.clone(),
@@ -317,7 +375,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                         "applied"
                     };
                     let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
-                    self.write_overlay(target, r.offset, &written);
+                    self.write_overlay(target, r.offset, &written)?;
                 }
                 Err(f) => {
                     rep.status = if was_blocked { "not_reached" } else { "failed" };
@@ -352,6 +410,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             }
             self.relocs.push(rep);
         }
+        bulk::free_with_points(resolved, self.r)
     }
 
     fn existing(&self, section: u32, offset: u64, width: usize) -> Vec<u8> {
@@ -374,12 +433,14 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             .unwrap_or_default()
     }
 
-    fn write_overlay(&mut self, section: u32, offset: u64, bytes: &[u8]) {
-        let m = self.m;
-        let o = self.overlay.entry(section).or_insert_with(|| {
-            let size = m.elf.sections.get(section as usize).map_or(0, |s| s.size) as usize;
-            m.elf.read_bytes(section, 0, size).unwrap_or_default()
-        });
+    fn write_overlay(&mut self, section: u32, offset: u64, bytes: &[u8]) -> Result<(), Cancelled> {
+        if !self.overlay.contains_key(&section) {
+            let copy = self.section_copy(section)?;
+            self.overlay.insert(section, copy);
+        }
+        let Some(o) = self.overlay.get_mut(&section) else {
+            return Ok(());
+        };
         let start = offset as usize;
         if let Some(dst) = start
             .checked_add(bytes.len())
@@ -387,6 +448,27 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         {
             dst.copy_from_slice(bytes);
         }
+        Ok(())
+    }
+
+    /// The bytes of `section` (zeros for NOBITS; empty when it lies outside the file), copied
+    /// in steps.
+    fn section_copy(&mut self, section: u32) -> Result<Vec<u8>, Cancelled> {
+        let obj = &self.m.elf;
+        let Some(s) = obj.sections.get(section as usize) else {
+            return Ok(Vec::new());
+        };
+        if s.sh_type == elf::SHT_NOBITS {
+            // Zeroed pages from the allocator, touched only where relocations write.
+            return Ok(vec![0u8; s.size as usize]);
+        }
+        let data = obj.section_data(section);
+        if data.len() as u64 != s.size {
+            return Ok(Vec::new());
+        }
+        let mut v = Vec::new();
+        bulk::extend_from_slice(&mut v, data, self.r)?;
+        Ok(v)
     }
 
     /// One symbol of `klp_resolve_symbols()`: Some((S, offline)) when resolved.
@@ -397,7 +479,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         sec_vmlinux: bool,
         stage: &Stage,
         coming: Option<&str>,
-    ) -> Option<(u64, bool)> {
+    ) -> Result<Option<(u64, bool)>, Cancelled> {
         let sym = &self.m.elf.symbols[sym_index as usize];
         if sym.shndx != SHN_LIVEPATCH {
             self.problem(
@@ -417,7 +499,7 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 ),
             );
             self.fail(stage);
-            return None;
+            return Ok(None);
         }
         let Some(k) = parse_klp_symbol(sym.name.as_bytes(), self.t.rules.ksym_name_len) else {
             self.problem(
@@ -434,13 +516,10 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 ),
             );
             self.fail(stage);
-            return None;
+            return Ok(None);
         };
         if let Some(l) = &k.lenient {
-            let w = format!("symbol {}: {l}", sym.name);
-            if !self.warnings.contains(&w) {
-                self.warnings.push(w);
-            }
+            self.warn_once(format!("symbol {}: {l}", sym.name));
         }
         if !sec_vmlinux && k.object == "vmlinux" && self.t.rules.rejects_vmlinux_in_module_section {
             self.problem(
@@ -457,24 +536,22 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 "move this relocation to a .klp.rela.vmlinux.* section (or use a normal relocation if exported)".into(),
             );
             self.fail(stage);
-            return None;
+            return Ok(None);
         }
         let (out, src, table) = self.t.lookup(&k.object, &k.name, k.sympos, coming);
-        if self.lookup_problem(&out, table, stage, Some(&sym.name), Some(&sec.name)) {
-            return None;
+        if self.lookup_problem(&out, table, stage, Some(&sym.name), Some(&sec.name))? {
+            return Ok(None);
         }
-        Some((out.address.unwrap_or(0), src == TableSource::Offline))
-            .filter(|_| out.address.is_some())
-            .or_else(|| {
-                let w = format!(
+        match out.address {
+            Some(a) => Ok(Some((a, src == TableSource::Offline))),
+            None => {
+                self.warn_once(format!(
                     "{}: resolved, but the target hides addresses: values not computed",
                     sym.name
-                );
-                if !self.warnings.contains(&w) {
-                    self.warnings.push(w);
-                }
-                None
-            })
+                ));
+                Ok(None)
+            }
+        }
     }
 
     /// Reports a failed lookup; true when it failed.
@@ -485,9 +562,9 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         stage: &Stage,
         symbol: Option<&str>,
         section: Option<&str>,
-    ) -> bool {
+    ) -> Result<bool, Cancelled> {
         let Some(msg) = &out.message else {
-            return false;
+            return Ok(false);
         };
         let kind = match out.verdict {
             klpsym_core::Verdict::Ambiguous => ProblemKind::Ambiguous,
@@ -505,7 +582,21 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             ProblemKind::PositionNotFound => {
                 format!("{} has {} definition(s) of '{name}'", out.object, cands.len())
             }
-            _ => not_found_hint(self.t.kernel, &name, &out.object),
+            _ => {
+                let key = (
+                    self.t.kernel as *const SymbolTable as usize,
+                    out.object.clone(),
+                    name.clone(),
+                );
+                match self.hints.get(&key) {
+                    Some(h) => h.clone(),
+                    None => {
+                        let h = not_found_hint(self.t.kernel, &name, &out.object, self.r)?;
+                        self.hints.insert(key, h.clone());
+                        h
+                    }
+                }
+            }
         };
         let object = out.object.clone();
         let p = self.problem(
@@ -520,31 +611,35 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         );
         p.candidates = cands;
         self.fail(stage);
-        true
+        Ok(true)
     }
 
     // ---- step 2: klp_enable_patch() ---------------------------------------------------
 
-    fn patch_enable(&mut self) {
+    fn patch_enable(&mut self) -> Result<(), Cancelled> {
         let stage = Stage::PatchEnable;
-        let patch = match &self.m.patch {
-            Ok(p) => p.clone(),
+        let m = self.m;
+        let patch = match &m.patch {
+            Ok(p) => p,
             Err(e) => {
-                self.warnings.push(format!(
+                self.warn(format!(
                     "patch description not read ({e}): functions not checked"
                 ));
-                if !self.m.is_marked_livepatch() {
+                if !m.is_marked_livepatch() {
                     self.not_marked(&stage);
                 }
-                return;
+                return Ok(());
             }
         };
-        self.warnings.extend(patch.notes.iter().cloned());
+        for n in &patch.notes {
+            self.r.tick()?;
+            self.warn(n.clone());
+        }
         if !patch.certain {
-            self.warnings
-                .push("the klp_patch was found by guessing between several candidates".into());
+            self.warn("the klp_patch was found by guessing between several candidates".into());
         }
         for (i, o) in patch.objects.iter().enumerate() {
+            self.r.tick()?;
             if o.funcs_null {
                 self.problem(
                     ProblemKind::InvalidPatchTable,
@@ -562,8 +657,9 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
         if !self.m.is_marked_livepatch() {
             self.not_marked(&stage);
         }
-        let mut obj_names = HashSet::new();
+        let mut obj_names = HashSet::with_capacity(patch.objects.len());
         for (i, o) in patch.objects.iter().enumerate() {
+            self.r.tick()?;
             let oname = o.object_name().to_string();
             let loaded = self.t.is_loaded(&oname);
             let state = if loaded {
@@ -573,20 +669,21 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             } else {
                 ObjectState::DeferredUnchecked
             };
+            let mut funcs = Vec::with_capacity(o.funcs.len());
+            for f in &o.funcs {
+                self.r.tick()?;
+                funcs.push(FuncReport {
+                    old_name: f.old_name.clone(),
+                    old_sympos: f.old_sympos,
+                    verdict: None,
+                    address: None,
+                    new_func: f.new_func_symbol.clone(),
+                });
+            }
             self.objects.push(ObjectReport {
                 name: oname.clone(),
                 state,
-                funcs: o
-                    .funcs
-                    .iter()
-                    .map(|f| FuncReport {
-                        old_name: f.old_name.clone(),
-                        old_sympos: f.old_sympos,
-                        verdict: None,
-                        address: None,
-                        new_func: f.new_func_symbol.clone(),
-                    })
-                    .collect(),
+                funcs,
             });
             if o.name.as_ref().is_some_and(|n| n.len() >= MODULE_NAME_LEN) {
                 self.problem(
@@ -614,13 +711,14 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 );
                 continue;
             }
-            self.init_funcs(i, o, &stage);
+            self.init_funcs(i, o, &stage)?;
             if loaded {
-                self.object_loaded(i, o, &stage, None);
+                self.object_loaded(i, o, &stage, None)?;
             } else {
                 self.deferred.push(i);
             }
         }
+        drop_set_with_points(obj_names, self.r)
     }
 
     fn not_marked(&mut self, stage: &Stage) {
@@ -660,10 +758,11 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
     }
 
     /// `klp_init_func()` for each function of object `i`.
-    fn init_funcs(&mut self, i: usize, o: &KlpObjectDesc, stage: &Stage) {
+    fn init_funcs(&mut self, i: usize, o: &KlpObjectDesc, stage: &Stage) -> Result<(), Cancelled> {
         let oname = o.object_name().to_string();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::with_capacity(o.funcs.len());
         for (j, f) in o.funcs.iter().enumerate() {
+            self.r.tick()?;
             let silent = |what: String| (ProblemKind::InvalidPatchTable, what);
             let bad = match (&f.old_name, &f.new_func) {
                 (None, _) => Some(silent(format!(
@@ -700,39 +799,51 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 self.duplicate(stage, &path, &kobj, &oname);
             }
         }
+        drop_set_with_points(seen, self.r)
     }
 
     /// `klp_init_object_loaded()`: the object's klp sections, then its functions.
-    fn object_loaded(&mut self, i: usize, o: &KlpObjectDesc, stage: &Stage, coming: Option<&str>) {
+    fn object_loaded(
+        &mut self,
+        i: usize,
+        o: &KlpObjectDesc,
+        stage: &Stage,
+        coming: Option<&str>,
+    ) -> Result<(), Cancelled> {
+        let m = self.m;
         let oname = o.object_name().to_string();
         let all_here = !self.t.rules.vmlinux_relocs_at_load;
         if oname != "vmlinux" || all_here {
-            for sec in &self.m.klp_sections {
+            for sec in &m.klp_sections {
+                self.r.tick()?;
                 if let Some(obj) = self.section_object(sec, stage) {
                     if obj == oname {
-                        self.klp_section(sec, &obj, stage, coming);
+                        self.klp_section(sec, &obj, stage, coming)?;
                     }
                 }
             }
         }
         for (j, f) in o.funcs.iter().enumerate() {
+            // A lookup each: see klp_section.
+            self.r.tick_step()?;
             let Some(name) = &f.old_name else { continue };
-            let (out, src, table) = self.t.lookup(&oname, name, f.old_sympos, coming);
+            let (out, _, table) = self.t.lookup(&oname, name, f.old_sympos, coming);
             if let Some(fr) = self.objects.get_mut(i).and_then(|x| x.funcs.get_mut(j)) {
                 fr.verdict = Some(out.verdict);
                 fr.address = out.address;
             }
-            let _ = src;
-            self.lookup_problem(&out, table, stage, Some(name), None);
+            self.lookup_problem(&out, table, stage, Some(name), None)?;
         }
+        Ok(())
     }
 
     // ---- step 3: klp_module_coming() --------------------------------------------------
 
-    fn modules_coming(&mut self) {
-        let Ok(patch) = &self.m.patch else { return };
-        let patch = patch.clone();
+    fn modules_coming(&mut self) -> Result<(), Cancelled> {
+        let m = self.m;
+        let Ok(patch) = &m.patch else { return Ok(()) };
         for i in std::mem::take(&mut self.deferred) {
+            self.r.tick()?;
             let o = &patch.objects[i];
             let oname = o.object_name().to_string();
             if !self.t.offline_modules.contains_key(&oname) {
@@ -742,11 +853,16 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 module: oname.clone(),
             };
             let before = self.problems.len();
-            self.object_loaded(i, o, &stage, Some(&oname));
+            self.object_loaded(i, o, &stage, Some(&oname))?;
             // The kernel adds two lines after the first failure of this module.
-            let first = self.problems[before..]
-                .iter()
-                .position(|p| p.stage == stage && p.reached);
+            let mut first = None;
+            for (k, p) in self.problems[before..].iter().enumerate() {
+                self.r.tick()?;
+                if p.stage == stage && p.reached {
+                    first = Some(k);
+                    break;
+                }
+            }
             if let Some(k) = first {
                 let p = &mut self.problems[before + k];
                 let ret = -p.errno;
@@ -760,38 +876,49 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
                 ));
             }
         }
+        Ok(())
     }
 
     /// Sections for an object the patch does not list are never applied by the kernel.
-    fn orphan_sections(&mut self) {
-        let listed: HashSet<String> = match &self.m.patch {
-            Ok(p) => p
-                .objects
-                .iter()
-                .map(|o| o.object_name().to_string())
-                .collect(),
-            Err(_) => return,
-        };
-        for sec in &self.m.klp_sections {
+    fn orphan_sections(&mut self) -> Result<(), Cancelled> {
+        let m = self.m;
+        let Ok(patch) = &m.patch else { return Ok(()) };
+        let mut listed: HashSet<&str> = HashSet::new();
+        for o in &patch.objects {
+            self.r.tick()?;
+            listed.insert(o.object_name());
+        }
+        for sec in &m.klp_sections {
+            self.r.tick()?;
             if let Some(p) = parse_klp_section(sec.name.as_bytes()) {
-                if p.object != "vmlinux" && !listed.contains(&p.object) {
-                    self.warnings.push(format!(
+                if p.object != "vmlinux" && !listed.contains(p.object.as_str()) {
+                    self.warn(format!(
                         "section {}: the patch has no klp_object '{}', so the kernel never applies it",
                         sec.name, p.object
                     ));
                 }
             }
         }
+        Ok(())
     }
 
-    fn finish(mut self) -> CheckReport {
-        self.orphan_sections();
-        let verdict = Verdict::of(&self.problems, &self.objects);
+    fn finish(mut self) -> Result<CheckReport, Cancelled> {
+        self.orphan_sections()?;
+        let verdict = Verdict::of_with(&self.problems, &self.objects, self.r)?;
         let layouts_source = match &self.m.patch {
             Ok(p) => p.layouts.source.to_string(),
             Err(_) => "none".into(),
         };
-        CheckReport {
+        // The temporaries: section copies (big buffers), the warning set and the hints.
+        for (_, o) in std::mem::take(&mut self.overlay) {
+            bulk::free_with_points(o, self.r)?;
+        }
+        drop_set_with_points(std::mem::take(&mut self.warned), self.r)?;
+        for h in std::mem::take(&mut self.hints) {
+            drop(h);
+            self.r.tick()?;
+        }
+        Ok(CheckReport {
             module: self.m.name.clone(),
             arch: self.m.arch,
             kernel_version: format!("{}.{}", self.t.rules.version.0, self.t.rules.version.1),
@@ -802,6 +929,15 @@ impl<'m, 'd, 't> Ctx<'m, 'd, 't> {
             objects: self.objects,
             relocations: self.relocs,
             warnings: self.warnings,
-        }
+        })
     }
+}
+
+/// Drops a set element by element with ticks between (each element may own heap memory).
+fn drop_set_with_points<T>(set: HashSet<T>, resched: &mut Resched) -> Result<(), Cancelled> {
+    for x in set {
+        drop(x);
+        resched.tick()?;
+    }
+    Ok(())
 }

@@ -13,15 +13,19 @@
 //! and a klp section targeting them would be written into freed memory for module objects.
 //! Every problem is collected before refusing, and nothing is produced on refusal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::consts as elf;
+use klpsym_core::bulk;
 use klpsym_core::normalize_module_name;
+use klpsym_core::resched::{Cancelled, Resched};
 use serde::Serialize;
 
 use crate::edit::{encode_relas, strip_module_signature, ElfEditor, NewSection};
 use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 use crate::error::{ConvertError, ParseError};
+use crate::free::drop_vec;
+use crate::layouts::StructLayouts;
 use crate::module::LivepatchModule;
 use crate::names::{format_klp_section, format_klp_symbol, OBJNAME_WIDTH};
 use crate::target::Target;
@@ -101,6 +105,16 @@ pub struct ConvertReport {
     pub warnings: Vec<String>,
 }
 
+impl ConvertReport {
+    /// Frees the report with reschedule points between the steps (several strings per
+    /// converted symbol).
+    pub fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        drop_vec(self.conversions, resched)?;
+        drop_vec(self.sections_created, resched)?;
+        drop_vec(self.warnings, resched)
+    }
+}
+
 /// Relocation types the kernel applies in a klp section (see [`crate::reloc`]).
 fn klp_type_supported(arch: Arch, t: u32) -> bool {
     match arch {
@@ -146,7 +160,26 @@ pub fn convert(
     pins: &[Pin],
     exported: &dyn Fn(&str) -> bool,
 ) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
+    convert_with(module, target, pins, exported, &mut Resched::none())
+}
+
+/// [`convert`], reaching reschedule points through `resched`: a tick per section, symbol and
+/// relocation (parse, selection, moves, encoding), per lookup against the target's tables
+/// (whose indexes are built first, with points), and between steps of the output's copies.
+/// A cancelled point is [`ConvertError::Cancelled`].
+pub fn convert_with(
+    module: &[u8],
+    target: &Target<'_>,
+    pins: &[Pin],
+    exported: &dyn Fn(&str) -> bool,
+    resched: &mut Resched,
+) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
+    target.kernel.build_indexes(resched)?;
+    for t in target.offline_modules.values() {
+        t.build_indexes(resched)?;
+    }
     let mut warnings = Vec::new();
+    let mut warned: HashSet<String> = HashSet::new();
     let (data, signature_dropped) = match strip_module_signature(module) {
         Some(d) => {
             warnings.push(
@@ -157,7 +190,7 @@ pub fn convert(
         }
         None => (module, false),
     };
-    let obj = ElfObject::parse(data)?;
+    let obj = ElfObject::parse_with_resched(data, resched)?;
     if obj.e_type != elf::ET_REL {
         return Err(ParseError::Unsupported(format!(
             "e_type {}: not a relocatable object (.ko)",
@@ -171,7 +204,8 @@ pub fn convert(
             obj.machine, target.arch
         )]));
     }
-    let lp = LivepatchModule::parse(data)?;
+    let lp = LivepatchModule::from_elf(obj, &StructLayouts::fallback(6, 1), resched)?;
+    let obj = &lp.elf;
     let mut errors = Vec::new();
     if !lp.is_marked_livepatch() {
         errors.push("modinfo has no livepatch=Y: add MODULE_INFO(livepatch, \"Y\")".to_string());
@@ -179,6 +213,7 @@ pub fn convert(
     // Which symbols, and which relocations refer to them.
     let mut uses: BTreeMap<u32, usize> = BTreeMap::new();
     for s in &obj.sections {
+        resched.tick()?;
         if s.sh_type != elf::SHT_RELA || s.flags & SHF_RELA_LIVEPATCH != 0 {
             continue;
         }
@@ -196,6 +231,8 @@ pub fn convert(
             continue;
         }
         for r in &obj.relas[s.index as usize] {
+            // `exported` is the caller's and may look names up: a clock read per item.
+            resched.tick_step()?;
             let sym = &obj.symbols[r.sym as usize];
             if r.sym == 0 || !sym.is_undefined() || sym.name.is_empty() || exported(&sym.name) {
                 continue;
@@ -208,7 +245,7 @@ pub fn convert(
                     "weak undefined symbol '{}' left alone (the kernel resolves it to 0)",
                     sym.name
                 );
-                if !warnings.contains(&w) {
+                if warned.insert(w.clone()) {
                     warnings.push(w);
                 }
                 continue;
@@ -234,10 +271,15 @@ pub fn convert(
             signature_dropped,
             warnings,
         };
-        return Ok((data.to_vec(), report));
+        let mut out = Vec::new();
+        bulk::extend_from_slice(&mut out, data, resched)?;
+        lp.drop_with_points(resched)?;
+        return Ok((out, report));
     }
     let mut conversions = Vec::new();
     for (&index, &count) in &uses {
+        // A lookup in every table of the target each: a clock read per item.
+        resched.tick_step()?;
         let name = obj.symbols[index as usize].name.clone();
         match place_symbol(target, &name, pins) {
             Ok((object, position, address, pinned)) => {
@@ -270,15 +312,22 @@ pub fn convert(
     if !errors.is_empty() {
         return Err(ConvertError::Refused(errors));
     }
-    let by_index: BTreeMap<u32, &Conversion> =
-        conversions.iter().map(|c| (c.symbol_index, c)).collect();
-    let mut ed = ElfEditor::new(&obj);
+    let mut by_index: BTreeMap<u32, &Conversion> = BTreeMap::new();
+    let mut names_len = 0usize;
     for c in &conversions {
+        resched.tick()?;
+        by_index.insert(c.symbol_index, c);
+        names_len += c.klp_name.len() + 1;
+    }
+    let mut ed = ElfEditor::new_with(obj, names_len, resched)?;
+    for c in &conversions {
+        resched.tick()?;
         ed.set_symbol(c.symbol_index, &c.klp_name, SHN_LIVEPATCH, 0);
     }
     // (object, target section) -> moved relocations, in section order.
     let mut moved: BTreeMap<(u32, String), Vec<ElfRela>> = BTreeMap::new();
     for s in &obj.sections {
+        resched.tick()?;
         if s.sh_type != elf::SHT_RELA || s.flags & SHF_RELA_LIVEPATCH != 0 {
             continue;
         }
@@ -290,14 +339,26 @@ pub fn convert(
             continue;
         }
         let relas = &obj.relas[s.index as usize];
-        let (go, keep): (Vec<ElfRela>, Vec<ElfRela>) =
-            relas.iter().partition(|r| by_index.contains_key(&r.sym));
+        // Sized once (untouched capacity costs nothing): growing copies everything so far.
+        let mut go: Vec<ElfRela> = Vec::with_capacity(relas.len());
+        let mut keep: Vec<ElfRela> = Vec::with_capacity(relas.len());
+        for r in relas {
+            resched.tick()?;
+            if by_index.contains_key(&r.sym) {
+                go.push(*r);
+            } else {
+                keep.push(*r);
+            }
+        }
         if go.is_empty() {
             continue;
         }
-        ed.set_contents(s.index, encode_relas(&keep));
+        ed.set_contents(s.index, encode_relas(&keep, resched)?);
+        drop_vec(keep, resched)?;
+        let moving = go.len();
         let tname = &obj.sections[s.info as usize].name;
-        for r in go {
+        for &r in &go {
+            resched.tick()?;
             let c = by_index[&r.sym];
             if c.object != "vmlinux" && (tname.starts_with(".init.") || tname.starts_with(".exit."))
             {
@@ -313,11 +374,16 @@ pub fn convert(
                     c.name
                 ));
             }
-            moved.entry((s.info, c.object.clone())).or_default().push(r);
+            moved
+                .entry((s.info, c.object.clone()))
+                .or_insert_with(|| Vec::with_capacity(moving))
+                .push(r);
         }
+        drop_vec(go, resched)?;
     }
     let mut sections_created = Vec::new();
     for ((target_index, object), relas) in moved {
+        resched.tick()?;
         let name = format_klp_section(&object, &obj.sections[target_index as usize].name);
         sections_created.push(name.clone());
         ed.add_section(NewSection {
@@ -328,12 +394,16 @@ pub fn convert(
             info: target_index,
             addralign: 8,
             entsize: 24,
-            data: encode_relas(&relas),
+            data: encode_relas(&relas, resched)?,
         });
+        drop_vec(relas, resched)?;
     }
-    let out = ed.write().map_err(|e| ConvertError::Refused(vec![e]))?;
+    let out = ed.write_with(resched)?;
+    drop(by_index);
+    let module = lp.name.clone();
+    lp.drop_with_points(resched)?;
     let report = ConvertReport {
-        module: lp.name.clone(),
+        module,
         conversions,
         sections_created,
         unchanged: false,

@@ -12,7 +12,11 @@
 
 use std::collections::BTreeMap;
 
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
+
 use crate::elf::ElfObject;
+use crate::error::ConvertError;
 
 /// A section to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,17 +53,48 @@ fn align_up(v: usize, a: u64) -> usize {
     v.div_ceil(a) * a
 }
 
+/// A copy of `src` with room for `extra` more bytes, made in steps.
+fn copy_with_room(src: &[u8], extra: usize, resched: &mut Resched) -> Result<Vec<u8>, Cancelled> {
+    let mut v = Vec::with_capacity(src.len().saturating_add(extra));
+    bulk::extend_from_slice(&mut v, src, resched)?;
+    Ok(v)
+}
+
+/// Appends `data` at the next multiple of `align`; returns where it starts.
+fn place(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    align: u64,
+    resched: &mut Resched,
+) -> Result<usize, Cancelled> {
+    let at = align_up(out.len(), align);
+    out.resize(at, 0);
+    bulk::extend_from_slice(out, data, resched)?;
+    Ok(at)
+}
+
 impl<'o, 'd> ElfEditor<'o, 'd> {
+    #[cfg(test)]
     pub(crate) fn new(obj: &'o ElfObject<'d>) -> Self {
-        ElfEditor {
+        Self::new_with(obj, 0, &mut Resched::none()).expect("no cancel without a flag")
+    }
+
+    /// An editor over `obj`; its string tables are copied in steps, `.strtab` with room for
+    /// `extra_names` more bytes (so renaming symbols does not regrow a big table).
+    pub(crate) fn new_with(
+        obj: &'o ElfObject<'d>,
+        extra_names: usize,
+        resched: &mut Resched,
+    ) -> Result<Self, Cancelled> {
+        Ok(ElfEditor {
             obj,
-            strtab: obj.section_data(obj.strtab_index).to_vec(),
-            shstrtab: obj.section_data(obj.shstrtab_index).to_vec(),
+            strtab: copy_with_room(obj.section_data(obj.strtab_index), extra_names, resched)?,
+            shstrtab: copy_with_room(obj.section_data(obj.shstrtab_index), 4096, resched)?,
             symbols: BTreeMap::new(),
             renamed: BTreeMap::new(),
             contents: BTreeMap::new(),
             added: Vec::new(),
-        }
+        })
     }
 
     /// Appends `name` to `.strtab` and returns its offset.
@@ -97,21 +132,43 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
     }
 
     /// Writes the new file. Fails only on limits (more than 0xff00 sections).
-    pub(crate) fn write(mut self) -> Result<Vec<u8>, String> {
+    #[cfg(test)]
+    pub(crate) fn write(self) -> Result<Vec<u8>, ConvertError> {
+        self.write_with(&mut Resched::none())
+    }
+
+    /// Writes the new file, copying in steps and ticking per symbol and section header. Fails
+    /// on limits (more than 0xff00 sections: [`ConvertError::Refused`]) and on a cancelled
+    /// point ([`ConvertError::Cancelled`]). The editor's buffers are freed with points.
+    pub(crate) fn write_with(mut self, resched: &mut Resched) -> Result<Vec<u8>, ConvertError> {
         let obj = self.obj;
         let nsec = obj.sections.len() + self.added.len();
         if nsec >= usize::from(crate::consts::SHN_LORESERVE) {
-            return Err(format!(
+            return Err(ConvertError::Refused(vec![format!(
                 "{nsec} sections would need extended section numbering"
-            ));
+            )]));
         }
-        let mut out = obj.data.to_vec();
+        // Every byte the output can need, so it is never regrown (a regrowth copies it all at
+        // once): the input, then each appended table after at most 4 KiB of alignment.
+        let names_len: usize = self.added.iter().map(|s| s.name.len() + 1).sum();
+        let appended = self.strtab.len()
+            + self.shstrtab.len()
+            + names_len
+            + self.contents.values().map(Vec::len).sum::<usize>()
+            + self.added.iter().map(|s| s.data.len()).sum::<usize>();
+        let pieces = 3 + self.contents.len() + self.added.len();
+        let bound = obj.data.len() + appended + pieces * 4096 + nsec * SHDR_SIZE;
+        let mut out = Vec::with_capacity(bound);
+        bulk::extend_from_slice(&mut out, obj.data, resched)?;
         // Symbols in place.
         let symtab = &obj.sections[obj.symtab_index as usize];
         for (&i, &(name, shndx, value)) in &self.symbols {
+            resched.tick()?;
             let at = (symtab.offset + u64::from(i) * SYM_SIZE) as usize;
             let Some(sym) = out.get_mut(at..at + SYM_SIZE as usize) else {
-                return Err(format!("symbol {i} lies outside the file"));
+                return Err(ConvertError::Refused(vec![format!(
+                    "symbol {i} lies outside the file"
+                )]));
             };
             sym[0..4].copy_from_slice(&name.to_le_bytes());
             sym[6..8].copy_from_slice(&shndx.to_le_bytes());
@@ -120,6 +177,7 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
         // New section names.
         let mut new_names = Vec::new();
         for s in &self.added {
+            resched.tick()?;
             new_names.push(self.shstrtab.len() as u32);
             self.shstrtab.extend_from_slice(s.name.as_bytes());
             self.shstrtab.push(0);
@@ -131,23 +189,18 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
                 .expect("8 bytes"),
         ) as usize;
         for i in 0..obj.sections.len() {
+            resched.tick()?;
             let at = shoff_old + i * SHDR_SIZE;
             let mut h = [0u8; SHDR_SIZE];
             h.copy_from_slice(&obj.data[at..at + SHDR_SIZE]);
             headers.push(h);
         }
-        let place = |out: &mut Vec<u8>, data: &[u8], align: u64| -> usize {
-            let at = align_up(out.len(), align);
-            out.resize(at, 0);
-            out.extend_from_slice(data);
-            at
-        };
         let relocate = |h: &mut [u8; SHDR_SIZE], at: usize, size: usize| {
             h[24..32].copy_from_slice(&(at as u64).to_le_bytes());
             h[32..40].copy_from_slice(&(size as u64).to_le_bytes());
         };
         if self.strtab.len() != obj.section_data(obj.strtab_index).len() {
-            let at = place(&mut out, &self.strtab, 1);
+            let at = place(&mut out, &self.strtab, 1, resched)?;
             relocate(
                 &mut headers[obj.strtab_index as usize],
                 at,
@@ -158,7 +211,7 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
             headers[i as usize][0..4].copy_from_slice(&off.to_le_bytes());
         }
         if !self.added.is_empty() || !self.renamed.is_empty() {
-            let at = place(&mut out, &self.shstrtab, 1);
+            let at = place(&mut out, &self.shstrtab, 1, resched)?;
             relocate(
                 &mut headers[obj.shstrtab_index as usize],
                 at,
@@ -167,11 +220,11 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
         }
         for (&i, data) in &self.contents {
             let align = obj.sections[i as usize].addralign;
-            let at = place(&mut out, data, align);
+            let at = place(&mut out, data, align, resched)?;
             relocate(&mut headers[i as usize], at, data.len());
         }
         for (s, &name) in self.added.iter().zip(&new_names) {
-            let at = place(&mut out, &s.data, s.addralign);
+            let at = place(&mut out, &s.data, s.addralign, resched)?;
             let mut h = [0u8; SHDR_SIZE];
             h[0..4].copy_from_slice(&name.to_le_bytes());
             h[4..8].copy_from_slice(&s.sh_type.to_le_bytes());
@@ -187,23 +240,38 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
         let shoff = align_up(out.len(), 8);
         out.resize(shoff, 0);
         for h in &headers {
+            resched.tick()?;
             out.extend_from_slice(h);
         }
         out[EHDR_SHOFF..EHDR_SHOFF + 8].copy_from_slice(&(shoff as u64).to_le_bytes());
         out[EHDR_SHNUM..EHDR_SHNUM + 2].copy_from_slice(&(nsec as u16).to_le_bytes());
+        // The editor's copies: string tables and section contents can be megabytes.
+        bulk::free_with_points(headers, resched)?;
+        bulk::free_with_points(std::mem::take(&mut self.strtab), resched)?;
+        bulk::free_with_points(std::mem::take(&mut self.shstrtab), resched)?;
+        for (_, c) in std::mem::take(&mut self.contents) {
+            bulk::free_with_points(c, resched)?;
+        }
+        for s in std::mem::take(&mut self.added) {
+            bulk::free_with_points(s.data, resched)?;
+        }
         Ok(out)
     }
 }
 
-/// Encodes RELA entries.
-pub(crate) fn encode_relas(relas: &[crate::elf::ElfRela]) -> Vec<u8> {
+/// Encodes RELA entries, a tick per entry.
+pub(crate) fn encode_relas(
+    relas: &[crate::elf::ElfRela],
+    resched: &mut Resched,
+) -> Result<Vec<u8>, Cancelled> {
     let mut v = Vec::with_capacity(relas.len() * 24);
     for r in relas {
         v.extend_from_slice(&r.offset.to_le_bytes());
         v.extend_from_slice(&((u64::from(r.sym) << 32) | u64::from(r.r_type)).to_le_bytes());
         v.extend_from_slice(&r.addend.to_le_bytes());
+        resched.tick()?;
     }
-    v
+    Ok(v)
 }
 
 /// Strips an appended module signature (`~Module signature appended~\n` and the

@@ -11,6 +11,10 @@ use object::read::elf::{FileHeader, Rela as _, SectionHeader, Sym as _};
 use object::LittleEndian as LE;
 use serde::Serialize;
 
+use klpsym_core::resched::{Cancelled, Resched};
+
+use crate::free::drop_vec;
+
 use crate::error::ParseError;
 
 /// `st_shndx` of a livepatch symbol (include/uapi/linux/elf.h).
@@ -205,6 +209,12 @@ impl NameBudget {
 impl<'d> ElfObject<'d> {
     /// Parses `data`, which must be an ELF64 little-endian object.
     pub fn parse(data: &'d [u8]) -> Result<Self, ParseError> {
+        Self::parse_with_resched(data, &mut Resched::none())
+    }
+
+    /// [`parse`](ElfObject::parse), reaching reschedule points through `resched` (a tick per
+    /// section, symbol and relocation); a cancelled point is [`ParseError::Cancelled`].
+    pub fn parse_with_resched(data: &'d [u8], resched: &mut Resched) -> Result<Self, ParseError> {
         if data.len() < 64 || &data[..4] != b"\x7fELF" {
             return Err(ParseError::NotElf);
         }
@@ -227,6 +237,7 @@ impl<'d> ElfObject<'d> {
         let mut names = NameBudget::new(data.len());
         let mut out_sections = Vec::with_capacity(sections.len());
         for (i, s) in sections.iter().enumerate() {
+            resched.tick()?;
             let name = sections
                 .section_name(e, s)
                 .map_err(|x| err(format!("section {i}: name: {x}")))
@@ -250,6 +261,7 @@ impl<'d> ElfObject<'d> {
             .map_err(|x| err(format!(".symtab: {x}")))?;
         let mut symbols = Vec::with_capacity(symtab.len());
         for (i, s) in symtab.symbols().iter().enumerate() {
+            resched.tick()?;
             let name = s
                 .name(e, symtab.strings())
                 .map_err(|x| err(format!("symbol {i}: name: {x}")))
@@ -272,6 +284,7 @@ impl<'d> ElfObject<'d> {
         // quadratic multiple of the input: refuse more entries than the file can hold.
         let mut rela_entries_left = data.len() / std::mem::size_of::<elf::Rela64<LE>>();
         for (i, s) in sections.iter().enumerate() {
+            resched.tick()?;
             let mut v = Vec::new();
             if let Some((rs, _link)) = s.rela(e, data).map_err(|x| {
                 err(format!(
@@ -289,6 +302,7 @@ impl<'d> ElfObject<'d> {
                 })?;
                 v.reserve(rs.len());
                 for (j, r) in rs.iter().enumerate() {
+                    resched.tick()?;
                     let sym = r.r_sym(e, false);
                     if sym as usize >= symbols.len() {
                         return Err(err(format!(
@@ -318,6 +332,23 @@ impl<'d> ElfObject<'d> {
             shstrtab_index: u32::from(hdr.e_shstrndx(e).0),
             relas,
         })
+    }
+
+    /// Frees the object's tables with reschedule points between the steps: a module with tens
+    /// of thousands of symbols and relocations is thousands of heap blocks.
+    pub fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        let ElfObject {
+            sections,
+            symbols,
+            relas,
+            ..
+        } = self;
+        drop_vec(symbols, resched)?;
+        drop_vec(sections, resched)?;
+        for r in relas {
+            drop_vec(r, resched)?;
+        }
+        Ok(())
     }
 
     /// The file bytes of section `index` (empty for SHT_NOBITS or an invalid index).

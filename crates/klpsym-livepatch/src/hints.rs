@@ -1,5 +1,6 @@
 //! What to tell an author next to a failed lookup: candidates and likely causes.
 
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
 
 use crate::report::Candidate;
@@ -19,8 +20,14 @@ pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> 
         .collect()
 }
 
-/// Where else the name lives, or compiler-suffixed variants of it.
-pub(crate) fn not_found_hint(table: &SymbolTable, name: &str, object: &str) -> String {
+/// Where else the name lives, or compiler-suffixed variants of it. Looking for the variants
+/// walks the whole table, with a tick per symbol.
+pub(crate) fn not_found_hint(
+    table: &SymbolTable,
+    name: &str,
+    object: &str,
+    resched: &mut Resched,
+) -> Result<String, Cancelled> {
     let mut elsewhere: Vec<String> = table
         .by_name(name)
         .map(|s| table.object_info(s.object).name.clone())
@@ -28,26 +35,32 @@ pub(crate) fn not_found_hint(table: &SymbolTable, name: &str, object: &str) -> S
         .collect();
     elsewhere.dedup();
     if !elsewhere.is_empty() {
-        return format!(
+        return Ok(format!(
             "'{name}' is not in {object} but in {}: wrong object?",
             elsewhere.join(", ")
-        );
+        ));
     }
     let prefix = format!("{name}.");
-    let suffixed: Vec<&str> = table
-        .iter()
-        .filter(|s| s.name.starts_with(&prefix))
-        .map(|s| s.name)
-        .take(5)
-        .collect();
+    let mut suffixed: Vec<&str> = Vec::new();
+    for s in table.iter() {
+        resched.tick()?;
+        if s.name.starts_with(&prefix) {
+            suffixed.push(s.name);
+            if suffixed.len() == 5 {
+                break;
+            }
+        }
+    }
     if !suffixed.is_empty() {
-        return format!(
+        return Ok(format!(
             "not found, but compiler-suffixed variants exist: {}",
             suffixed.join(", ")
-        );
+        ));
     }
     if object != "vmlinux" && table.object_by_name(object).is_none() {
-        return format!("module {object} is not loaded on the target");
+        return Ok(format!("module {object} is not loaded on the target"));
     }
-    format!("no symbol '{name}' in {object}: renamed, inlined, or not in kallsyms on this kernel")
+    Ok(format!(
+        "no symbol '{name}' in {object}: renamed, inlined, or not in kallsyms on this kernel"
+    ))
 }

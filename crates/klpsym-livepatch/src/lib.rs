@@ -11,6 +11,12 @@
 //! - [`convert`]: ordinary undefined-symbol relocations → klp relocations, written by an
 //!   append-only ELF rewriter that keeps every section and symbol index.
 //!
+//! Every operation whose work grows with its input has a form taking a
+//! `klpsym_core::resched::Resched` ([`check_with`], [`convert_with`],
+//! [`LivepatchModule::parse_with_resched`], [`ElfObject::parse_with_resched`]) and reaches a
+//! reschedule point at least every interval of work; the plain forms use `Resched::none()`.
+//! Big patches for tests and benchmarks: the [`testgen`] module (cargo feature `testgen`).
+//!
 //! Driving it from a harness: parse with [`LivepatchModule::parse_with`] (layouts from
 //! [`btf::layouts_from_btf`] when the target's BTF is at hand), build a [`Target`] from a
 //! `klpsym_core::SymbolTable`, call [`check`], and compare `report.verdict`,
@@ -24,6 +30,7 @@ mod convert;
 mod edit;
 mod elf;
 mod error;
+mod free;
 mod hints;
 mod layouts;
 mod module;
@@ -34,11 +41,13 @@ mod report;
 #[cfg(test)]
 mod scenarios;
 mod target;
-#[cfg(test)]
+#[cfg(any(test, feature = "testgen"))]
+pub mod testgen;
+#[cfg(any(test, feature = "testgen"))]
 mod testutil;
 
-pub use check::check;
-pub use convert::{convert, Conversion, ConvertReport, Pin};
+pub use check::{check, check_with};
+pub use convert::{convert, convert_with, Conversion, ConvertReport, Pin};
 pub use elf::{Arch, ElfObject, ElfRela, ElfSection, ElfSymbol, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 pub use error::{ConvertError, ParseError};
 pub use layouts::{KernelRules, StructLayouts};

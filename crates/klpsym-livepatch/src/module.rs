@@ -4,8 +4,12 @@
 use crate::consts as elf;
 use serde::Serialize;
 
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
+
 use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 use crate::error::ParseError;
+use crate::free::drop_vec;
 use crate::layouts::StructLayouts;
 use crate::patch::{read_patch, PatchDesc, RelocMap};
 
@@ -43,15 +47,19 @@ pub struct LivepatchModule<'d> {
 }
 
 /// `vermagic=`, `livepatch=` and friends.
-fn parse_modinfo(data: &[u8]) -> Vec<(String, String)> {
-    data.split(|&b| b == 0)
-        .filter(|e| !e.is_empty())
-        .filter_map(|e| {
-            let s = String::from_utf8_lossy(e);
-            s.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-        })
-        .collect()
+fn parse_modinfo(data: &[u8], resched: &mut Resched) -> Result<Vec<(String, String)>, Cancelled> {
+    let mut out = Vec::new();
+    for e in data.split(|&b| b == 0) {
+        resched.tick()?;
+        if e.is_empty() {
+            continue;
+        }
+        let s = String::from_utf8_lossy(e);
+        if let Some((k, v)) = s.split_once('=') {
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    Ok(out)
 }
 
 /// `struct module.name` sits after `enum module_state state` (4 bytes, padded) and
@@ -66,7 +74,27 @@ impl<'d> LivepatchModule<'d> {
 
     /// Parses `data`, reading the patch tables with `layouts` (from the target's BTF).
     pub fn parse_with(data: &'d [u8], layouts: &StructLayouts) -> Result<Self, ParseError> {
-        let elf = ElfObject::parse(data)?;
+        Self::parse_with_resched(data, layouts, &mut Resched::none())
+    }
+
+    /// [`parse_with`](LivepatchModule::parse_with), reaching reschedule points through
+    /// `resched` (per section, symbol, relocation and patch table entry); a cancelled point is
+    /// [`ParseError::Cancelled`].
+    pub fn parse_with_resched(
+        data: &'d [u8],
+        layouts: &StructLayouts,
+        resched: &mut Resched,
+    ) -> Result<Self, ParseError> {
+        let elf = ElfObject::parse_with_resched(data, resched)?;
+        Self::from_elf(elf, layouts, resched)
+    }
+
+    /// The module view of an already parsed object.
+    pub(crate) fn from_elf(
+        elf: ElfObject<'d>,
+        layouts: &StructLayouts,
+        resched: &mut Resched,
+    ) -> Result<Self, ParseError> {
         if elf.e_type != elf::ET_REL {
             return Err(ParseError::Unsupported(format!(
                 "e_type {} is not ET_REL: a kernel module is a relocatable object",
@@ -84,10 +112,10 @@ impl<'d> LivepatchModule<'d> {
                 "no .symtab: a module needs one".into(),
             ));
         }
-        let modinfo = elf
-            .section_by_name(".modinfo")
-            .map(|s| parse_modinfo(elf.section_data(s.index)))
-            .unwrap_or_default();
+        let modinfo = match elf.section_by_name(".modinfo") {
+            Some(s) => parse_modinfo(elf.section_data(s.index), resched)?,
+            None => Vec::new(),
+        };
         let name = modinfo
             .iter()
             .find(|(k, _)| k == "name")
@@ -99,32 +127,41 @@ impl<'d> LivepatchModule<'d> {
                 (n > 0).then(|| String::from_utf8_lossy(&d[..n]).into_owned())
             })
             .unwrap_or_else(|| "<unnamed>".to_string());
-        let klp_sections: Vec<KlpRelaSection> = elf
-            .sections
-            .iter()
-            .filter(|s| s.flags & SHF_RELA_LIVEPATCH != 0)
-            .map(|s| KlpRelaSection {
+        let mut klp_sections = Vec::new();
+        for s in &elf.sections {
+            resched.tick()?;
+            if s.flags & SHF_RELA_LIVEPATCH == 0 {
+                continue;
+            }
+            let mut relocs = Vec::new();
+            bulk::extend_from_slice(&mut relocs, &elf.relas[s.index as usize], resched)?;
+            klp_sections.push(KlpRelaSection {
                 index: s.index,
                 name: s.name.clone(),
                 target: s.info,
-                relocs: elf.relas[s.index as usize].clone(),
-            })
-            .collect();
-        let klp_symbols = elf
-            .symbols
-            .iter()
-            .filter(|s| s.shndx == SHN_LIVEPATCH)
-            .map(|s| s.index)
-            .collect();
-        let patch = {
-            let relocs = RelocMap::new(&elf, |i| {
-                elf.sections[i as usize].flags & SHF_RELA_LIVEPATCH != 0
+                relocs,
             });
-            if layouts.is_consistent() {
-                read_patch(&elf, &relocs, layouts)
+        }
+        let mut klp_symbols = Vec::new();
+        for s in &elf.symbols {
+            resched.tick()?;
+            if s.shndx == SHN_LIVEPATCH {
+                klp_symbols.push(s.index);
+            }
+        }
+        let patch = {
+            let relocs = RelocMap::new(
+                &elf,
+                |i| elf.sections[i as usize].flags & SHF_RELA_LIVEPATCH != 0,
+                resched,
+            )?;
+            let patch = if layouts.is_consistent() {
+                read_patch(&elf, &relocs, layouts, resched)?
             } else {
                 Err(format!("inconsistent struct layouts: {layouts:?}"))
-            }
+            };
+            relocs.drop_with_points(resched)?;
+            patch
         };
         Ok(LivepatchModule {
             elf,
@@ -135,6 +172,30 @@ impl<'d> LivepatchModule<'d> {
             klp_symbols,
             patch,
         })
+    }
+
+    /// Frees the module's tables with reschedule points between the steps (a big patch is tens
+    /// of thousands of heap blocks: symbol names, relocation lists, patch entries).
+    pub fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        let LivepatchModule {
+            elf,
+            modinfo,
+            klp_sections,
+            klp_symbols,
+            patch,
+            ..
+        } = self;
+        for s in klp_sections {
+            drop_vec(s.relocs, resched)?;
+        }
+        drop_vec(klp_symbols, resched)?;
+        drop_vec(modinfo, resched)?;
+        if let Ok(p) = patch {
+            for o in p.objects {
+                drop_vec(o.funcs, resched)?;
+            }
+        }
+        elf.drop_with_points(resched)
     }
 
     /// The value of modinfo `key`.
@@ -158,7 +219,11 @@ mod tests {
 
     #[test]
     fn modinfo_entries() {
-        let m = parse_modinfo(b"livepatch=Y\0name=lp\0\0vermagic=6.1.0 SMP\0junk\0");
+        let m = parse_modinfo(
+            b"livepatch=Y\0name=lp\0\0vermagic=6.1.0 SMP\0junk\0",
+            &mut Resched::none(),
+        )
+        .unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m[2], ("vermagic".to_string(), "6.1.0 SMP".to_string()));
     }

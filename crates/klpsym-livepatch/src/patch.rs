@@ -15,10 +15,12 @@
 //! When (1) finds a candidate confirmed by (2), the result is `certain`; when only (2)
 //! matches, the first match is used and `certain` is false when there were several.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::consts as elf;
 use serde::Serialize;
+
+use klpsym_core::resched::{Cancelled, Resched};
 
 use crate::elf::{ElfObject, ElfRela};
 use crate::layouts::StructLayouts;
@@ -112,39 +114,82 @@ pub struct PatchDesc {
 }
 
 /// Pointer-sized relocations of the module's ordinary relocation sections, by (target
-/// section, offset).
+/// section, offset): ordered, so the relocations of a range are found without a walk over
+/// all of them.
 pub(crate) struct RelocMap<'a> {
-    map: HashMap<(u32, u64), &'a ElfRela>,
+    map: BTreeMap<(u32, u64), &'a ElfRela>,
 }
 
 impl<'a> RelocMap<'a> {
-    pub(crate) fn new(obj: &'a ElfObject<'_>, is_klp: impl Fn(u32) -> bool) -> Self {
-        let mut map = HashMap::new();
+    pub(crate) fn new(
+        obj: &'a ElfObject<'_>,
+        is_klp: impl Fn(u32) -> bool,
+        resched: &mut Resched,
+    ) -> Result<Self, Cancelled> {
+        let mut map = BTreeMap::new();
         for s in &obj.sections {
+            resched.tick()?;
             if s.sh_type != elf::SHT_RELA || is_klp(s.index) {
                 continue;
             }
             for r in &obj.relas[s.index as usize] {
                 map.entry((s.info, r.offset)).or_insert(r);
+                resched.tick()?;
             }
         }
-        RelocMap { map }
+        Ok(RelocMap { map })
+    }
+
+    /// Frees the map node by node, a tick each (tens of thousands of relocations are
+    /// thousands of nodes).
+    pub(crate) fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        for _ in self.map {
+            resched.tick()?;
+        }
+        Ok(())
     }
 
     fn get(&self, section: u32, offset: u64) -> Option<&'a ElfRela> {
         self.map.get(&(section, offset)).copied()
     }
 
+    /// The relocations at offsets `start..end` of `section`, in offset order.
     fn in_range(
         &self,
         section: u32,
         start: u64,
         end: u64,
     ) -> impl Iterator<Item = &'a ElfRela> + '_ {
-        self.map
-            .iter()
-            .filter(move |((s, o), _)| *s == section && *o >= start && *o < end)
+        let range = (start < end).then_some((section, start)..(section, end));
+        range
+            .into_iter()
+            .flat_map(|r| self.map.range(r))
             .map(|(_, r)| *r)
+    }
+}
+
+/// Function symbols by (section, value), the first of each place (what a walk in symbol order
+/// finds first).
+struct Functions<'a> {
+    at: HashMap<(u32, u64), &'a str>,
+}
+
+impl<'a> Functions<'a> {
+    fn new(obj: &'a ElfObject<'_>, resched: &mut Resched) -> Result<Self, Cancelled> {
+        // Sized once: growing rehashes every entry in one go.
+        let mut at = HashMap::with_capacity(obj.symbols.len());
+        for s in &obj.symbols {
+            resched.tick()?;
+            if s.kind() == elf::STT_FUNC {
+                at.entry((u32::from(s.shndx), s.value))
+                    .or_insert(s.name.as_str());
+            }
+        }
+        Ok(Functions { at })
+    }
+
+    fn at(&self, section: u32, offset: u64) -> Option<String> {
+        self.at.get(&(section, offset)).map(|n| (*n).to_string())
     }
 }
 
@@ -193,27 +238,51 @@ fn pointer_at(
     })
 }
 
-fn function_at(obj: &ElfObject<'_>, section: u32, offset: u64) -> Option<String> {
-    obj.symbols
-        .iter()
-        .find(|s| u32::from(s.shndx) == section && s.value == offset && s.kind() == elf::STT_FUNC)
-        .map(|s| s.name.clone())
-}
-
 /// Candidate patch locations by the init-call heuristic.
-fn init_call_candidate(obj: &ElfObject<'_>, relocs: &RelocMap<'_>) -> Option<(u32, u64)> {
-    let init = obj
-        .symbols
-        .iter()
-        .find(|s| s.name == "init_module" && s.in_section() && s.kind() == elf::STT_FUNC)?;
+fn init_call_candidate(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    resched: &mut Resched,
+) -> Result<Option<(u32, u64)>, Cancelled> {
+    let mut init = None;
+    for s in &obj.symbols {
+        resched.tick()?;
+        if s.name == "init_module" && s.in_section() && s.kind() == elf::STT_FUNC {
+            init = Some(s);
+            break;
+        }
+    }
+    let Some(init) = init else { return Ok(None) };
     let sec = u32::from(init.shndx);
     let end = init.value.saturating_add(init.size.max(1));
-    let mut in_init: Vec<&ElfRela> = relocs.in_range(sec, init.value, end).collect();
-    in_init.sort_by_key(|r| r.offset);
-    let call = in_init
-        .iter()
-        .position(|r| obj.symbols[r.sym as usize].name == "klp_enable_patch")?;
-    in_init[..call].iter().rev().find_map(|r| {
+    // In offset order (the map is ordered), up to the call.
+    let mut before_call: Vec<&ElfRela> = Vec::new();
+    let mut called = false;
+    for r in relocs.in_range(sec, init.value, end) {
+        resched.tick()?;
+        if obj.symbols[r.sym as usize].name == "klp_enable_patch" {
+            called = true;
+            break;
+        }
+        before_call.push(r);
+    }
+    if !called {
+        return Ok(None);
+    }
+    let mut found = None;
+    for r in before_call.iter().rev() {
+        resched.tick()?;
+        found = patch_reference(obj, r);
+        if found.is_some() {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+/// Where `r` (a relocation in `init_module`) points, when into a data section.
+fn patch_reference(obj: &ElfObject<'_>, r: &ElfRela) -> Option<(u32, u64)> {
+    {
         let s = &obj.symbols[r.sym as usize];
         if !s.in_section() {
             return None;
@@ -230,7 +299,7 @@ fn init_call_candidate(obj: &ElfObject<'_>, relocs: &RelocMap<'_>) -> Option<(u3
             u32::from(s.shndx),
             s.value.wrapping_add(r.addend as u64).wrapping_add(fix),
         ))
-    })
+    }
 }
 
 /// Candidate patch locations by the layout heuristic.
@@ -238,38 +307,72 @@ fn layout_candidates(
     obj: &ElfObject<'_>,
     relocs: &RelocMap<'_>,
     l: &StructLayouts,
-) -> Vec<(u32, u64)> {
-    let mut out: Vec<(u32, u64)> = relocs
-        .map
-        .iter()
-        .filter(|((sec, _), r)| {
-            obj.symbols[r.sym as usize].name == "__this_module"
-                && obj
-                    .sections
-                    .get(*sec as usize)
-                    .is_some_and(|s| s.name != ".gnu.linkonce.this_module")
-        })
-        .filter(|((sec, off), _)| {
-            matches!(
-                pointer_at(obj, relocs, *sec, off.wrapping_add(l.patch_objs)),
+    resched: &mut Resched,
+) -> Result<Vec<(u32, u64)>, Cancelled> {
+    // In (section, offset) order: the map is ordered.
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for (&(sec, off), r) in &relocs.map {
+        resched.tick()?;
+        let this_module = obj.symbols[r.sym as usize].name == "__this_module"
+            && obj
+                .sections
+                .get(sec as usize)
+                .is_some_and(|s| s.name != ".gnu.linkonce.this_module");
+        if this_module
+            && matches!(
+                pointer_at(obj, relocs, sec, off.wrapping_add(l.patch_objs)),
                 Some(Pointer::Local { .. })
             )
-        })
-        .map(|(k, _)| *k)
-        .collect();
-    out.sort_unstable();
-    out
+        {
+            out.push((sec, off));
+        }
+    }
+    Ok(out)
 }
 
-/// Finds and reads the patch description, or explains why not.
+/// Why the patch description was not read: the module's tables (the message), or a cancelled
+/// reschedule point.
+enum ReadError {
+    Tables(String),
+    Cancelled(Cancelled),
+}
+
+impl From<String> for ReadError {
+    fn from(s: String) -> Self {
+        ReadError::Tables(s)
+    }
+}
+
+impl From<Cancelled> for ReadError {
+    fn from(c: Cancelled) -> Self {
+        ReadError::Cancelled(c)
+    }
+}
+
+/// Finds and reads the patch description, or explains why not (the inner error).
 pub(crate) fn read_patch(
     obj: &ElfObject<'_>,
     relocs: &RelocMap<'_>,
     l: &StructLayouts,
-) -> Result<PatchDesc, String> {
-    let layout = layout_candidates(obj, relocs, l);
+    resched: &mut Resched,
+) -> Result<Result<PatchDesc, String>, Cancelled> {
+    match read_patch_inner(obj, relocs, l, resched) {
+        Ok(p) => Ok(Ok(p)),
+        Err(ReadError::Tables(s)) => Ok(Err(s)),
+        Err(ReadError::Cancelled(c)) => Err(c),
+    }
+}
+
+fn read_patch_inner(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    l: &StructLayouts,
+    resched: &mut Resched,
+) -> Result<PatchDesc, ReadError> {
+    let layout = layout_candidates(obj, relocs, l, resched)?;
     let mut notes = Vec::new();
-    let (at, discovery, certain) = match init_call_candidate(obj, relocs) {
+    let init_call = init_call_candidate(obj, relocs, resched)?;
+    let (at, discovery, certain) = match init_call {
         Some(c) if layout.contains(&c) => (c, Discovery::InitCall, true),
         Some(c) => {
             notes.push(format!(
@@ -290,11 +393,11 @@ pub(crate) fn read_patch(
                     }
                     (c, Discovery::Layout, layout.len() == 1)
                 }
-                None => return Err(
+                None => return Err(String::from(
                     "no klp_patch found: no klp_enable_patch() call in init_module and no data \
-                            object with .mod = THIS_MODULE and .objs set"
-                        .into(),
-                ),
+                            object with .mod = THIS_MODULE and .objs set",
+                )
+                .into()),
             }
         }
     };
@@ -303,16 +406,18 @@ pub(crate) fn read_patch(
             section, offset, ..
         }) => (section, offset),
         other => {
-            return Err(format!(
-                "klp_patch.objs is not a pointer into the module: {other:?}"
-            ))
+            return Err(
+                format!("klp_patch.objs is not a pointer into the module: {other:?}").into(),
+            )
         }
     };
+    let functions = Functions::new(obj, resched)?;
     let mut objects = Vec::new();
     let osize = obj.sections.get(objs.0 as usize).map_or(0, |s| s.size);
     let max_objects = osize / l.object_size.max(1) + 1;
     let mut terminated = false;
     for i in 0..max_objects {
+        resched.tick()?;
         let entry = objs.1.wrapping_add(i.wrapping_mul(l.object_size));
         let name = pointer_at(obj, relocs, objs.0, entry.wrapping_add(l.object_name));
         let funcs = pointer_at(obj, relocs, objs.0, entry.wrapping_add(l.object_funcs));
@@ -335,7 +440,8 @@ pub(crate) fn read_patch(
             other => {
                 return Err(format!(
                     "klp_object[{i}].name is not a string of the module: {other:?}"
-                ))
+                )
+                .into())
             }
         };
         let mut desc = KlpObjectDesc {
@@ -349,12 +455,18 @@ pub(crate) fn read_patch(
             Pointer::Local {
                 section, offset, ..
             } => {
-                desc.funcs = read_funcs(obj, relocs, l, section, offset, i, &mut notes)?;
+                let at = FuncArray {
+                    section,
+                    start: offset,
+                    object: i,
+                };
+                desc.funcs = read_funcs(obj, relocs, &functions, l, at, &mut notes, resched)??;
             }
             other => {
                 return Err(format!(
                     "klp_object[{i}].funcs is not a pointer into the module: {other:?}"
-                ))
+                )
+                .into())
             }
         }
         objects.push(desc);
@@ -363,7 +475,7 @@ pub(crate) fn read_patch(
         return Err(format!(
             "klp_object array at section {} offset {:#x} has no terminating empty entry (stride {})",
             objs.0, objs.1, l.object_size
-        ));
+        ).into());
     }
     Ok(PatchDesc {
         at,
@@ -375,43 +487,59 @@ pub(crate) fn read_patch(
     })
 }
 
+/// Where a `klp_func` array sits, and whose it is.
+struct FuncArray {
+    section: u32,
+    start: u64,
+    /// Index of the klp_object.
+    object: u64,
+}
+
 fn read_funcs(
     obj: &ElfObject<'_>,
     relocs: &RelocMap<'_>,
+    functions: &Functions<'_>,
     l: &StructLayouts,
-    section: u32,
-    start: u64,
-    oi: u64,
+    at: FuncArray,
     notes: &mut Vec<String>,
-) -> Result<Vec<KlpFuncDesc>, String> {
+    resched: &mut Resched,
+) -> Result<Result<Vec<KlpFuncDesc>, String>, Cancelled> {
+    let FuncArray {
+        section,
+        start,
+        object: oi,
+    } = at;
     let size = obj.sections.get(section as usize).map_or(0, |s| s.size);
     let max = size / l.func_size.max(1) + 1;
     let mut out = Vec::new();
     for j in 0..max {
+        // Two map lookups, two reads and a few strings per entry: a clock read each.
+        resched.tick_step()?;
         let entry = start.wrapping_add(j.wrapping_mul(l.func_size));
         let old_name = pointer_at(obj, relocs, section, entry.wrapping_add(l.func_old_name));
         let new_func = pointer_at(obj, relocs, section, entry.wrapping_add(l.func_new_func));
         let sympos = read_u64(obj, section, entry.wrapping_add(l.func_old_sympos));
         let (Some(old_name), Some(new_func), Some(old_sympos)) = (old_name, new_func, sympos)
         else {
-            return Err(format!(
+            return Ok(Err(format!(
                 "klp_object[{oi}].funcs array at section {section} offset {start:#x} runs past the section \
                  without a terminating empty entry (stride {})",
                 l.func_size
-            ));
+            )));
         };
         if old_name == Pointer::Null && new_func == Pointer::Null && old_sympos == 0 {
             // Cross-check the stride: every pointer relocation inside the array must sit on a
             // pointer field of some entry.
             let end = entry;
-            let odd: Vec<u64> = relocs
-                .in_range(section, start, end)
-                .map(|r| r.offset - start)
-                .filter(|o| {
-                    let f = o % l.func_size;
-                    f != l.func_old_name && f != l.func_new_func
-                })
-                .collect();
+            let mut odd: Vec<u64> = Vec::new();
+            for r in relocs.in_range(section, start, end) {
+                resched.tick()?;
+                let o = r.offset - start;
+                let f = o % l.func_size;
+                if f != l.func_old_name && f != l.func_new_func {
+                    odd.push(o);
+                }
+            }
             if !odd.is_empty() {
                 notes.push(format!(
                     "klp_object[{oi}].funcs: relocations at +{odd:#x?} are not on old_name/new_func of a \
@@ -419,7 +547,7 @@ fn read_funcs(
                     l.func_size
                 ));
             }
-            return Ok(out);
+            return Ok(Ok(out));
         }
         let old_name_str = match &old_name {
             Pointer::Local {
@@ -432,7 +560,9 @@ fn read_funcs(
                 section,
                 offset,
                 symbol,
-            } => function_at(obj, *section, *offset).or_else(|| Some(symbol.clone())),
+            } => functions
+                .at(*section, *offset)
+                .or_else(|| Some(symbol.clone())),
             Pointer::External { symbol, .. } => Some(symbol.clone()),
             _ => None,
         };
@@ -444,7 +574,7 @@ fn read_funcs(
             at: (section, entry),
         });
     }
-    Err(format!(
+    Ok(Err(format!(
         "klp_object[{oi}].funcs: no terminating empty entry"
-    ))
+    )))
 }

@@ -4,6 +4,10 @@
 
 use serde::Serialize;
 
+use klpsym_core::resched::{Cancelled, Resched};
+
+use crate::free::drop_vec;
+
 /// When the kernel hits a problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "stage", rename_all = "snake_case")]
@@ -130,24 +134,42 @@ pub struct Verdict {
 impl Verdict {
     /// The verdict of a list of problems (kernel order) and object states.
     pub fn of(problems: &[Problem], objects: &[ObjectReport]) -> Verdict {
-        let first_fatal = problems
-            .iter()
-            .find(|p| p.reached && matches!(p.stage, Stage::ModuleLoad | Stage::PatchEnable));
-        let mut refused: Vec<String> = problems
-            .iter()
-            .filter(|p| p.reached)
-            .filter_map(|p| match &p.stage {
-                Stage::ModuleComing { module } => Some(module.clone()),
-                _ => None,
-            })
-            .collect();
-        refused.dedup();
-        let unchecked: Vec<String> = objects
-            .iter()
-            .filter(|o| o.state == ObjectState::DeferredUnchecked)
-            .map(|o| o.name.clone())
-            .collect();
-        match first_fatal {
+        Self::of_with(problems, objects, &mut Resched::none())
+            .expect("a Resched without a cancel flag or callback never cancels")
+    }
+
+    /// [`of`](Verdict::of) with a tick per problem and object.
+    pub fn of_with(
+        problems: &[Problem],
+        objects: &[ObjectReport],
+        resched: &mut Resched,
+    ) -> Result<Verdict, Cancelled> {
+        let mut first_fatal = None;
+        let mut refused: Vec<String> = Vec::new();
+        for p in problems {
+            resched.tick()?;
+            if !p.reached {
+                continue;
+            }
+            match &p.stage {
+                Stage::ModuleLoad | Stage::PatchEnable => {
+                    first_fatal = first_fatal.or(Some(p));
+                }
+                Stage::ModuleComing { module } => {
+                    if refused.last() != Some(module) {
+                        refused.push(module.clone());
+                    }
+                }
+            }
+        }
+        let mut unchecked: Vec<String> = Vec::new();
+        for o in objects {
+            resched.tick()?;
+            if o.state == ObjectState::DeferredUnchecked {
+                unchecked.push(o.name.clone());
+            }
+        }
+        Ok(match first_fatal {
             Some(p) => Verdict {
                 kind: VerdictKind::RefusedAtLoad,
                 errno: Some(p.errno),
@@ -166,7 +188,7 @@ impl Verdict {
                 refused_modules: vec![],
                 unchecked_modules: unchecked,
             },
-        }
+        })
     }
 }
 
@@ -269,6 +291,26 @@ pub struct CheckReport {
     pub relocations: Vec<RelocationReport>,
     /// Warnings that do not change the verdict (suspicious names, guesses).
     pub warnings: Vec<String>,
+}
+
+impl CheckReport {
+    /// Frees the report with reschedule points between the steps: a report on a big patch
+    /// holds several strings per relocation (tens of thousands of heap blocks).
+    pub fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        let CheckReport {
+            problems,
+            objects,
+            relocations,
+            warnings,
+            ..
+        } = self;
+        drop_vec(relocations, resched)?;
+        drop_vec(problems, resched)?;
+        for o in objects {
+            drop_vec(o.funcs, resched)?;
+        }
+        drop_vec(warnings, resched)
+    }
 }
 
 /// Addresses as `0x`-prefixed 16-digit hex strings in JSON, like the other verbs (a u64 does

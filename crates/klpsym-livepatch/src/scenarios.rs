@@ -10,7 +10,7 @@ fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {
     Target::new(t, KernelRules::for_version(6, 1), Arch::X86_64)
 }
 
-fn refs(r: &[(&'static str, u32, i64)]) -> ModSpec {
+fn refs(r: &[(&'static str, u32, i64)]) -> ModSpec<'static> {
     ModSpec {
         text_refs: r.to_vec(),
         ..ModSpec::default()

@@ -1,4 +1,9 @@
 //! Test fixtures: livepatch modules written with `object::write`, and target kernels.
+//!
+//! Self-contained (it names only `crate::consts`, `crate::Arch`, klpsym-core and `object`):
+//! the fuzz seed generator includes this file by path.
+
+use std::collections::HashMap;
 
 use crate::consts as elf;
 use object::write::{Object, Relocation, StandardSection, Symbol, SymbolId, SymbolSection};
@@ -11,19 +16,24 @@ use klpsym_core::{ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
 
 /// One klp_object to describe: name (None = vmlinux) and (old_name, old_sympos) functions.
 #[derive(Debug, Clone)]
-pub struct ObjSpec {
-    pub name: Option<&'static str>,
-    pub funcs: Vec<(&'static str, u64)>,
+pub struct ObjSpec<'a> {
+    /// The object's name; `None` is vmlinux.
+    pub name: Option<&'a str>,
+    /// The functions: (old_name, old_sympos).
+    pub funcs: Vec<(&'a str, u64)>,
 }
 
 /// A module to build.
 #[derive(Debug, Clone)]
-pub struct ModSpec {
-    pub name: &'static str,
+pub struct ModSpec<'a> {
+    /// The module name (modinfo `name=` and `struct module`).
+    pub name: &'a str,
+    /// Write `livepatch=Y` in modinfo.
     pub livepatch: bool,
-    pub objects: Vec<ObjSpec>,
+    /// The klp_objects.
+    pub objects: Vec<ObjSpec<'a>>,
     /// References from the replacement code: (symbol, r_type, addend).
-    pub text_refs: Vec<(&'static str, u32, i64)>,
+    pub text_refs: Vec<(&'a str, u32, i64)>,
     /// Sizes of the patch structs.
     pub func_size: u64,
     pub object_size: u64,
@@ -35,7 +45,7 @@ pub struct ModSpec {
     pub arch: crate::Arch,
 }
 
-impl Default for ModSpec {
+impl Default for ModSpec<'_> {
     fn default() -> Self {
         ModSpec {
             name: "lp",
@@ -76,11 +86,13 @@ fn rel(
     .expect("relocation");
 }
 
-fn undefined(obj: &mut Object<'_>, name: &str) -> SymbolId {
-    if let Some(id) = obj.symbol_id(name.as_bytes()) {
+/// The undefined symbol `name`, added on first use (one symbol per name, as a compiler
+/// writes it; `object` indexes only defined symbols by name, so `seen` does).
+fn undefined(obj: &mut Object<'_>, seen: &mut HashMap<String, SymbolId>, name: &str) -> SymbolId {
+    if let Some(&id) = seen.get(name) {
         return id;
     }
-    obj.add_symbol(Symbol {
+    let id = obj.add_symbol(Symbol {
         name: name.as_bytes().to_vec(),
         value: 0,
         size: 0,
@@ -89,11 +101,13 @@ fn undefined(obj: &mut Object<'_>, name: &str) -> SymbolId {
         weak: false,
         section: SymbolSection::Undefined,
         flags: SymbolFlags::None,
-    })
+    });
+    seen.insert(name.to_string(), id);
+    id
 }
 
-/// Builds an x86_64 relocatable livepatch module.
-pub fn build_module(spec: &ModSpec) -> Vec<u8> {
+/// Builds a relocatable livepatch module (x86_64 or aarch64, as `spec.arch` says).
+pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
     let a64 = spec.arch == crate::Arch::Aarch64;
     let machine = if a64 {
         Architecture::Aarch64
@@ -101,6 +115,7 @@ pub fn build_module(spec: &ModSpec) -> Vec<u8> {
         Architecture::X86_64
     };
     let mut obj = Object::new(BinaryFormat::Elf, machine, Endianness::Little);
+    let mut seen = HashMap::new();
     let abs64 = spec.arch.abs64();
     let text = obj.section_id(StandardSection::Text);
     let data = obj.section_id(StandardSection::Data);
@@ -162,7 +177,7 @@ pub fn build_module(spec: &ModSpec) -> Vec<u8> {
     let fill = if spec.dirty_slots { 0xff } else { 0 };
     let refs_at = obj.append_section_data(text, &vec![fill; 8 * spec.text_refs.len().max(1)], 16);
     for (k, (name, r_type, addend)) in spec.text_refs.iter().enumerate() {
-        let s = undefined(&mut obj, name);
+        let s = undefined(&mut obj, &mut seen, name);
         rel(&mut obj, text, refs_at + 8 * k as u64, s, *addend, *r_type);
     }
 
@@ -250,7 +265,7 @@ pub fn build_module(spec: &ModSpec) -> Vec<u8> {
             patch_at as i64,
             elf::R_AARCH64_ADD_ABS_LO12_NC,
         );
-        let k = undefined(&mut obj, "klp_enable_patch");
+        let k = undefined(&mut obj, &mut seen, "klp_enable_patch");
         rel(&mut obj, text, at + 8, k, 0, elf::R_AARCH64_CALL26);
     } else if spec.init_call {
         // mov $patch,%rdi ; call klp_enable_patch ; ret
@@ -274,7 +289,7 @@ pub fn build_module(spec: &ModSpec) -> Vec<u8> {
             patch_at as i64,
             elf::R_X86_64_32S,
         );
-        let k = undefined(&mut obj, "klp_enable_patch");
+        let k = undefined(&mut obj, &mut seen, "klp_enable_patch");
         rel(&mut obj, text, at + 8, k, -4, elf::R_X86_64_PLT32);
     }
     let _ = text_sym;
