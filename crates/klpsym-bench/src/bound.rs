@@ -310,7 +310,9 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
             |(), r| {
                 let mut symbols = 0usize;
                 for f in &files {
-                    symbols += load(f, &LoadOptions::default(), r)?.table.len();
+                    let k = load(f, &LoadOptions::default(), r)?;
+                    symbols += k.table.len();
+                    k.free_with(r)?;
                 }
                 Ok(symbols)
             },

@@ -52,34 +52,20 @@ pub fn extend_from_slice<T: Clone>(
     Ok(())
 }
 
-/// Drops `v` element by element with ticks between, then frees its buffer. Freeing a few
-/// hundred thousand heap-owning elements at once is milliseconds of `free`.
-///
-/// Every 256 elements a 2 KiB block is allocated and freed: glibc keeps small freed blocks in
-/// "fastbins" and merges all of them (`malloc_consolidate`) at the next request of 1 KiB or
-/// more, so without this the merging of every block freed here would come later, in one
-/// stretch of milliseconds, inside whatever allocates next.
-pub fn drop_with_points<T>(v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
-    if !std::mem::needs_drop::<T>() {
-        drop(v);
-        return resched.tick_step();
-    }
-    for (i, x) in v.into_iter().enumerate() {
-        drop(x);
-        if i % 256 == 255 {
+/// Frees a big vector in steps: its elements (when they own memory, 256 at a time) and its
+/// buffer (256 KiB at a time, shrinking it). Giving back tens of megabytes of pages is
+/// milliseconds of kernel time in one `munmap`.
+pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
+    if std::mem::needs_drop::<T>() {
+        // Elements first, from the end, so every step below only unmaps.
+        while !v.is_empty() {
+            let keep = v.len().saturating_sub(256);
+            v.truncate(keep);
             drop(std::hint::black_box(Vec::<u8>::with_capacity(2048)));
+            resched.tick_step()?;
         }
-        resched.tick()?;
     }
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(2048)));
-    resched.tick_step()
-}
-
-/// Frees a big buffer of plain values in steps: giving back tens of megabytes of pages is
-/// milliseconds of kernel time in one `munmap`, so the buffer is shrunk 256 KiB at a time.
-pub fn free_with_points<T: Copy>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
     let step = ((256 << 10) / std::mem::size_of::<T>().max(1)).max(1);
-    // Unmapping is cheaper per page than first touches, so 256 KiB steps.
     while v.capacity() > step {
         let keep = v.capacity() - step;
         v.truncate(keep);
@@ -282,7 +268,7 @@ where
         }
     }
     free_with_points(idx, resched)?;
-    drop_with_points(slots, resched)?;
+    free_with_points(slots, resched)?;
     Ok(out)
 }
 
@@ -340,7 +326,7 @@ mod tests {
         let mut w = vec![1u32];
         extend_from_slice(&mut w, &v, &mut Resched::none()).unwrap();
         assert_eq!(w.len(), 10_002);
-        drop_with_points(vec![String::from("x"); 9000], &mut Resched::none()).unwrap();
+        free_with_points(vec![String::from("x"); 9000], &mut Resched::none()).unwrap();
         let mut r = Resched::none();
         free_with_points(vec![0u8; 3 << 20], &mut r).unwrap();
         assert!(r.stats().items >= 12, "{:?}", r.stats());

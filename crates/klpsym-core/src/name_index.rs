@@ -77,7 +77,7 @@ impl NameIndex {
     }
 
     pub(crate) fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        crate::bulk::drop_with_points(self.heads, resched)?;
+        crate::bulk::free_with_points(self.heads, resched)?;
         crate::bulk::free_with_points(self.next, resched)
     }
 

@@ -310,10 +310,10 @@ impl SymbolTable {
     /// to the kernel at once (milliseconds of munmap); a caller that must not hog its CPU
     /// frees it with this instead.
     pub fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        use crate::bulk::{drop_with_points, free_with_points};
+        use crate::bulk::free_with_points;
         free_with_points(self.names.into_bytes(), resched)?;
         free_with_points(self.syms, resched)?;
-        drop_with_points(self.objects, resched)?;
+        free_with_points(self.objects, resched)?;
         if let Some(s) = self.source_sizes {
             free_with_points(s, resched)?;
         }

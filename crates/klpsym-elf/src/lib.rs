@@ -9,7 +9,6 @@
 //!
 //! This crate never opens files and never decompresses: it takes `&[u8]`.
 
-mod bulk;
 mod error;
 mod filter;
 mod layout;

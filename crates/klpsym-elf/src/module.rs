@@ -9,7 +9,6 @@
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::bulk::free_with_points;
 use crate::error::{machine_name, ElfError};
 use crate::layout::SHF_RO_AFTER_INIT;
 use crate::names::NameTable;
@@ -18,6 +17,7 @@ use crate::raw::{
     SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_OBJECT,
 };
 use crate::symbol::{KallsymTable, KallsymTableBuilder};
+use klpsym_core::bulk::free_with_points;
 
 /// Offset of `name` in `struct module` on 64-bit kernels: after `enum
 /// module_state state` (padded to 8) and `struct list_head list`.

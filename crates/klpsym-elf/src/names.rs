@@ -68,7 +68,7 @@ impl NameTable {
 
     /// Frees the table in steps.
     pub fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        crate::bulk::free_with_points(self.slots, resched)
+        klpsym_core::bulk::free_with_points(self.slots, resched)
     }
 }
 

@@ -112,9 +112,9 @@ impl KallsymTable {
     /// Frees the table in steps, a reschedule point between them: dropping it gives back
     /// megabytes (a vmlinux's table) in one stretch.
     pub fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        crate::bulk::free_with_points(self.rows, resched)?;
-        crate::bulk::free_with_points(self.sections, resched)?;
-        crate::bulk::free_with_points(self.names.into_bytes(), resched)
+        klpsym_core::bulk::free_with_points(self.rows, resched)?;
+        klpsym_core::bulk::free_with_points(self.sections, resched)?;
+        klpsym_core::bulk::free_with_points(self.names.into_bytes(), resched)
     }
 
     fn text(&self, s: Span) -> &str {

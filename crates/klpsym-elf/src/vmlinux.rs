@@ -12,13 +12,13 @@ use std::io::Read;
 use klpsym_core::bulk::sort_by_with_points;
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::bulk::free_with_points;
 use crate::error::ElfError;
 use crate::filter::{is_ignored, KernelVersion};
 use crate::names::NameTable;
 use crate::nm::{nm_sorted, NmLine};
 use crate::raw::{RawElf, RawSection, EM_X86_64};
 use crate::symbol::{KallsymTable, KallsymTableBuilder};
+use klpsym_core::bulk::free_with_points;
 use klpsym_core::ChunkedFinder;
 
 /// Result of [`vmlinux_kallsyms`].

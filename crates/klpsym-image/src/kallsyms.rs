@@ -140,10 +140,18 @@ pub fn find_kallsyms_with_resched(
         arch = guess_arch(&cand.addrs, &mut notes);
     }
     let mut entries = Vec::with_capacity(decoded.len());
-    for ((kind, name), addr) in decoded.into_iter().zip(cand.addrs) {
+    let mut decoded = decoded;
+    for ((kind, name), &addr) in decoded.iter_mut().zip(&cand.addrs) {
         resched.tick()?;
-        entries.push(KallsymsEntry { addr, kind, name });
+        entries.push(KallsymsEntry {
+            addr,
+            kind: *kind,
+            name: std::mem::take(name),
+        });
     }
+    // Megabytes of intermediate tables: given back in steps.
+    klpsym_core::bulk::free_with_points(decoded, resched)?;
+    klpsym_core::bulk::free_with_points(cand.addrs, resched)?;
     Ok(ImageSymbols {
         entries,
         format,

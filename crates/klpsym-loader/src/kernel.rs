@@ -105,6 +105,18 @@ pub struct LoadedKernel {
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`.
+impl LoadedKernel {
+    /// Frees everything in steps with reschedule points (see [`SymbolTable::free_with`]):
+    /// dropping a loaded kernel gives megabytes back to the system at once.
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), klpsym_core::Cancelled> {
+        self.table.free_with(resched)?;
+        if let Some(m) = self.module {
+            m.free_with_points(resched)?;
+        }
+        Ok(())
+    }
+}
+
 pub fn load(
     path: &Path,
     opts: &LoadOptions,
@@ -288,7 +300,16 @@ fn image_table(
         ],
         notes: syms.notes.clone(),
     };
-    Ok((SourceKind::KernelImage, b.build(), facts, None))
+    // One heap string per symbol: dropped in steps.
+    klpsym_core::bulk::free_with_points(syms.entries, resched)
+        .map_err(klpsym_core::BuildError::from)?;
+    Ok((
+        SourceKind::KernelImage,
+        b.build_with(resched)
+            .map_err(klpsym_core::BuildError::from)?,
+        facts,
+        None,
+    ))
 }
 
 fn module_table(
@@ -378,6 +399,10 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
     };
     let mut f = File::open(path).map_err(io_err)?;
     let meta = f.metadata().map_err(io_err)?;
+    // Opening is a point too: a caller loading many files gets one between any two of them.
+    resched
+        .tick_step()
+        .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
     if meta.is_dir() {
         return Err(LoadError::Unrecognized {
             path: path.to_path_buf(),
@@ -395,11 +420,11 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
-    // Read in bounded steps so a reschedule point comes between them: 64 KiB of a regular
-    // file (a copy from the page cache into 16 fresh pages; read_to_end fills spare capacity
-    // without zeroing it first), or one read(2) of a /proc file, which formats at most a page
-    // of lines per call.
-    let step: u64 = 64 << 10;
+    // Read in bounded steps so a reschedule point comes between them: 16 KiB of a regular
+    // file (a copy from the page cache into 4 fresh pages, each first touch a page fault of a
+    // few µs here; read_to_end fills spare capacity without zeroing it first), or one read(2)
+    // of a /proc file, which formats at most a page of lines per call.
+    let step: u64 = 16 << 10;
     loop {
         let before = buf.len();
         if size > 0 {
