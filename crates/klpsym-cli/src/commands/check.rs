@@ -6,17 +6,18 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use klpsym_core::resched::Resched;
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
 use klpsym_livepatch::{
-    btf, check, CheckReport, KernelRules, LivepatchModule, Problem, Stage, StructLayouts, Target,
-    VerdictKind,
+    btf, check_with, CheckReport, KernelRules, LivepatchModule, Problem, Stage, StructLayouts,
+    Target, VerdictKind,
 };
 use klpsym_loader::{module_symbols_table, LoadedKernel, ModuleTree};
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json, CliError, Outcome};
-use crate::sources::{load_all, load_options};
+use crate::sources::{load_all, load_options, resched};
 
 /// `klpsym check`.
 #[derive(Debug, Args)]
@@ -59,11 +60,17 @@ pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, Cl
 }
 
 /// Layouts from `--btf`, or the fallback.
-pub fn layouts_for(btf_path: Option<&PathBuf>) -> Result<StructLayouts, CliError> {
+pub fn layouts_for(
+    btf_path: Option<&PathBuf>,
+    rs: &mut Resched,
+) -> Result<StructLayouts, CliError> {
     match btf_path {
         Some(p) => {
-            let bytes = klpsym_loader::read_bounded(p, 1 << 30, &mut Resched::none())?;
-            Ok(btf::layouts_from_btf(&bytes).map_err(|e| format!("{}: {e}", p.display()))?)
+            let bytes = klpsym_loader::read_bounded(p, 1 << 30, rs)?;
+            let layouts =
+                btf::layouts_from_btf(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            bulk::free_with_points(bytes, rs)?;
+            Ok(layouts)
         }
         None => Ok(StructLayouts::fallback(6, 1)),
     }
@@ -74,6 +81,7 @@ pub fn offline_tables(
     source: &SourceArgs,
     names: &[String],
     table: &SymbolTable,
+    rs: &mut Resched,
 ) -> Result<Vec<(String, SymbolTable)>, CliError> {
     let Some(dir) = &source.modules else {
         return Ok(Vec::new());
@@ -82,10 +90,11 @@ pub fn offline_tables(
     let opts = load_options(source);
     let mut out = Vec::new();
     for n in names {
+        rs.tick()?;
         if n == "vmlinux" || table.object_by_name(n).is_some() || tree.path(n).is_none() {
             continue;
         }
-        let m = tree.load(n, &opts, &mut Resched::none())?;
+        let m = tree.load(n, &opts, rs)?;
         out.push((n.clone(), module_symbols_table(&m, None)?));
     }
     Ok(out)
@@ -97,9 +106,15 @@ pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
 }
 
 /// True when the table carries `__ksymtab_*` symbols (CONFIG_KALLSYMS_ALL), so "not exported"
-/// can be told from "unknown".
-pub fn knows_exports(table: &SymbolTable) -> bool {
-    table.iter().any(|s| s.name.starts_with("__ksymtab_"))
+/// can be told from "unknown". A walk over the table, a tick per symbol.
+pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
+    for s in table.iter() {
+        rs.tick()?;
+        if s.name.starts_with("__ksymtab_") {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, u64)>, CliError> {
@@ -133,16 +148,14 @@ struct KernelResult {
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
-    let bytes = klpsym_loader::read_bounded(
-        &args.patch,
-        args.source.max_input_size,
-        &mut Resched::none(),
-    )?;
-    let layouts = layouts_for(args.btf.as_ref())?;
+    let mut rs = resched(&args.source);
+    let rs = &mut rs;
+    let bytes = klpsym_loader::read_bounded(&args.patch, args.source.max_input_size, rs)?;
+    let layouts = layouts_for(args.btf.as_ref(), rs)?;
     if args.btf.is_none() {
         eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");
     }
-    let module = LivepatchModule::parse_with(&bytes, &layouts)
+    let module = LivepatchModule::parse_with_resched(&bytes, &layouts, rs)
         .map_err(|e| format!("{}: {e}", args.patch.display()))?;
     let bases = section_bases(&module, &args.section_bases)?;
     let objects: Vec<String> = match &module.patch {
@@ -155,12 +168,13 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     };
     let kernels = load_all(&args.source)?;
     let mut results = Vec::new();
+    // One check per kernel (the compatibility matrix), all through the user's driver.
     for k in &kernels {
         let rules = rules_for(k, args.kernel_version.as_deref())?;
-        let offline = offline_tables(&args.source, &objects, &k.table)?;
+        let offline = offline_tables(&args.source, &objects, &k.table, rs)?;
         let exported = |n: &str| exported_by(&k.table, n);
         let mut target = Target::new(&k.table, rules, module.arch).with_layouts(layouts);
-        if knows_exports(&k.table) {
+        if knows_exports(&k.table, rs)? {
             target = target.with_exports(&exported);
         }
         for (n, t) in &offline {
@@ -171,26 +185,40 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         }
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
-            report: check(&module, &target),
+            report: check_with(&module, &target, rs)?,
         });
     }
     let ok = results
         .iter()
         .all(|r| r.report.verdict.kind == VerdictKind::Accepted);
     if args.source.json {
-        print_json(&CheckJson {
+        let json = CheckJson {
             patch: args.patch.display().to_string(),
             results,
-        })?;
-        return Ok(Outcome::all_ok(ok));
+        };
+        print_json(&json)?;
+        free_results(json.results, rs)?;
+    } else {
+        for r in &results {
+            print_report(&r.kernel, &r.report, args.explain, rs)?;
+        }
+        if results.len() > 1 {
+            print_matrix(&results, rs)?;
+        }
+        free_results(results, rs)?;
     }
-    for r in &results {
-        print_report(&r.kernel, &r.report, args.explain);
-    }
-    if results.len() > 1 {
-        print_matrix(&results);
-    }
+    module.drop_with_points(rs)?;
+    bulk::free_with_points(bytes, rs)?;
     Ok(Outcome::all_ok(ok))
+}
+
+/// Frees the reports with reschedule points (a big patch's report is tens of thousands of
+/// strings per kernel).
+fn free_results(results: Vec<KernelResult>, rs: &mut Resched) -> Result<(), Cancelled> {
+    for r in results {
+        r.report.drop_with_points(rs)?;
+    }
+    Ok(())
 }
 
 fn stage_label(p: &Problem) -> String {
@@ -206,7 +234,12 @@ fn stage_label(p: &Problem) -> String {
     }
 }
 
-fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
+fn print_report(
+    kernel: &str,
+    r: &CheckReport,
+    explain: bool,
+    rs: &mut Resched,
+) -> Result<(), Cancelled> {
     println!(
         "{} on {kernel} (rules {}, KSYM_NAME_LEN {}, layouts: {})",
         r.module, r.kernel_version, r.ksym_name_len, r.layouts_source
@@ -225,6 +258,7 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
         }
     }
     for p in &r.problems {
+        rs.tick()?;
         let label = stage_label(p);
         let mut lines = p.log.iter();
         match lines.next() {
@@ -263,6 +297,7 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
             };
             println!("  {:<12} {state}", o.name);
             for f in &o.funcs {
+                rs.tick()?;
                 println!(
                     "      {},{} -> {} ({})",
                     f.old_name.as_deref().unwrap_or("(null)"),
@@ -276,6 +311,7 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
     if explain {
         println!("relocations:");
         for x in &r.relocations {
+            rs.tick()?;
             println!(
                 "  {}[{}]  {}+{:#x}  {}  {}",
                 x.section, x.index, x.target_section, x.offset, x.type_name, x.symbol
@@ -297,8 +333,10 @@ fn print_report(kernel: &str, r: &CheckReport, explain: bool) {
         }
     }
     for w in &r.warnings {
+        rs.tick()?;
         eprintln!("klpsym: warning: {w}");
     }
+    Ok(())
 }
 
 fn klpsym_livepatch_errno(e: i32) -> &'static str {
@@ -311,20 +349,20 @@ fn klpsym_livepatch_errno(e: i32) -> &'static str {
     }
 }
 
-fn print_matrix(results: &[KernelResult]) {
+fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancelled> {
     println!("\ncompatibility:");
     for r in results {
-        let kinds: Vec<String> = r
-            .report
-            .problems
-            .iter()
-            .filter(|p| p.reached)
-            .map(|p| {
-                serde_json::to_value(p.kind)
-                    .map(|v| v.as_str().unwrap_or("?").to_string())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut kinds: Vec<String> = Vec::new();
+        for p in &r.report.problems {
+            rs.tick()?;
+            if p.reached {
+                kinds.push(
+                    serde_json::to_value(p.kind)
+                        .map(|v| v.as_str().unwrap_or("?").to_string())
+                        .unwrap_or_default(),
+                );
+            }
+        }
         let cell = if kinds.is_empty() {
             "ok".to_string()
         } else {
@@ -332,4 +370,5 @@ fn print_matrix(results: &[KernelResult]) {
         };
         println!("  {:<40} {cell}", r.kernel);
     }
+    Ok(())
 }

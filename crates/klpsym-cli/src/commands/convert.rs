@@ -2,18 +2,23 @@
 //! crates/klpsym-livepatch/CLI.md).
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
 
-use klpsym_livepatch::{convert, ConvertError, ConvertReport, LivepatchModule, Pin, Target};
-use klpsym_loader::write_atomically;
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_livepatch::{
+    convert_with, ConvertError, ConvertReport, LivepatchModule, Pin, StructLayouts, Target,
+};
+use klpsym_loader::{read_bounded, write_atomically};
 
 use super::check::{exported_by, offline_tables, rules_for};
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json, CliError, Outcome};
-use crate::sources::load_all;
+use crate::sources::{load_all, resched};
 
 /// `klpsym convert`.
 #[derive(Debug, Args)]
@@ -52,33 +57,77 @@ struct RefusedJson<'a> {
     problems: &'a [String],
 }
 
-fn read_pins(args: &ConvertArgs) -> Result<Vec<Pin>, CliError> {
+/// The lines of a text file read through the bounded reader, a tick per line; a line that is
+/// not UTF-8 is an error naming it. `start` learns the number of lines first (counted in
+/// steps), to size `out`, which `f` fills.
+fn for_each_line<T>(
+    path: &Path,
+    limit: u64,
+    rs: &mut Resched,
+    out: &mut T,
+    start: impl FnOnce(&mut T, usize),
+    mut f: impl FnMut(&mut T, usize, &str) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let bytes = read_bounded(path, limit, rs)?;
+    let mut lines = 1;
+    for c in bytes.chunks(64 << 10) {
+        lines += c.iter().filter(|&&b| b == b'\n').count();
+        rs.tick_step()?;
+    }
+    start(out, lines);
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        rs.tick()?;
+        let line = std::str::from_utf8(line)
+            .map_err(|e| format!("{}:{}: not UTF-8: {e}", path.display(), i + 1))?;
+        f(out, i, line.strip_suffix('\r').unwrap_or(line))?;
+    }
+    bulk::free_with_points(bytes, rs)?;
+    Ok(())
+}
+
+fn read_pins(args: &ConvertArgs, rs: &mut Resched) -> Result<Vec<Pin>, CliError> {
     let mut pins: Vec<Pin> = args
         .pins
         .iter()
         .map(|p| Pin::parse(p))
         .collect::<Result<_, _>>()?;
     if let Some(f) = &args.pins_file {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        for (i, line) in text.lines().enumerate() {
+        let limit = args.source.max_input_size;
+        let parse = |pins: &mut Vec<Pin>, i: usize, line: &str| -> Result<(), CliError> {
             let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
+            if !line.is_empty() {
+                pins.push(Pin::parse(line).map_err(|e| format!("{}:{}: {e}", f.display(), i + 1))?);
             }
-            pins.push(Pin::parse(line).map_err(|e| format!("{}:{}: {e}", f.display(), i + 1))?);
-        }
+            Ok(())
+        };
+        for_each_line(f, limit, rs, &mut pins, |_, _| {}, parse)?;
     }
     Ok(pins)
 }
 
 /// Names listed in a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>TYPE...`).
-fn read_symvers(path: &Path) -> Result<HashSet<String>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split('\t').nth(1))
-        .map(str::to_string)
-        .collect())
+fn read_symvers(path: &Path, limit: u64, rs: &mut Resched) -> Result<HashSet<String>, CliError> {
+    let mut names = HashSet::new();
+    // Sized once: growing a set of tens of thousands of names rehashes them all at once.
+    let start = |names: &mut HashSet<String>, lines| names.reserve(lines);
+    let add = |names: &mut HashSet<String>, _: usize, line: &str| -> Result<(), CliError> {
+        if let Some(n) = line.split('\t').nth(1) {
+            names.insert(n.to_string());
+        }
+        Ok(())
+    };
+    for_each_line(path, limit, rs, &mut names, start, add)?;
+    Ok(names)
+}
+
+/// Writes `bytes` in 64 KiB writes with a step between them.
+fn write_in_steps(w: &mut dyn Write, bytes: &[u8], rs: &mut Resched) -> std::io::Result<()> {
+    for c in bytes.chunks(64 << 10) {
+        w.write_all(c)?;
+        rs.tick_step()
+            .map_err(|c| std::io::Error::new(std::io::ErrorKind::Interrupted, c))?;
+    }
+    Ok(())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -92,14 +141,12 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     if same_file(&args.input, &args.output) {
         return Err("the output path is the input: convert never modifies its input".into());
     }
-    let bytes = klpsym_loader::read_bounded(
-        &args.input,
-        args.source.max_input_size,
-        &mut klpsym_core::resched::Resched::none(),
-    )?;
-    let pins = read_pins(args)?;
+    let mut rs = resched(&args.source);
+    let rs = &mut rs;
+    let bytes = read_bounded(&args.input, args.source.max_input_size, rs)?;
+    let pins = read_pins(args, rs)?;
     let symvers = match &args.symvers {
-        Some(p) => read_symvers(p)?,
+        Some(p) => read_symvers(p, args.source.max_input_size, rs)?,
         None => HashSet::new(),
     };
     let kernels = load_all(&args.source)?;
@@ -109,25 +156,26 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let rules = rules_for(k, args.kernel_version.as_deref())?;
     // Objects named by pins may be modules that are not loaded: offer their .ko.
     let mut names: Vec<String> = pins.iter().filter_map(|p| p.object.clone()).collect();
-    if let Ok(m) = LivepatchModule::parse(&bytes) {
-        if let Ok(p) = &m.patch {
-            names.extend(p.objects.iter().map(|o| o.object_name().to_string()));
-        }
+    let module = LivepatchModule::parse_with_resched(&bytes, &StructLayouts::fallback(6, 1), rs)
+        .map_err(|e| format!("{}: {e}", args.input.display()))?;
+    if let Ok(p) = &module.patch {
+        names.extend(p.objects.iter().map(|o| o.object_name().to_string()));
     }
-    let offline = offline_tables(&args.source, &names, &k.table)?;
-    let arch = match LivepatchModule::parse(&bytes) {
-        Ok(m) => m.arch,
-        Err(e) => return Err(format!("{}: {e}", args.input.display()).into()),
-    };
+    let arch = module.arch;
+    module.drop_with_points(rs)?;
+    let offline = offline_tables(&args.source, &names, &k.table, rs)?;
     let mut target = Target::new(&k.table, rules, arch);
     for (n, t) in &offline {
         target = target.with_offline_module(n, t);
     }
     let exported = |n: &str| symvers.contains(n) || exported_by(&k.table, n);
-    match convert(&bytes, &target, &pins, &exported) {
+    let result = convert_with(&bytes, &target, &pins, &exported, rs);
+    match result {
         Ok((out, report)) => {
-            write_atomically(&args.output, |w| w.write_all(&out))?;
+            write_atomically(&args.output, |w| write_in_steps(w, &out, rs))?;
+            bulk::free_with_points(out, rs)?;
             for w in &report.warnings {
+                rs.tick()?;
                 eprintln!("klpsym: warning: {w}");
             }
             if args.source.json {
@@ -136,8 +184,14 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                     report: &report,
                 })?;
             } else {
-                print_report(&report, &args.output);
+                print_report(&report, &args.output, rs)?;
             }
+            report.drop_with_points(rs)?;
+            for n in symvers {
+                drop(n);
+                rs.tick()?;
+            }
+            bulk::free_with_points(bytes, rs)?;
             Ok(Outcome::Ok)
         }
         Err(ConvertError::Refused(problems)) => {
@@ -152,16 +206,19 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
             }
             Ok(Outcome::KernelSaysNo)
         }
-        Err(e @ ConvertError::Parse(_)) => Err(format!("{}: {e}", args.input.display()).into()),
+        Err(e @ (ConvertError::Parse(_) | ConvertError::Cancelled)) => {
+            Err(format!("{}: {e}", args.input.display()).into())
+        }
     }
 }
 
-fn print_report(r: &ConvertReport, out: &Path) {
+fn print_report(r: &ConvertReport, out: &Path, rs: &mut Resched) -> Result<(), Cancelled> {
     if r.unchanged {
         println!("nothing to convert: {} copied unchanged", out.display());
-        return;
+        return Ok(());
     }
     for c in &r.conversions {
+        rs.tick()?;
         let addr = c.address.map_or_else(|| "address hidden".to_string(), hex);
         let n = c.relocations;
         println!(
@@ -176,4 +233,5 @@ fn print_report(r: &ConvertReport, out: &Path) {
         println!("created {s}");
     }
     println!("wrote {}", out.display());
+    Ok(())
 }
