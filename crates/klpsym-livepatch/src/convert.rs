@@ -24,11 +24,11 @@ use serde::Serialize;
 use crate::edit::{encode_relas, strip_module_signature, ElfEditor, NewSection};
 use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 use crate::error::{ConvertError, ParseError};
-use crate::free::drop_vec;
 use crate::layouts::StructLayouts;
 use crate::module::LivepatchModule;
 use crate::names::{format_klp_section, format_klp_symbol, OBJNAME_WIDTH};
 use crate::target::Target;
+use klpsym_core::bulk::free_with_points;
 
 /// A user's choice for an ambiguous name: `[OBJ:]NAME=POS`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,9 +109,9 @@ impl ConvertReport {
     /// Frees the report with reschedule points between the steps (several strings per
     /// converted symbol).
     pub fn drop_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        drop_vec(self.conversions, resched)?;
-        drop_vec(self.sections_created, resched)?;
-        drop_vec(self.warnings, resched)
+        free_with_points(self.conversions, resched)?;
+        free_with_points(self.sections_created, resched)?;
+        free_with_points(self.warnings, resched)
     }
 }
 
@@ -354,7 +354,7 @@ pub fn convert_with(
             continue;
         }
         ed.set_contents(s.index, encode_relas(&keep, resched)?);
-        drop_vec(keep, resched)?;
+        free_with_points(keep, resched)?;
         let moving = go.len();
         let tname = &obj.sections[s.info as usize].name;
         for &r in &go {
@@ -379,7 +379,7 @@ pub fn convert_with(
                 .or_insert_with(|| Vec::with_capacity(moving))
                 .push(r);
         }
-        drop_vec(go, resched)?;
+        free_with_points(go, resched)?;
     }
     let mut sections_created = Vec::new();
     for ((target_index, object), relas) in moved {
@@ -396,7 +396,7 @@ pub fn convert_with(
             entsize: 24,
             data: encode_relas(&relas, resched)?,
         });
-        drop_vec(relas, resched)?;
+        free_with_points(relas, resched)?;
     }
     let out = ed.write_with(resched)?;
     drop(by_index);

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::free::drop_vec;
+use klpsym_core::bulk::free_with_points;
 
 use crate::error::ParseError;
 
@@ -343,10 +343,10 @@ impl<'d> ElfObject<'d> {
             relas,
             ..
         } = self;
-        drop_vec(symbols, resched)?;
-        drop_vec(sections, resched)?;
+        free_with_points(symbols, resched)?;
+        free_with_points(sections, resched)?;
         for r in relas {
-            drop_vec(r, resched)?;
+            free_with_points(r, resched)?;
         }
         Ok(())
     }

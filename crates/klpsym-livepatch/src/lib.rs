@@ -30,7 +30,6 @@ mod convert;
 mod edit;
 mod elf;
 mod error;
-mod free;
 mod hints;
 mod layouts;
 mod module;

@@ -9,9 +9,9 @@ use klpsym_core::resched::{Cancelled, Resched};
 
 use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 use crate::error::ParseError;
-use crate::free::drop_vec;
 use crate::layouts::StructLayouts;
 use crate::patch::{read_patch, PatchDesc, RelocMap};
+use klpsym_core::bulk::free_with_points;
 
 /// A section flagged SHF_RELA_LIVEPATCH (whatever its name: the kernel selects these
 /// sections by the flag, then parses the name).
@@ -186,13 +186,13 @@ impl<'d> LivepatchModule<'d> {
             ..
         } = self;
         for s in klp_sections {
-            drop_vec(s.relocs, resched)?;
+            free_with_points(s.relocs, resched)?;
         }
-        drop_vec(klp_symbols, resched)?;
-        drop_vec(modinfo, resched)?;
+        free_with_points(klp_symbols, resched)?;
+        free_with_points(modinfo, resched)?;
         if let Ok(p) = patch {
             for o in p.objects {
-                drop_vec(o.funcs, resched)?;
+                free_with_points(o.funcs, resched)?;
             }
         }
         elf.drop_with_points(resched)

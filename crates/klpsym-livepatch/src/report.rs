@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::free::drop_vec;
+use klpsym_core::bulk::free_with_points;
 
 /// When the kernel hits a problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -304,12 +304,12 @@ impl CheckReport {
             warnings,
             ..
         } = self;
-        drop_vec(relocations, resched)?;
-        drop_vec(problems, resched)?;
+        free_with_points(relocations, resched)?;
+        free_with_points(problems, resched)?;
         for o in objects {
-            drop_vec(o.funcs, resched)?;
+            free_with_points(o.funcs, resched)?;
         }
-        drop_vec(warnings, resched)
+        free_with_points(warnings, resched)
     }
 }
 
