@@ -401,15 +401,32 @@ pub fn sweep(kernel: &Path, runs: usize) -> Result<(), BoxError> {
         }
         let mut out = Vec::new();
         t.symbolize_batch_with(&random, &mut out, r)?;
+        klpsym_core::bulk::free_with_points(out, r)?;
         Ok(())
     };
+    // The cost of one point that yields, measured alone (nothing else runnable here, so
+    // sched_yield returns at once): with the number of points it gives the overhead without
+    // the run-to-run noise of whole jobs.
+    let per_point = {
+        let mut r = Resched::new(ReschedPolicy::Yield);
+        let c0 = crate::sys::thread_cpu_time();
+        for _ in 0..100_000 {
+            r.point()?;
+        }
+        (crate::sys::thread_cpu_time() - c0) / 100_000
+    };
     println!(
-        "{:>11} {:>20} {:>18} {:>10} {:>8} {:>12}",
+        "one point that yields costs {:.2} µs of CPU here (100,000 points, alone)",
+        per_point.as_secs_f64() * 1e6
+    );
+    println!(
+        "{:>11} {:>20} {:>18} {:>16} {:>8} {:>19} {:>12}",
         "interval µs",
         "min cpu ms, nothing",
         "min cpu ms, yield",
-        "overhead",
+        "overhead, jobs",
         "points",
+        "overhead, computed",
         "longest µs"
     );
     for us in [10u64, 25, 50, 100, 200] {
@@ -444,12 +461,13 @@ pub fn sweep(kernel: &Path, runs: usize) -> Result<(), BoxError> {
         let b = base.iter().min().copied().unwrap_or_default();
         let y = with_yield.iter().min().copied().unwrap_or_default();
         println!(
-            "{:>11} {:>20.1} {:>18.1} {:>9.1}% {:>8} {:>12.1}",
+            "{:>11} {:>20.1} {:>18.1} {:>15.1}% {:>8} {:>18.1}% {:>12.1}",
             us,
             b.as_secs_f64() * 1e3,
             y.as_secs_f64() * 1e3,
             (y.as_secs_f64() / b.as_secs_f64() - 1.0) * 100.0,
             points,
+            per_point.as_secs_f64() * points as f64 / b.as_secs_f64() * 100.0,
             longest.as_secs_f64() * 1e6
         );
     }
