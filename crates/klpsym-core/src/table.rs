@@ -548,27 +548,23 @@ mod tests {
 
     #[test]
     fn free_with_reaches_points_and_can_be_cancelled() {
-        let mut b = SymbolTableBuilder::new();
-        for i in 0..50_000u64 {
-            b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &format!("f{i}"))
-                .unwrap();
-        }
-        let t = b.build();
-        t.build_indexes(&mut Resched::none()).unwrap();
+        let indexed = || {
+            let mut b = SymbolTableBuilder::new();
+            for i in 0..50_000u64 {
+                b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &format!("f{i}"))
+                    .unwrap();
+            }
+            let t = b.build();
+            t.build_indexes(&mut Resched::none()).unwrap();
+            t
+        };
         let mut r = Resched::none().with_interval(std::time::Duration::from_secs(3600));
-        t.free_with(&mut r).unwrap();
+        indexed().free_with(&mut r).unwrap();
         assert!(r.stats().items >= 8, "{:?}", r.stats());
-        let mut b = SymbolTableBuilder::new();
-        for i in 0..50_000u64 {
-            b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &format!("f{i}"))
-                .unwrap();
-        }
-        let t = b.build();
-        t.build_indexes(&mut Resched::none()).unwrap();
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let mut r = Resched::none()
             .with_interval(std::time::Duration::ZERO)
             .with_cancel_flag(flag);
-        assert_eq!(t.free_with(&mut r), Err(Cancelled));
+        assert_eq!(indexed().free_with(&mut r), Err(Cancelled));
     }
 }
