@@ -16,7 +16,7 @@ use klpsym_livepatch::{
 use klpsym_loader::{module_symbols_table, LoadedKernel, ModuleTree};
 
 use crate::cli::SourceArgs;
-use crate::output::{hex, print_json, CliError, Outcome};
+use crate::output::{hex, print_json_with, CliError, Outcome};
 use crate::sources::{load_all, load_options, resched};
 
 /// `klpsym check`.
@@ -196,7 +196,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             patch: args.patch.display().to_string(),
             results,
         };
-        print_json(&json)?;
+        print_json_with(&json, rs)?;
         free_results(json.results, rs)?;
     } else {
         for r in &results {

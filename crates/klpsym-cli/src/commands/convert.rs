@@ -17,7 +17,7 @@ use klpsym_loader::{read_bounded, write_atomically};
 
 use super::check::{exported_by, offline_tables, rules_for};
 use crate::cli::SourceArgs;
-use crate::output::{hex, print_json, CliError, Outcome};
+use crate::output::{hex, print_json_with, CliError, Outcome};
 use crate::sources::{load_all, resched};
 
 /// `klpsym convert`.
@@ -179,10 +179,13 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                 eprintln!("klpsym: warning: {w}");
             }
             if args.source.json {
-                print_json(&ConvertJson {
-                    output: args.output.display().to_string(),
-                    report: &report,
-                })?;
+                print_json_with(
+                    &ConvertJson {
+                        output: args.output.display().to_string(),
+                        report: &report,
+                    },
+                    rs,
+                )?;
             } else {
                 print_report(&report, &args.output, rs)?;
             }
@@ -196,10 +199,13 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         }
         Err(ConvertError::Refused(problems)) => {
             if args.source.json {
-                print_json(&RefusedJson {
-                    error: "refused",
-                    problems: &problems,
-                })?;
+                print_json_with(
+                    &RefusedJson {
+                        error: "refused",
+                        problems: &problems,
+                    },
+                    rs,
+                )?;
             }
             for p in &problems {
                 eprintln!("klpsym: error: {p}");
