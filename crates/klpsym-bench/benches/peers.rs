@@ -41,10 +41,17 @@ use blazesym::symbolize::{Input, Symbolized as BzSymbolized, Symbolizer};
 use blazesym::MaybeDefault;
 use klpsym_core::resched::Resched;
 use klpsym_core::{
-    find_object_symbol, LookupRequest, ObjectId, SymbolId, SymbolTable, SymbolizeOutcome, Verdict,
+    find_object_symbol, LookupRequest, ObjectId, SymbolTable, SymbolizeOutcome, Verdict,
     SIZE_UNKNOWN,
 };
 use klpsym_loader::{load, LoadOptions};
+
+// The kernel strategies and the lookup generator of the latency job, shared with the bench
+// binary (a bench target cannot import a binary's modules).
+#[allow(dead_code)]
+#[path = "../src/job.rs"]
+mod job;
+use job::{Job, SortedIndex};
 
 /// Addresses per batch call (the "e.g. 100,000").
 const BATCH: usize = 100_000;
@@ -546,102 +553,9 @@ fn check_agreement(t: &SymbolTable, src: &Source<'_>, inside: &[u64]) {
     }
 }
 
-/// `n` resolvable lookups (name, sympos) of vmlinux symbols spread over the table, with the
-/// position that makes each resolve (0 when the name is unique) — as the latency job makes them.
-fn lookups(t: &SymbolTable, n: usize) -> Vec<(String, u64)> {
-    let vml: Vec<SymbolId> = t
-        .iter()
-        .filter(|s| s.object == ObjectId::VMLINUX && s.addr != 0)
-        .map(|s| s.id)
-        .collect();
-    let mut x = XorShift(0x2545_f491_4f6c_dd1d);
-    (0..n)
-        .map(|_| {
-            let s = t.symbol(vml[x.below(vml.len() as u64) as usize]);
-            let same: Vec<SymbolId> = t
-                .by_name_in(s.name, ObjectId::VMLINUX)
-                .map(|m| m.id)
-                .collect();
-            let pos = if same.len() == 1 {
-                0
-            } else {
-                same.iter().position(|&i| i == s.id).unwrap_or(0) as u64 + 1
-            };
-            (s.name.to_string(), pos)
-        })
-        .collect()
-}
-
-// The two kernel strategies below are copied from src/job.rs (`walk_one` without its
-// reschedule-point callback, and `SortedIndex`): that module lives in the bench binary, which
-// a bench target cannot import.
-
-/// The kernel's `klp_find_object_symbol` verdict from its walk's result.
-fn verdict(addr: u64, count: u64, sympos: u64) -> Option<u64> {
-    if addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && count != sympos) {
-        None
-    } else {
-        Some(addr)
-    }
-}
-
-/// Before 6.2: one full walk over vmlinux's symbols per lookup.
+/// Before 6.2: one full walk over vmlinux's symbols per lookup, no reschedule point.
 fn walk_one(t: &SymbolTable, vml_end: u32, name: &str, sympos: u64) -> Option<u64> {
-    let (mut count, mut addr) = (0u64, 0u64);
-    let nb = name.as_bytes();
-    for i in 0..vml_end {
-        let s = t.symbol(SymbolId(i));
-        if s.name.as_bytes() == nb {
-            addr = s.addr;
-            count += 1;
-            if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
-                break;
-            }
-        }
-    }
-    verdict(addr, count, sympos)
-}
-
-/// 6.2: vmlinux symbol ids sorted by (name, kallsyms order), binary search.
-struct SortedIndex<'t> {
-    t: &'t SymbolTable,
-    ids: Vec<u32>,
-}
-
-impl<'t> SortedIndex<'t> {
-    fn build(t: &'t SymbolTable) -> Self {
-        let mut ids: Vec<u32> = t
-            .iter()
-            .filter(|s| s.object == ObjectId::VMLINUX)
-            .map(|s| s.id.0)
-            .collect();
-        ids.sort_by(|&a, &b| {
-            t.symbol(SymbolId(a))
-                .name
-                .cmp(t.symbol(SymbolId(b)).name)
-                .then(a.cmp(&b))
-        });
-        SortedIndex { t, ids }
-    }
-
-    fn resolve(&self, name: &str, sympos: u64) -> Option<u64> {
-        let first = self
-            .ids
-            .partition_point(|&i| self.t.symbol(SymbolId(i)).name < name);
-        let (mut count, mut addr) = (0u64, 0u64);
-        for &i in &self.ids[first..] {
-            let s = self.t.symbol(SymbolId(i));
-            if s.name != name {
-                break;
-            }
-            addr = s.addr;
-            count += 1;
-            if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
-                break;
-            }
-        }
-        verdict(addr, count, sympos)
-    }
+    job::walk_one(t, vml_end, name, sympos, || Ok(())).unwrap_or(None)
 }
 
 fn klpsym_resolve(t: &SymbolTable, name: &str, sympos: u64) -> Option<u64> {
@@ -657,7 +571,7 @@ fn klpsym_resolve(t: &SymbolTable, name: &str, sympos: u64) -> Option<u64> {
 }
 
 fn bench_lookups(t: &SymbolTable, reps: usize) -> Vec<Row> {
-    let jobs = lookups(t, LOOKUPS);
+    let jobs = Job::generate(t, LOOKUPS).lookups;
     let vml_end = t.object_info(ObjectId::VMLINUX).symbol_count;
     let t0 = Instant::now();
     let sorted = SortedIndex::build(t);

@@ -296,22 +296,7 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
         "resolve a 20,000-lookup patch",
         runs,
         || Ok(()),
-        |(), r| {
-            let mut ok = 0usize;
-            for (n, p) in &job.lookups {
-                r.tick()?;
-                let o = find_object_symbol(
-                    &t,
-                    &LookupRequest {
-                        name: n,
-                        object: None,
-                        sympos: *p,
-                    },
-                );
-                ok += o.address.is_some() as usize;
-            }
-            Ok(ok)
-        },
+        |(), r| Ok(resolve_job(&t, &job, r)?),
     )?;
     // A large generated patch against this table: 20,000 klp relocations and 1,000 replaced
     // functions over names that are unique in it; and the same references as an ordinary
@@ -371,7 +356,8 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
         )?;
     }
     if let Some(dir) = args.modules.clone() {
-        let files = module_files(&dir)?;
+        let tree = klpsym_loader::ModuleTree::scan(&dir)?;
+        let files: Vec<&Path> = tree.paths().collect();
         x.measure(
             &format!("load {} modules", files.len()),
             runs,
@@ -414,17 +400,7 @@ pub fn sweep(kernel: &Path, runs: usize) -> Result<(), BoxError> {
         let k = load(kernel, &LoadOptions::default(), r)?;
         k.table.build_indexes(r)?;
         k.table.free_with(r)?;
-        for (n, p) in &job.lookups {
-            r.tick()?;
-            let _ = find_object_symbol(
-                &t,
-                &LookupRequest {
-                    name: n,
-                    object: None,
-                    sympos: *p,
-                },
-            );
-        }
+        resolve_job(&t, &job, r)?;
         let mut out = Vec::new();
         t.symbolize_batch_with(&random, &mut out, r)?;
         klpsym_core::bulk::free_with_points(out, r)?;
@@ -514,6 +490,28 @@ fn unique_function_names(t: &SymbolTable, n: usize) -> Vec<String> {
     out
 }
 
+/// Resolves every lookup of `job` as klpsym does (a tick per lookup); the number found.
+fn resolve_job(
+    t: &SymbolTable,
+    job: &Job,
+    r: &mut Resched,
+) -> Result<usize, klpsym_core::Cancelled> {
+    let mut found = 0usize;
+    for (name, sympos) in &job.lookups {
+        r.tick()?;
+        let o = find_object_symbol(
+            t,
+            &LookupRequest {
+                name,
+                object: None,
+                sympos: *sympos,
+            },
+        );
+        found += o.address.is_some() as usize;
+    }
+    Ok(found)
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(
         || p.display().to_string(),
@@ -534,27 +532,4 @@ fn random_addresses(starts: &[u64], n: usize) -> Vec<u64> {
             base + (x >> 40) % 64
         })
         .collect()
-}
-
-/// Every `.ko` file (compressed or not) under `dir`, sorted, so runs load the same sequence.
-fn module_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            let p = e.path();
-            if e.file_type()?.is_dir() {
-                todo.push(p);
-            } else if p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.contains(".ko"))
-            {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }

@@ -123,7 +123,8 @@ impl<'t> SortedIndex<'t> {
     }
 }
 
-fn verdict(addr: u64, count: u64, sympos: u64) -> Option<u64> {
+/// The kernel's `klp_find_object_symbol` verdict from its walk's result: the address, or None.
+pub fn verdict(addr: u64, count: u64, sympos: u64) -> Option<u64> {
     if addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && count != sympos) {
         None
     } else {
@@ -133,7 +134,7 @@ fn verdict(addr: u64, count: u64, sympos: u64) -> Option<u64> {
 
 /// One full walk over vmlinux for one lookup, calling `point` per symbol.
 #[inline]
-fn walk_one(
+pub fn walk_one(
     t: &SymbolTable,
     vml_end: u32,
     name: &str,

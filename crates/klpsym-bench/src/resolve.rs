@@ -9,6 +9,7 @@
 
 use std::time::Instant;
 
+use crate::job::{verdict, SortedIndex};
 use klpsym_core::resched::Resched;
 use klpsym_core::{
     resolve_in_object, ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolTableBuilder, Verdict,
@@ -109,31 +110,16 @@ fn walk(t: &SymbolTable, l: &Lookup) -> Option<u64> {
     verdict(addr, count, l.sympos)
 }
 
-fn verdict(addr: u64, count: u64, sympos: u64) -> Option<u64> {
-    (addr != 0 && !(count > 1 && sympos == 0) && !(sympos > 0 && count != sympos)).then_some(addr)
-}
-
 /// The kernel from 6.2/6.3: vmlinux through the name-sorted index (binary search to the run of
 /// equal names); a module through a walk of that module's symbols only.
 struct Sorted<'t> {
     t: &'t SymbolTable,
-    vml_sorted: Vec<u32>,
+    vml: SortedIndex<'t>,
     module_ranges: Vec<(u32, u32)>,
 }
 
 impl<'t> Sorted<'t> {
     fn build(t: &'t SymbolTable) -> Self {
-        let mut vml_sorted: Vec<u32> = t
-            .iter()
-            .filter(|s| s.object == ObjectId::VMLINUX)
-            .map(|s| s.id.0)
-            .collect();
-        vml_sorted.sort_by(|&a, &b| {
-            t.symbol(SymbolId(a))
-                .name
-                .cmp(t.symbol(SymbolId(b)).name)
-                .then(a.cmp(&b))
-        });
         let mut module_ranges = vec![(0, 0); t.objects().len()];
         let mut start = 0u32;
         for (i, o) in t.objects().iter().enumerate() {
@@ -142,33 +128,23 @@ impl<'t> Sorted<'t> {
         }
         Sorted {
             t,
-            vml_sorted,
+            vml: SortedIndex::build(t),
             module_ranges,
         }
     }
 
     fn resolve(&self, l: &Lookup) -> Option<u64> {
-        let (mut count, mut addr) = (0u64, 0u64);
-        let mut visit = |s: klpsym_core::Symbol<'_>| {
-            addr = s.addr;
-            count += 1;
-            (l.sympos != 0 && count == l.sympos) || (l.sympos == 0 && count > 1)
-        };
         if l.object == ObjectId::VMLINUX {
-            let first = self
-                .vml_sorted
-                .partition_point(|&i| self.t.symbol(SymbolId(i)).name < l.name.as_str());
-            for &i in &self.vml_sorted[first..] {
-                let s = self.t.symbol(SymbolId(i));
-                if s.name != l.name || visit(s) {
-                    break;
-                }
-            }
-        } else {
-            let (a, b) = self.module_ranges[l.object.0 as usize];
-            for i in a..b {
-                let s = self.t.symbol(SymbolId(i));
-                if s.name == l.name && visit(s) {
+            return self.vml.resolve(&l.name, l.sympos);
+        }
+        let (mut count, mut addr) = (0u64, 0u64);
+        let (a, b) = self.module_ranges[l.object.0 as usize];
+        for i in a..b {
+            let s = self.t.symbol(SymbolId(i));
+            if s.name == l.name {
+                addr = s.addr;
+                count += 1;
+                if (l.sympos != 0 && count == l.sympos) || (l.sympos == 0 && count > 1) {
                     break;
                 }
             }

@@ -75,6 +75,11 @@ impl ModuleTree {
         Ok(tree)
     }
 
+    /// Every module's file, in module-name order.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.by_name.values().map(PathBuf::as_path)
+    }
+
     /// Number of modules found.
     pub fn len(&self) -> usize {
         self.by_name.len()
