@@ -215,40 +215,32 @@ pub fn sort_by_u64_key_with_points<T: Copy>(
         return Ok(());
     }
     let step = step_of::<T>().max(1024);
-    // Which bytes differ between keys: OR of every key's XOR with the first.
-    let first = key(&v[0]);
-    let mut differ = 0u64;
+    // One pass counts every byte position at once; a byte whose count is all in one bucket
+    // (the shared top bytes of kernel addresses) needs no pass of its own.
+    let mut counts = vec![[0usize; 256]; 8];
     for c in v.chunks(step) {
         for x in c {
-            differ |= key(x) ^ first;
+            let k = key(x);
+            for (byte, count) in counts.iter_mut().enumerate() {
+                count[((k >> (byte * 8)) & 0xff) as usize] += 1;
+            }
         }
         resched.tick_step()?;
     }
-    if differ == 0 {
-        return Ok(());
-    }
-    let mut buf: Vec<T> = Vec::with_capacity(n);
-    for byte in 0..8u32 {
-        let shift = byte * 8;
-        if (differ >> shift) & 0xff == 0 {
+    let mut buf: Vec<T> = Vec::new();
+    for (byte, count) in counts.iter().enumerate() {
+        if count.contains(&n) {
             continue;
         }
-        let mut count = [0usize; 256];
-        for c in v.chunks(step) {
-            for x in c {
-                count[((key(x) >> shift) & 0xff) as usize] += 1;
-            }
-            resched.tick_step()?;
-        }
+        let shift = byte * 8;
         let mut at = [0usize; 256];
         let mut sum = 0;
-        for (a, c) in at.iter_mut().zip(count) {
+        for (a, &c) in at.iter_mut().zip(count) {
             *a = sum;
             sum += c;
         }
         // Scatter into `buf` (fully rewritten each pass; its length is set once).
         if buf.len() != n {
-            buf.clear();
             extend_from_slice(&mut buf, v, resched)?;
         }
         for c in v.chunks(step) {
