@@ -110,7 +110,7 @@ enum Cmd {
 }
 
 fn main() -> std::process::ExitCode {
-    sys::bounded_malloc();
+    klpsym_loader::bounded_malloc();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Latency {

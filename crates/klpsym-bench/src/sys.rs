@@ -98,13 +98,3 @@ pub fn thread_cpu_time() -> Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
-
-/// glibc malloc with fixed thresholds, as the `klpsym` CLI sets them (see its `main.rs`): big
-/// blocks stay mapped and are freed in steps by klpsym; heap trims stay small.
-pub fn bounded_malloc() {
-    // SAFETY: mallopt only changes allocator parameters; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 10);
-    }
-}

@@ -157,52 +157,42 @@ fn decode(
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     let kind = detect(&bytes);
     if kind != Detected::Text {
-        let big = InputBytes(bytes);
-        let decoded = decode_binary(path, kind, &big, opts, limit, resched)?;
-        klpsym_core::bulk::free_with_points(big.0, resched)
+        let decoded = decode_binary(path, kind, &bytes, opts, limit, resched)?;
+        // Hundreds of MiB of input given back in steps, not in one munmap.
+        klpsym_core::bulk::free_with_points(bytes, resched)
             .map_err(klpsym_core::BuildError::from)?;
         return Ok(decoded);
     }
-    match kind {
-        Detected::Text => {
-            let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            let kind = match parsed.kind {
-                TextKind::SystemMap => SourceKind::SystemMap,
-                TextKind::Kallsyms | TextKind::SystemMapStub => SourceKind::Kallsyms,
-            };
-            let mut facts = SourceFacts::default();
-            if kind == SourceKind::SystemMap {
-                facts.notes.push(
-                    "System.map lists symbols the kernel's kallsyms drops; positions are counted over the System.map as given".into(),
-                );
-            }
-            Ok((kind, parsed.table, facts, None))
-        }
-        _ => unreachable!("binary kinds are decoded by decode_binary"),
+    let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let kind = match parsed.kind {
+        TextKind::SystemMap => SourceKind::SystemMap,
+        TextKind::Kallsyms | TextKind::SystemMapStub => SourceKind::Kallsyms,
+    };
+    let mut facts = SourceFacts::default();
+    if kind == SourceKind::SystemMap {
+        facts.notes.push(
+            "System.map lists symbols the kernel's kallsyms drops; positions are counted over the System.map as given".into(),
+        );
     }
+    Ok((kind, parsed.table, facts, None))
 }
-
-/// The input file's bytes while a binary source is decoded. Freed with
-/// [`klpsym_core::bulk::free_with_points`] afterwards: giving hundreds of MiB back to the kernel
-/// is tens of milliseconds of munmap, which must not be one stretch without a point.
-struct InputBytes(Vec<u8>);
 
 fn decode_binary(
     path: &Path,
     kind: Detected,
-    big: &InputBytes,
+    bytes: &[u8],
     opts: &LoadOptions,
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
     match kind {
         Detected::Text => unreachable!("text is decoded by decode"),
-        Detected::ElfRelocatable => module_table(path, &big.0, None, resched),
+        Detected::ElfRelocatable => module_table(path, bytes, None, resched),
         Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with_resched(
-            &big.0,
+            bytes,
             klpsym_elf::VmlinuxOptions {
                 kallsyms_all: opts.kallsyms_all,
                 ..klpsym_elf::VmlinuxOptions::default()
@@ -244,11 +234,11 @@ fn decode_binary(
                     .map_err(klpsym_core::BuildError::from)?;
                 Ok((SourceKind::VmlinuxElf, table, facts, None))
             }
-            Err(klpsym_elf::ElfError::NoSymtab) => image_symbols(path, &big.0, limit, resched),
+            Err(klpsym_elf::ElfError::NoSymtab) => image_symbols(path, bytes, limit, resched),
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
-            let d = klpsym_image::decompress_image_with_resched(&big.0, limit, resched)
+            let d = klpsym_image::decompress_image_with_resched(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             let decoded = if detect(&d.data) == Detected::ElfRelocatable {
                 module_table(path, &d.data, Some(codec), resched)?
@@ -263,7 +253,7 @@ fn decode_binary(
             }
             Ok(decoded)
         }
-        Detected::Image => image_symbols(path, &big.0, limit, resched),
+        Detected::Image => image_symbols(path, bytes, limit, resched),
     }
 }
 
