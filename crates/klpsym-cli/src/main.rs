@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod output;
 mod sources;
+mod targets;
 
 use std::process::ExitCode;
 

@@ -29,6 +29,20 @@ pub fn resched(args: &SourceArgs) -> Resched {
     Resched::new(policy).with_interval(std::time::Duration::from_micros(args.resched_us))
 }
 
+/// The module tree: `--modules`, or for the running kernel `/lib/modules/$(uname -r)` when it
+/// exists.
+pub fn modules_dir(args: &SourceArgs) -> Option<PathBuf> {
+    if let Some(d) = &args.modules {
+        return Some(d.clone());
+    }
+    if !args.kernels.is_empty() {
+        return None;
+    }
+    let r = klpsym_loader::live_release()?;
+    let d = PathBuf::from(format!("/lib/modules/{r}"));
+    d.is_dir().then_some(d)
+}
+
 /// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
 /// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
@@ -40,20 +54,37 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
     let opts = load_options(args);
     let mut rs = resched(args);
     let tree = match &args.modules {
-        Some(dir) => Some(ModuleTree::scan(dir)?),
+        Some(dir) => {
+            let t = ModuleTree::scan(dir).map_err(|e| format!("--modules: {e}"))?;
+            if t.is_empty() {
+                return Err(format!(
+                    "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
+                    dir.display()
+                )
+                .into());
+            }
+            Some(t)
+        }
         None => None,
     };
     let loaded: Vec<String> = match &args.loaded {
-        Some(spec) => LoadedSpec::parse(spec).names()?,
+        Some(spec) => LoadedSpec::parse(spec)
+            .names()
+            .map_err(|e| format!("--loaded: {e}"))?,
         None => Vec::new(),
     };
+    if args.place_from.is_some() && loaded.is_empty() {
+        return Err(
+            "--place-from places the modules named by --loaded, and no --loaded was given".into(),
+        );
+    }
     if !loaded.is_empty() && tree.is_none() {
         return Err(
             "--loaded names modules, but no --modules DIR says where their files are".into(),
         );
     }
     let placement_kernel = match &args.place_from {
-        Some(p) => Some(load(p, &opts, &mut rs)?),
+        Some(p) => Some(load(p, &opts, &mut rs).map_err(|e| format!("--place-from: {e}"))?),
         None => None,
     };
     let placement = placement_kernel
@@ -178,13 +209,73 @@ fn load_parallel(
 
 /// Says why every address is zero and how to fix it, once per source.
 pub fn warn_hidden(k: &LoadedKernel) {
+    let why = if klpsym_loader::is_live(&k.path) {
+        hidden_cause(
+            read_sysctl("kernel/kptr_restrict"),
+            read_sysctl("kernel/perf_event_paranoid"),
+            has_cap_syslog(),
+        )
+    } else {
+        "the file was saved by a reader the kernel hid addresses from (kernel.kptr_restrict, \
+         kernel.perf_event_paranoid, CAP_SYSLOG); save it again as root"
+            .to_string()
+    };
     eprintln!(
-        "klpsym: warning: {}: every address is 0000000000000000 — the kernel hides symbol \
-         addresses from readers without CAP_SYSLOG while kernel.kptr_restrict is 1 (and from \
-         everyone at 2). Name queries (lookup verdicts, positions) still work; for addresses run \
-         as root with kptr_restrict <= 1 (`sysctl kernel.kptr_restrict=1`), or read a saved copy.",
+        "klpsym: warning: {}: every address is 0000000000000000 — {why}. Name queries (lookup \
+         verdicts, positions) still work.",
         k.path.display()
     );
+}
+
+fn read_sysctl(name: &str) -> Option<i64> {
+    std::fs::read_to_string(format!("/proc/sys/{name}"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// CAP_SYSLOG (34) in this process's effective set.
+fn has_cap_syslog() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    let caps = u64::from_str_radix(hex, 16).ok()?;
+    Some(caps & (1 << 34) != 0)
+}
+
+/// Why the running kernel hides addresses from this reader: `kallsyms_show_value()`
+/// (kernel/kallsyms.c; kernel/ksyms_common.c since 6.7) shows them when kptr_restrict is 0
+/// and perf_event_paranoid <= 1, or when kptr_restrict <= 1 and the opener has CAP_SYSLOG;
+/// never at kptr_restrict 2.
+pub fn hidden_cause(kptr: Option<i64>, paranoid: Option<i64>, syslog: Option<bool>) -> String {
+    let k = kptr.map_or("?".to_string(), |v| v.to_string());
+    let p = paranoid.map_or("?".to_string(), |v| v.to_string());
+    match (kptr, syslog) {
+        (Some(v), _) if v >= 2 => format!(
+            "kernel.kptr_restrict is {v}, which hides addresses from everyone, root included; \
+             `sysctl kernel.kptr_restrict=1` shows them to root (CAP_SYSLOG)"
+        ),
+        (_, Some(false)) => format!(
+            "this process lacks CAP_SYSLOG (kernel.kptr_restrict={k}, kernel.perf_event_paranoid={p}); \
+             run as root{}",
+            if kptr == Some(0) {
+                ", or lower kernel.perf_event_paranoid to 1 so that everyone sees them"
+            } else {
+                ""
+            }
+        ),
+        (_, Some(true)) => format!(
+            "kernel.kptr_restrict={k} and this process has CAP_SYSLOG, so the kernel should show them: \
+             /proc/kallsyms was opened by a process without it (a container's view?)"
+        ),
+        _ => format!(
+            "the kernel hides symbol addresses (kernel.kptr_restrict={k}, kernel.perf_event_paranoid={p}); \
+             run as root with kernel.kptr_restrict <= 1"
+        ),
+    }
 }
 
 /// Errors out when a verb needs addresses and the source hides them.
@@ -197,4 +288,31 @@ pub fn require_addresses(k: &LoadedKernel) -> Result<(), CliError> {
         .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hidden_cause;
+
+    /// Regression: the hint blamed kptr_restrict=1 when it was 0.
+    #[test]
+    fn the_hidden_address_hint_names_the_real_cause() {
+        let c = hidden_cause(Some(0), Some(2), Some(false));
+        assert!(
+            c.contains("kptr_restrict=0") && c.contains("perf_event_paranoid"),
+            "{c}"
+        );
+        assert!(c.contains("CAP_SYSLOG"), "{c}");
+        assert!(!c.contains("kptr_restrict is 1"), "{c}");
+        let c = hidden_cause(Some(2), Some(-1), Some(true));
+        assert!(
+            c.contains("kptr_restrict is 2") && c.contains("root included"),
+            "{c}"
+        );
+        let c = hidden_cause(Some(1), Some(2), Some(false));
+        assert!(
+            c.contains("lacks CAP_SYSLOG") && !c.contains("perf_event_paranoid to 1"),
+            "{c}"
+        );
+    }
 }

@@ -5,7 +5,10 @@
 //! address and increments `count`; the walk stops at the `sympos`-th match, or — when `sympos`
 //! is 0 — at the second match. Then, in this order:
 //! 1. no address recorded (a symbol at address 0 counts as missing):
-//!    `symbol '%s' not found in symbol table`
+//!    `symbol '%s' not found in symbol table`. The rule is about load addresses: a symbol of
+//!    a module read from its `.ko` and not placed (section-relative addresses, where the
+//!    first function of a section sits at offset 0) has a real, non-zero address once the
+//!    module loads, so it counts as present.
 //! 2. `count > 1 && sympos == 0`:
 //!    `unresolvable ambiguity for symbol '%s' in object '%s'` — objname printed raw, so
 //!    vmlinux (a NULL objname) reads `'(null)'`
@@ -82,6 +85,7 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
         table.object_by_name(&object)
     };
     let hidden = table.addresses_hidden();
+    let relative = object_id.is_some_and(|o| table.object_info(o).relative);
     let candidates: Vec<SymbolId> = match object_id {
         Some(oid) => table.by_name_in(req.name, oid).map(|s| s.id).collect(),
         None => Vec::new(),
@@ -100,7 +104,7 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
             break;
         }
     }
-    let address_recorded = recorded.is_some() && (hidden || addr != 0);
+    let address_recorded = recorded.is_some() && (hidden || relative || addr != 0);
 
     let (verdict, message) = if !address_recorded {
         (
@@ -154,7 +158,9 @@ pub fn resolve_in_object(
     object: ObjectId,
     sympos: u64,
 ) -> (Verdict, Option<SymbolId>) {
-    let hidden = table.addresses_hidden();
+    // Section-relative offsets (a module not placed) count as present even at 0: see the
+    // module documentation.
+    let present_at_zero = table.addresses_hidden() || table.object_info(object).relative;
     let mut count: u64 = 0;
     let mut last: Option<(SymbolId, u64)> = None;
     for s in table.by_name_in(name, object) {
@@ -165,7 +171,7 @@ pub fn resolve_in_object(
         }
     }
     match last {
-        Some((_, addr)) if !hidden && addr == 0 => (Verdict::NotFound, None),
+        Some((_, addr)) if !present_at_zero && addr == 0 => (Verdict::NotFound, None),
         None => (Verdict::NotFound, None),
         Some(_) if count > 1 && sympos == 0 => (Verdict::Ambiguous, None),
         Some(_) if sympos > 0 && count != sympos => (Verdict::PositionNotFound, None),
@@ -269,6 +275,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Regression: `klpsym check klp_conv_module_before.ko --loaded dummy` (no placement)
+    /// refused `numdummies`, at offset 0 of dummy's .bss, as "not found".
+    #[test]
+    fn unplaced_module_symbol_at_offset_zero_is_present() {
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x10, b't', "x").unwrap();
+        let m = b.object("dummy", ObjectKind::Module);
+        b.set_relative(m, true);
+        b.push(m, 0, b'd', "numdummies").unwrap();
+        b.push(m, 0, b't', "dummy_setup").unwrap();
+        b.push(m, 0x40, b't', "dummy_setup").unwrap();
+        let t = b.build();
+        let o = look(&t, "numdummies", Some("dummy"), 0);
+        assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0)));
+        assert_eq!(look(&t, "dummy_setup", Some("dummy"), 1).address, Some(0));
+        assert_eq!(
+            look(&t, "dummy_setup", Some("dummy"), 0).verdict,
+            Verdict::Ambiguous
+        );
+        assert_eq!(resolve_in_object(&t, "numdummies", m, 0).0, Verdict::Found);
+        // the load-address rule still holds for placed objects
+        let mut b = SymbolTableBuilder::new();
+        let p = b.object("dummy", ObjectKind::Module);
+        b.push(p, 0, b'd', "numdummies").unwrap();
+        let t = b.build();
+        assert_eq!(
+            look(&t, "numdummies", Some("dummy"), 0).verdict,
+            Verdict::NotFound
+        );
+        assert_eq!(
+            resolve_in_object(&t, "numdummies", p, 0).0,
+            Verdict::NotFound
+        );
     }
 
     #[test]

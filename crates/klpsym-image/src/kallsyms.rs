@@ -4,6 +4,7 @@
 use klpsym_core::resched::{Cancelled, Resched};
 
 use crate::container::is_arm64_image;
+use crate::crcs::{image_crcs, AddressMap};
 use crate::decode::{
     addresses, count_at, decode_names, plausible_kernel_address, read_absolute, read_offsets,
     read_seqs, seqs_sort_names, sorted,
@@ -152,10 +153,26 @@ pub fn find_kallsyms_with_resched(
     // Megabytes of intermediate tables: given back in steps.
     klpsym_core::bulk::free_with_points(decoded, resched)?;
     klpsym_core::bulk::free_with_points(cand.addrs, resched)?;
+    let version = find_version(vmlinux, resched)?;
+    let text = entries.iter().find(|e| e.name == "_text").map(|e| e.addr);
+    let map = match (&ctx.elf, text) {
+        (Some(e), _) => Some(AddressMap::Segments(&e.segments)),
+        (None, Some(base)) => Some(AddressMap::Linear { base }),
+        (None, None) => None,
+    };
+    let crcs = match map {
+        Some(m) => image_crcs(vmlinux, &m, &entries, resched)?,
+        None => None,
+    };
     Ok(ImageSymbols {
+        crcs,
         entries,
         format,
-        version: find_version(vmlinux, resched)?,
+        vermagic: match &version {
+            Some(v) => find_vermagic(vmlinux, banner_release(v).unwrap_or_default(), resched)?,
+            None => None,
+        },
+        version,
         arch,
         layout: cand.layout,
         notes,
@@ -462,10 +479,83 @@ pub(crate) fn find_version(
     Ok(None)
 }
 
+/// The kernel's `VERMAGIC_STRING` (include/linux/vermagic.h): `UTS_RELEASE " "` followed by
+/// configuration tokens, each ending in a space (`SMP `, `preempt `, `mod_unload `,
+/// `modversions `, `aarch64 `...), NUL-terminated in .rodata, where the module loader's
+/// `vermagic[]` keeps it. `release` is the banner's (`6.1.0-57-amd64`). The first string of
+/// that shape wins; the banner (`6.1.0-57-amd64 (debian-kernel@...`) and bare releases do
+/// not have it.
+pub fn find_vermagic(
+    data: &[u8],
+    release: &str,
+    resched: &mut Resched,
+) -> Result<Option<String>, Cancelled> {
+    if release.is_empty() {
+        return Ok(None);
+    }
+    let needle = format!("{release} ");
+    let finder = ChunkedFinder::new(needle.as_bytes());
+    let mut next = 0;
+    while let Some(at) = finder.find_from(data, next, resched)? {
+        next = at + 1;
+        // A string starts here: the byte before is a NUL (or the data's start).
+        if at > 0 && data[at - 1] != 0 {
+            continue;
+        }
+        let rest = &data[at..data.len().min(at + 256)];
+        let Some(end) = rest.iter().position(|&b| b == 0) else {
+            continue;
+        };
+        let s = &rest[..end];
+        let tail = &s[needle.len()..];
+        let token = |t: &[u8]| {
+            !t.is_empty()
+                && t.iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        };
+        if !tail.is_empty()
+            && tail.ends_with(b" ")
+            && tail[..tail.len() - 1].split(|&b| b == b' ').all(token)
+        {
+            return Ok(Some(String::from_utf8_lossy(s).into_owned()));
+        }
+    }
+    Ok(None)
+}
+
+/// The release in a banner: `Linux version 6.1.0-57-amd64 (...)` → `6.1.0-57-amd64`.
+pub fn banner_release(banner: &str) -> Option<&str> {
+    banner
+        .strip_prefix("Linux version ")
+        .unwrap_or(banner)
+        .split_whitespace()
+        .next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::layout::NameLengthEncoding;
+
+    #[test]
+    fn vermagic_is_told_from_the_banner_and_other_strings() {
+        let data = b"\06.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12)\0\
+6.1.0-57-amd64\0x6.1.0-57-amd64 SMP \0\
+6.1.0-57-amd64 SMP preempt mod_unload modversions \0tail";
+        let got = find_vermagic(data, "6.1.0-57-amd64", &mut Resched::none()).unwrap();
+        assert_eq!(
+            got.as_deref(),
+            Some("6.1.0-57-amd64 SMP preempt mod_unload modversions ")
+        );
+        assert_eq!(
+            find_vermagic(b"\06.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
+            None
+        );
+        assert_eq!(
+            banner_release("Linux version 6.12.117+deb13-amd64 (x) #1 SMP"),
+            Some("6.12.117+deb13-amd64")
+        );
+    }
     use crate::test_encoder::{encode, symbols, Options, Sym};
 
     fn opts(era: LayoutEra) -> Options {

@@ -13,6 +13,7 @@
 
 mod codecs;
 mod container;
+mod crcs;
 mod decode;
 mod elfinfo;
 mod error;
@@ -27,7 +28,7 @@ pub use container::{
     decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
 };
 pub use error::ImageError;
-pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
+pub use kallsyms::{banner_release, find_kallsyms, find_kallsyms_with_resched, find_vermagic};
 use klpsym_core::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 
@@ -59,6 +60,11 @@ pub struct ImageSymbols {
     pub format: ImageFormat,
     /// The "Linux version ..." banner line, from the decompressed image.
     pub version: Option<String>,
+    /// The module loader's `VERMAGIC_STRING`, when found ([`find_vermagic`]).
+    pub vermagic: Option<String>,
+    /// The CRC of every exported symbol (CONFIG_MODVERSIONS), read from `__kcrctab` through
+    /// the `__ksymtab_*` entries of kallsyms; `None` when the tables are not named.
+    pub crcs: Option<std::collections::HashMap<String, u32>>,
     pub arch: Arch,
     pub layout: TableLayout,
     /// Anything assumed or uncertain, said plainly.

@@ -64,6 +64,14 @@ impl Pin {
             position,
         })
     }
+
+    /// The pin as a user writes it: `[OBJ:]NAME=POS`.
+    pub fn spec(&self) -> String {
+        match &self.object {
+            Some(o) => format!("{o}:{}={}", self.name, self.position),
+            None => format!("{}={}", self.name, self.position),
+        }
+    }
 }
 
 /// One converted symbol.
@@ -257,6 +265,19 @@ pub fn convert_with(
                 ));
             }
             *uses.entry(r.sym).or_default() += 1;
+        }
+    }
+    // A pin must choose something: a typo would otherwise pass silently.
+    for pin in pins {
+        resched.tick()?;
+        if !uses
+            .keys()
+            .any(|&i| obj.symbols[i as usize].name == pin.name)
+        {
+            errors.push(format!(
+                "pin '{}' matches no symbol this conversion turns into a klp relocation (the module's undefined, unexported references)",
+                pin.spec()
+            ));
         }
     }
     if uses.is_empty() {

@@ -50,13 +50,13 @@ pub use convert::{convert, convert_with, Conversion, ConvertReport, Pin};
 pub use elf::{Arch, ElfObject, ElfRela, ElfSection, ElfSymbol, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 pub use error::{ConvertError, ParseError};
 pub use layouts::{KernelRules, StructLayouts};
-pub use module::{KlpRelaSection, LivepatchModule};
+pub use module::{KlpRelaSection, LivepatchModule, SymbolVersion, MODULE_SIG_STRING};
 pub use names::{
     format_klp_section, format_klp_symbol, parse_klp_section, parse_klp_symbol, KlpSectionName,
     KlpSymbolName,
 };
 pub use report::{
-    CheckReport, FuncReport, ObjectReport, ObjectState, Problem, ProblemKind, RelocationReport,
-    Stage, Verdict, VerdictKind,
+    errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
+    ObjectState, Problem, ProblemKind, RelocationReport, Stage, Verdict, VerdictKind,
 };
-pub use target::Target;
+pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, Target};

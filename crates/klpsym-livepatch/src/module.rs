@@ -44,6 +44,71 @@ pub struct LivepatchModule<'d> {
     pub klp_symbols: Vec<u32>,
     /// The patch description, or why it could not be read.
     pub patch: Result<PatchDesc, String>,
+    /// The symbol versions `check_version()` reads, in file order: since 6.14 the extended
+    /// `__version_ext_crcs`/`__version_ext_names` pair when present, else `__versions`; `None`
+    /// when the module has neither (built without CONFIG_MODVERSIONS).
+    pub versions: Option<Vec<SymbolVersion>>,
+    /// True when the module has a `__versions` section: `same_magic()` then skips the
+    /// release (it looks at this section only, even in 7.x).
+    pub basic_versions: bool,
+    /// True when a module signature is appended (`~Module signature appended~\n` at the end).
+    pub signed: bool,
+}
+
+/// One entry of the module's symbol versions: the CRC the module expects for `name`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SymbolVersion {
+    /// The imported symbol.
+    pub name: String,
+    /// The CRC (`struct modversion_info.crc`, an `unsigned long` holding a 32-bit value).
+    pub crc: u64,
+}
+
+/// The marker the kernel looks for at the end of a signed module (module_signature.h).
+pub const MODULE_SIG_STRING: &[u8] = b"~Module signature appended~\n";
+
+/// `struct modversion_info` on 64-bit: an `unsigned long crc` and `char name[56]`.
+const MODVERSION_INFO_SIZE: usize = 64;
+
+/// The module's symbol versions (see [`LivepatchModule::versions`]).
+fn parse_versions(
+    elf: &ElfObject<'_>,
+    resched: &mut Resched,
+) -> Result<Option<Vec<SymbolVersion>>, Cancelled> {
+    // check_version() (6.14+) uses the extended pair exclusively when the module has it.
+    if let (Some(c), Some(n)) = (
+        elf.section_by_name("__version_ext_crcs"),
+        elf.section_by_name("__version_ext_names"),
+    ) {
+        let mut out = Vec::new();
+        let crcs = elf.section_data(c.index).chunks_exact(4);
+        let names = elf.section_data(n.index).split(|&b| b == 0);
+        for (crc, name) in crcs.zip(names) {
+            resched.tick()?;
+            out.push(SymbolVersion {
+                name: String::from_utf8_lossy(name).into_owned(),
+                crc: u64::from(u32::from_le_bytes(crc.try_into().expect("4 bytes"))),
+            });
+        }
+        return Ok(Some(out));
+    }
+    let mut found = false;
+    let mut out = Vec::new();
+    if let Some(s) = elf.section_by_name("__versions") {
+        found = true;
+        // check_version() walks sh_size / sizeof(struct modversion_info) entries.
+        for e in elf.section_data(s.index).chunks_exact(MODVERSION_INFO_SIZE) {
+            resched.tick()?;
+            let crc = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+            let name = &e[8..];
+            let n = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            out.push(SymbolVersion {
+                name: String::from_utf8_lossy(&name[..n]).into_owned(),
+                crc,
+            });
+        }
+    }
+    Ok(found.then_some(out))
 }
 
 /// `vermagic=`, `livepatch=` and friends.
@@ -163,7 +228,13 @@ impl<'d> LivepatchModule<'d> {
             relocs.drop_with_points(resched)?;
             patch
         };
+        let versions = parse_versions(&elf, resched)?;
+        let basic_versions = elf.section_by_name("__versions").is_some();
+        let signed = elf.data.ends_with(MODULE_SIG_STRING);
         Ok(LivepatchModule {
+            versions,
+            basic_versions,
+            signed,
             elf,
             arch,
             modinfo,
@@ -183,8 +254,12 @@ impl<'d> LivepatchModule<'d> {
             klp_sections,
             klp_symbols,
             patch,
+            versions,
             ..
         } = self;
+        if let Some(v) = versions {
+            free_with_points(v, resched)?;
+        }
         for s in klp_sections {
             free_with_points(s.relocs, resched)?;
         }
@@ -204,6 +279,31 @@ impl<'d> LivepatchModule<'d> {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The CRC the module expects for `name`, when it lists one. `check_version()` takes the
+    /// first entry of that name.
+    pub fn version_of(&self, name: &str) -> Option<u64> {
+        self.versions
+            .as_ref()?
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.crc)
+    }
+
+    /// True when nothing in the module is about livepatch: no `livepatch` modinfo tag, no klp
+    /// relocation section or symbol, no `klp_patch` found, and no call of
+    /// `klp_enable_patch()`. The kernel loads such a module as an ordinary one.
+    pub fn is_ordinary_module(&self) -> bool {
+        !self.is_marked_livepatch()
+            && self.klp_sections.is_empty()
+            && self.klp_symbols.is_empty()
+            && self.patch.is_err()
+            && !self
+                .elf
+                .symbols
+                .iter()
+                .any(|s| s.is_undefined() && s.name == "klp_enable_patch")
     }
 
     /// True when modinfo has `livepatch=` (the kernel checks only its presence:

@@ -29,6 +29,19 @@ pub enum Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
+    /// `%s: version magic '%s' should be '%s'` (the module loader, `check_modinfo()`).
+    VermagicMismatch,
+    /// `%s: disagrees about version of symbol %s` (`check_version()`): for `module_layout`
+    /// the load fails at once, for an imported symbol it is then unknown (err -22).
+    SymbolVersionMismatch,
+    /// `%s: module is marked as livepatch module, but livepatch support is disabled`.
+    LivepatchDisabled,
+    /// The module has no vermagic, or no symbol versions on a CONFIG_MODVERSIONS kernel, and
+    /// the kernel cannot force-load it (CONFIG_MODULE_FORCE_LOAD off): -ENOEXEC.
+    ForceLoadRequired,
+    /// An unsigned module on a kernel that enforces signatures:
+    /// `Loading of unsigned module is rejected`.
+    UnsignedModule,
     /// `livepatch: module %s is not marked as a livepatch module`.
     NotLivepatchModule,
     /// `%s: Unknown symbol %s (err -2)`.
@@ -116,6 +129,19 @@ pub enum VerdictKind {
     RefusedAtLoad,
     /// The patch loads, but the kernel will refuse to load some module later.
     RefusedWhenModuleLoads,
+    /// Not a livepatch (no livepatch tag, klp relocations, klp_patch or klp_enable_patch
+    /// call): the kernel loads it as an ordinary module (the module loader's checks passed).
+    OrdinaryModule,
+}
+
+/// One line the kernel logs, with the load that prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    /// When: loading the patch module (`module_load`, `patch_enable`) or a module coming.
+    #[serde(flatten)]
+    pub stage: Stage,
+    /// The line, as dmesg shows it.
+    pub line: String,
 }
 
 /// The verdict with its context.
@@ -142,6 +168,16 @@ impl Verdict {
     pub fn of_with(
         problems: &[Problem],
         objects: &[ObjectReport],
+        resched: &mut Resched,
+    ) -> Result<Verdict, Cancelled> {
+        Self::of_module(problems, objects, false, resched)
+    }
+
+    /// [`of_with`](Verdict::of_with) for a module that may be an ordinary one.
+    pub fn of_module(
+        problems: &[Problem],
+        objects: &[ObjectReport],
+        ordinary: bool,
         resched: &mut Resched,
     ) -> Result<Verdict, Cancelled> {
         let mut first_fatal = None;
@@ -183,7 +219,11 @@ impl Verdict {
                 unchecked_modules: unchecked,
             },
             None => Verdict {
-                kind: VerdictKind::Accepted,
+                kind: if ordinary {
+                    VerdictKind::OrdinaryModule
+                } else {
+                    VerdictKind::Accepted
+                },
                 errno: None,
                 refused_modules: vec![],
                 unchecked_modules: unchecked,
@@ -268,6 +308,34 @@ pub struct RelocationReport {
     pub note: Option<String>,
 }
 
+/// How one of the module loader's checks went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Ran and passed.
+    Passed,
+    /// Ran and failed (the problem is in `problems`).
+    Failed,
+    /// Could not run: what the target does here is not known (`detail` says what is missing).
+    NotChecked,
+    /// Does not apply (e.g. symbol versions on a kernel without CONFIG_MODVERSIONS).
+    NotApplicable,
+    /// The kernel stops at an earlier failure first.
+    NotReached,
+}
+
+/// One of the module loader's checks (`load_module()`), in the kernel's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoaderCheck {
+    /// `signature`, `module_layout`, `vermagic`, `livepatch_support`, `symbol_versions`,
+    /// `unresolved_symbols`.
+    pub check: &'static str,
+    /// How it went.
+    pub status: CheckStatus,
+    /// What was compared, and with what (or what is missing).
+    pub detail: String,
+}
+
 /// Everything `check` found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
@@ -283,6 +351,12 @@ pub struct CheckReport {
     pub layouts_source: String,
     /// The verdict.
     pub verdict: Verdict,
+    /// What the kernel logs, in order, as far as it gets: the error lines of the problems it
+    /// reaches and, on success, `livepatch: enabling patch '%s'`, the transition lines, and
+    /// `applying patch '%s' to loading module '%s'` when a deferred module loads.
+    pub kernel_log: Vec<LogLine>,
+    /// The module loader's checks, in the kernel's order: which ran, which could not.
+    pub loader_checks: Vec<LoaderCheck>,
     /// Every problem, in the order the kernel meets them.
     pub problems: Vec<Problem>,
     /// The patch's objects (empty when the patch description could not be read).
@@ -302,10 +376,12 @@ impl CheckReport {
             objects,
             relocations,
             warnings,
+            kernel_log,
             ..
         } = self;
         free_with_points(relocations, resched)?;
         free_with_points(problems, resched)?;
+        free_with_points(kernel_log, resched)?;
         for o in objects {
             free_with_points(o.funcs, resched)?;
         }
@@ -329,6 +405,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         8 => "ENOEXEC",
         17 => "EEXIST",
         22 => "EINVAL",
+        129 => "EKEYREJECTED",
         _ => "E?",
     }
 }

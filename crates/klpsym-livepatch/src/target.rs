@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use klpsym_core::{
-    find_object_symbol, normalize_module_name, LookupOutcome, LookupRequest, SymbolTable, Verdict,
+    find_object_symbol, normalize_module_name, LookupOutcome, LookupRequest, SymbolTable,
 };
 
 use crate::elf::Arch;
@@ -61,6 +61,73 @@ pub struct Target<'a> {
     pub section_bases: BTreeMap<u32, u64>,
     /// Struct layouts from the target's BTF; the documented fallback otherwise.
     pub layouts: Option<StructLayouts>,
+    /// What the target's module loader checks a module against, as far as it is known.
+    pub loader: LoaderFacts<'a>,
+}
+
+/// A fact about the target and where it was learned (`config-6.1.0-57-amd64`, `vmlinuz
+/// banner`, `Module.symvers`): the report names the source of every check it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from, for the report.
+    pub source: String,
+}
+
+impl<T> Fact<T> {
+    /// `value`, learned from `source`.
+    pub fn new(value: T, source: impl Into<String>) -> Self {
+        Fact {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// What the target knows of one exported symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExportInfo {
+    /// Its CRC (CONFIG_MODVERSIONS), when known.
+    pub crc: Option<u32>,
+    /// Its symbol namespace (`EXPORT_SYMBOL_NS`), when it has one.
+    pub namespace: Option<String>,
+}
+
+/// The target's exported symbols with their CRCs and namespaces, by name (`None`: not listed).
+pub type ExportLookup<'a> = &'a (dyn Fn(&str) -> Option<ExportInfo> + Sync);
+
+/// The target's side of the module loader's checks. Every field is optional: an unknown fact
+/// makes its check "not checked" in the report, never "passed".
+#[derive(Clone, Default)]
+pub struct LoaderFacts<'a> {
+    /// The kernel's `VERMAGIC_STRING` (`6.1.0-57-amd64 SMP preempt mod_unload modversions `).
+    pub vermagic: Option<Fact<String>>,
+    /// CONFIG_LIVEPATCH (vmlinux defines `klp_enable_patch` exactly when it is set).
+    pub livepatch: Option<Fact<bool>>,
+    /// CONFIG_MODVERSIONS (the vermagic's `modversions` token, or the config).
+    pub modversions: Option<Fact<bool>>,
+    /// The exported symbols' CRCs and namespaces (Module.symvers, a vmlinux's `__crc_*`, an
+    /// image's `__kcrctab`).
+    pub exports: Option<Fact<ExportLookup<'a>>>,
+    /// CONFIG_MODULE_FORCE_LOAD (a module without vermagic or symbol versions then loads,
+    /// tainting the kernel).
+    pub force_load: Option<Fact<bool>>,
+    /// CONFIG_MODULE_SIG_FORCE (unsigned or wrongly signed modules are rejected).
+    pub sig_force: Option<Fact<bool>>,
+}
+
+impl fmt::Debug for LoaderFacts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoaderFacts")
+            .field("vermagic", &self.vermagic)
+            .field("livepatch", &self.livepatch)
+            .field("modversions", &self.modversions)
+            .field("exports", &self.exports.as_ref().map(|c| &c.source))
+            .field("force_load", &self.force_load)
+            .field("sig_force", &self.sig_force)
+            .finish()
+    }
 }
 
 impl fmt::Debug for Target<'_> {
@@ -76,6 +143,7 @@ impl fmt::Debug for Target<'_> {
             .field("exported", &self.exported.is_some())
             .field("section_bases", &self.section_bases)
             .field("layouts", &self.layouts)
+            .field("loader", &self.loader)
             .finish()
     }
 }
@@ -91,7 +159,14 @@ impl<'a> Target<'a> {
             exported: None,
             section_bases: BTreeMap::new(),
             layouts: None,
+            loader: LoaderFacts::default(),
         }
+    }
+
+    /// Sets what the target's module loader checks against.
+    pub fn with_loader(mut self, loader: LoaderFacts<'a>) -> Self {
+        self.loader = loader;
+        self
     }
 
     /// Adds the table of a module that is not loaded.
@@ -147,53 +222,16 @@ impl<'a> Target<'a> {
             object: (obj != "vmlinux").then_some(obj.as_str()),
             sympos,
         };
-        let mut out = find_object_symbol(table, &req);
-        if src == TableSource::Offline {
-            relative_fixup(&mut out, table, name, sympos);
-        }
-        (out, src, table)
+        // An offline table's module is section-relative: klpsym-core counts its symbols at
+        // offset 0 as present (they have real addresses once the module loads).
+        (find_object_symbol(table, &req), src, table)
     }
-}
-
-/// An offline module's addresses are section-relative: its first function sits at 0, which
-/// the kernel's "address 0 = not found" rule would wrongly reject. Once loaded, that symbol has
-/// a real, non-zero address, so the verdict is redone from the candidates.
-fn relative_fixup(out: &mut LookupOutcome, table: &SymbolTable, name: &str, sympos: u64) {
-    let relative = out.object_id.is_some_and(|o| table.object_info(o).relative);
-    if !relative || out.verdict != Verdict::NotFound || out.candidates.is_empty() {
-        return;
-    }
-    let n = out.candidates.len() as u64;
-    let (verdict, pick) = if sympos == 0 && n > 1 {
-        (Verdict::Ambiguous, None)
-    } else if sympos == 0 {
-        (Verdict::Found, Some(0))
-    } else if sympos <= n {
-        (Verdict::Found, Some(sympos as usize - 1))
-    } else {
-        (Verdict::PositionNotFound, None)
-    };
-    out.count = if sympos == 0 { n.min(2) } else { n.min(sympos) };
-    out.verdict = verdict;
-    out.symbol = pick.map(|i| out.candidates[i]);
-    out.address = pick.map(|i| table.symbol(out.candidates[i]).addr);
-    out.message = match verdict {
-        Verdict::Ambiguous => Some(format!(
-            "unresolvable ambiguity for symbol '{name}' in object '{}'",
-            out.object
-        )),
-        Verdict::PositionNotFound => Some(format!(
-            "symbol position {sympos} for symbol '{name}' in object '{}' not found",
-            out.object
-        )),
-        _ => None,
-    };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use klpsym_core::{ObjectKind, SymbolTableBuilder};
+    use klpsym_core::{ObjectKind, SymbolTableBuilder, Verdict};
 
     #[test]
     fn offline_symbol_at_offset_zero_is_found() {

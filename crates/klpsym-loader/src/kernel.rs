@@ -78,6 +78,12 @@ pub struct SourceFacts {
     pub facts: Vec<(String, String)>,
     /// Anything assumed or uncertain, said plainly.
     pub notes: Vec<String>,
+    /// The module loader's `VERMAGIC_STRING`, when the source holds it (kernel image,
+    /// vmlinux).
+    pub vermagic: Option<String>,
+    /// Exported symbols' CRCs, when the source holds them (a vmlinux's `__crc_*` symbols, an
+    /// image's `__kcrctab` named by kallsyms).
+    pub exports: Option<crate::facts::Exports>,
 }
 
 /// A loaded kernel symbol source.
@@ -127,7 +133,13 @@ pub fn load(
     let read_time = t0.elapsed();
     let n = bytes.len() as u64;
     let t1 = Instant::now();
-    let (kind, table, facts, module) = decode(path, bytes, opts, resched)?;
+    let (kind, table, mut facts, module) = decode(path, bytes, opts, resched)?;
+    if crate::facts::is_live(path) && facts.version.is_none() {
+        // The running kernel says what it is: /proc/version is its banner.
+        if let Ok(v) = std::fs::read_to_string("/proc/version") {
+            facts.version = Some(v.trim_end().to_string());
+        }
+    }
     Ok(LoadedKernel {
         path: path.to_path_buf(),
         kind,
@@ -212,7 +224,17 @@ fn decode_binary(
                 let table = b
                     .build_with(resched)
                     .map_err(klpsym_core::BuildError::from)?;
+                let release = v
+                    .version
+                    .as_deref()
+                    .and_then(klpsym_image::banner_release)
+                    .unwrap_or_default();
+                let vermagic = klpsym_image::find_vermagic(bytes, release, resched)
+                    .map_err(klpsym_core::BuildError::from)?;
+                let exports = vmlinux_crcs(bytes, resched)?;
                 let mut facts = SourceFacts {
+                    vermagic,
+                    exports,
                     version: v.version.clone(),
                     format: Some(
                         "vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)"
@@ -278,7 +300,25 @@ fn image_table(
         b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
     }
     let l = &syms.layout;
+    let exports = syms.crcs.as_ref().map(|c| crate::facts::Exports {
+        source: "the image's __kcrctab (through kallsyms' __ksymtab_* entries)".into(),
+        symbols: c
+            .iter()
+            .map(|(n, &crc)| {
+                (
+                    n.clone(),
+                    crate::facts::ExportEntry {
+                        crc: Some(crc),
+                        module: "vmlinux".into(),
+                        namespace: None,
+                    },
+                )
+            })
+            .collect(),
+    });
     let facts = SourceFacts {
+        vermagic: syms.vermagic.clone(),
+        exports,
         version: syms.version.clone(),
         arch: Some(format!("{:?}", syms.arch)),
         format: Some(format!("{:?}", syms.format)),
@@ -327,6 +367,7 @@ fn module_table(
             "a module read from its file has no load address: addresses are section-relative"
                 .into(),
         ],
+        ..SourceFacts::default()
     };
     Ok((SourceKind::Module, table, facts, Some(m)))
 }
@@ -352,6 +393,52 @@ pub(crate) fn elf_error(path: &Path, source: klpsym_elf::ElfError) -> LoadError 
             source,
         },
     }
+}
+
+/// The CRCs of a vmlinux ELF's exports: its `__crc_<name>` symbols. Before 5.19 they are
+/// absolute symbols whose value is the CRC; since, they sit in `__kcrctab`/`__kcrctab_gpl`
+/// and the CRC is the `u32` they point at.
+fn vmlinux_crcs(
+    bytes: &[u8],
+    resched: &mut Resched,
+) -> Result<Option<crate::facts::Exports>, LoadError> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolSection};
+    let Ok(file) = object::File::parse(bytes) else {
+        return Ok(None);
+    };
+    let mut symbols = std::collections::HashMap::new();
+    for sym in file.symbols() {
+        resched.tick().map_err(klpsym_core::BuildError::from)?;
+        let Ok(name) = sym.name() else { continue };
+        let Some(export) = name.strip_prefix("__crc_") else {
+            continue;
+        };
+        let crc = match sym.section() {
+            SymbolSection::Absolute => u32::try_from(sym.address()).ok(),
+            SymbolSection::Section(i) => file.section_by_index(i).ok().and_then(|s| {
+                let off = sym.address().checked_sub(s.address())?;
+                let data = s.data().ok()?;
+                let off = usize::try_from(off).ok()?;
+                let b = data.get(off..off.checked_add(4)?)?;
+                Some(u32::from_le_bytes(b.try_into().ok()?))
+            }),
+            _ => None,
+        };
+        if let Some(crc) = crc {
+            symbols.insert(
+                export.to_string(),
+                crate::facts::ExportEntry {
+                    crc: Some(crc),
+                    module: "vmlinux".into(),
+                    namespace: None,
+                },
+            );
+        }
+    }
+    Ok((!symbols.is_empty()).then(|| crate::facts::Exports {
+        source: "the vmlinux's __crc_* symbols".into(),
+        symbols,
+    }))
 }
 
 /// A table holding one module's symbols: at `addrs` when placed, else section-relative.

@@ -4,17 +4,22 @@
 
 mod detect;
 mod error;
+mod facts;
 mod kernel;
 mod modules;
 mod output;
 
 pub use detect::{detect, Detected};
 pub use error::LoadError;
+pub use facts::{
+    find_config, find_symvers, is_live, live_release, live_sig_enforce, read_btf, read_symvers,
+    release_of, ExportEntry, Exports, KernelConfig,
+};
 pub use kernel::{
     load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
     DEFAULT_SOURCE,
 };
-pub use modules::{compose, LoadedSpec, ModuleTree, Placement};
+pub use modules::{compose, load_module_file, LoadedSpec, ModuleTree, Placement};
 pub use output::write_atomically;
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files

@@ -1,5 +1,5 @@
 //! `klpsym check`: what the kernel would do with a livepatch module (see
-//! crates/klpsym-livepatch/CLI.md). Also the target-building helpers `convert` shares.
+//! crates/klpsym-livepatch/CLI.md).
 
 use std::path::PathBuf;
 
@@ -8,29 +8,26 @@ use serde::Serialize;
 
 use klpsym_core::bulk;
 use klpsym_core::resched::{Cancelled, Resched};
-use klpsym_core::SymbolTable;
 use klpsym_livepatch::{
-    btf, check_with, CheckReport, KernelRules, LivepatchModule, Problem, Stage, StructLayouts,
-    Target, VerdictKind,
+    check_with, errno_name, CheckReport, CheckStatus, ExportInfo, LivepatchModule, ObjectState,
+    Problem, Stage, Target, VerdictKind,
 };
-use klpsym_loader::{module_symbols_table, LoadedKernel, ModuleTree};
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
-use crate::sources::{load_all, load_options, resched};
+use crate::sources::{load_all, resched};
+use crate::targets::{
+    btf_path, exported_by, knows_exports, layouts_for, offline_tables, rules_for, LoaderInputs,
+    TargetArgs,
+};
 
 /// `klpsym check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The livepatch module (.ko).
     pub patch: PathBuf,
-    /// The target's BTF (/sys/kernel/btf/vmlinux or an extracted .BTF section) for the klp
-    /// struct layouts; without it, the documented 5.1–6.18 fallback.
-    #[arg(long, value_name = "FILE")]
-    pub btf: Option<PathBuf>,
-    /// The kernel version whose rules apply (`6.1`); default: the source's banner.
-    #[arg(long, value_name = "X.Y")]
-    pub kernel_version: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Place a section of the patch module (`.text=0xffffffffc0a00000`) so PC-relative values
     /// are exact.
     #[arg(long = "section-base", value_name = "NAME=ADDR")]
@@ -38,83 +35,14 @@ pub struct CheckArgs {
     /// Print every klp relocation: section, offset, type, symbol, resolved address, bytes.
     #[arg(long)]
     pub explain: bool,
+    /// Exit 1 unless everything that decides the load was checked: a deferred object without
+    /// its module's .ko, a module-loader check whose target fact is unknown (vermagic, CRCs,
+    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), or a module
+    /// that is not a livepatch. For CI.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub source: SourceArgs,
-}
-
-/// Rules for a loaded kernel: `--kernel-version`, else its banner, else 6.1 with a warning.
-pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, CliError> {
-    if let Some(v) = flag {
-        return KernelRules::from_release(v)
-            .ok_or_else(|| format!("--kernel-version '{v}': expected X.Y").into());
-    }
-    let banner = k.facts.version.as_deref().unwrap_or_default();
-    let release = banner.strip_prefix("Linux version ").unwrap_or(banner);
-    Ok(KernelRules::from_release(release).unwrap_or_else(|| {
-        eprintln!(
-            "klpsym: warning: {}: kernel version unknown; using 6.1 rules (pass --kernel-version)",
-            k.path.display()
-        );
-        KernelRules::for_version(6, 1)
-    }))
-}
-
-/// Layouts from `--btf`, or the fallback.
-pub fn layouts_for(
-    btf_path: Option<&PathBuf>,
-    rs: &mut Resched,
-) -> Result<StructLayouts, CliError> {
-    match btf_path {
-        Some(p) => {
-            let bytes = klpsym_loader::read_bounded(p, 1 << 30, rs)?;
-            let layouts =
-                btf::layouts_from_btf(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
-            bulk::free_with_points(bytes, rs)?;
-            Ok(layouts)
-        }
-        None => Ok(StructLayouts::fallback(6, 1)),
-    }
-}
-
-/// Tables of the patch's objects that are not loaded on `table`, from `--modules DIR`.
-pub fn offline_tables(
-    source: &SourceArgs,
-    names: &[String],
-    table: &SymbolTable,
-    rs: &mut Resched,
-) -> Result<Vec<(String, SymbolTable)>, CliError> {
-    let Some(dir) = &source.modules else {
-        return Ok(Vec::new());
-    };
-    let tree = ModuleTree::scan(dir)?;
-    let opts = load_options(source);
-    let mut out = Vec::new();
-    for n in names {
-        rs.tick()?;
-        if n == "vmlinux" || table.object_by_name(n).is_some() || tree.path(n).is_none() {
-            continue;
-        }
-        let m = tree.load(n, &opts, rs)?;
-        out.push((n.clone(), module_symbols_table(&m, None)?));
-    }
-    Ok(out)
-}
-
-/// True when `table` exports `name` (`__ksymtab_<name>` is in kallsyms).
-pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
-    table.by_name(&format!("__ksymtab_{name}")).next().is_some()
-}
-
-/// True when the table carries `__ksymtab_*` symbols (CONFIG_KALLSYMS_ALL), so "not exported"
-/// can be told from "unknown". A walk over the table, a tick per symbol.
-pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
-    for s in table.iter() {
-        rs.tick()?;
-        if s.name.starts_with("__ksymtab_") {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, u64)>, CliError> {
@@ -126,10 +54,9 @@ fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, 
                 .ok_or_else(|| format!("--section-base '{s}': expected NAME=ADDR"))?;
             let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
                 .map_err(|_| format!("--section-base '{s}': '{addr}' is not hex"))?;
-            let sec = m
-                .elf
-                .section_by_name(name)
-                .ok_or_else(|| format!("--section-base: no section '{name}'"))?;
+            let sec = m.elf.section_by_name(name).ok_or_else(|| {
+                format!("--section-base '{s}': the module has no section '{name}'")
+            })?;
             Ok((sec.index, a))
         })
         .collect()
@@ -144,19 +71,51 @@ struct CheckJson {
 #[derive(Debug, Serialize)]
 struct KernelResult {
     kernel: String,
+    /// What was not checked (`--strict` fails on these), in words.
+    unchecked: Vec<String>,
     report: CheckReport,
+}
+
+/// What a report leaves unchecked, for `--strict` and the warning lines.
+fn unchecked(r: &CheckReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.verdict.kind == VerdictKind::OrdinaryModule {
+        out.push("not a livepatch module: nothing of livepatch was checked".to_string());
+    }
+    for m in &r.verdict.unchecked_modules {
+        out.push(format!(
+            "object {m}: its module is not loaded and no {m}.ko was given (--modules): what the kernel does when {m} loads is not checked"
+        ));
+    }
+    for c in &r.loader_checks {
+        if c.status == CheckStatus::NotChecked && c.check != "signature" {
+            out.push(format!(
+                "module loader, {}: not checked: {}",
+                c.check, c.detail
+            ));
+        }
+    }
+    out
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     let mut rs = resched(&args.source);
     let rs = &mut rs;
-    let bytes = klpsym_loader::read_bounded(&args.patch, args.source.max_input_size, rs)?;
-    let layouts = layouts_for(args.btf.as_ref(), rs)?;
-    if args.btf.is_none() {
+    let bytes = klpsym_loader::read_bounded(&args.patch, args.source.max_input_size, rs)
+        .map_err(|e| format!("PATCH: {e}"))?;
+    let btf = btf_path(&args.target, &args.source);
+    let layouts = layouts_for(btf.as_deref(), &args.source, rs)?;
+    if btf.is_none() {
         eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");
     }
-    let module = LivepatchModule::parse_with_resched(&bytes, &layouts, rs)
-        .map_err(|e| format!("{}: {e}", args.patch.display()))?;
+    let module = LivepatchModule::parse_with_resched(&bytes, &layouts, rs).map_err(|e| {
+        let hint = if args.patch.is_dir() {
+            " (PATCH is the module file; a module tree goes to --modules)"
+        } else {
+            ""
+        };
+        format!("PATCH {}: {e}{hint}", args.patch.display())
+    })?;
     let bases = section_bases(&module, &args.section_bases)?;
     let objects: Vec<String> = match &module.patch {
         Ok(p) => p
@@ -170,10 +129,14 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     let mut results = Vec::new();
     // One check per kernel (the compatibility matrix), all through the user's driver.
     for k in &kernels {
-        let rules = rules_for(k, args.kernel_version.as_deref())?;
+        let rules = rules_for(k, args.target.kernel_version.as_deref())?;
         let offline = offline_tables(&args.source, &objects, &k.table, rs)?;
+        let inputs = LoaderInputs::gather(k, &args.source, &args.target, rs)?;
+        let export_info = |n: &str| -> Option<ExportInfo> { inputs.export_info(n) };
         let exported = |n: &str| exported_by(&k.table, n);
-        let mut target = Target::new(&k.table, rules, module.arch).with_layouts(layouts);
+        let mut target = Target::new(&k.table, rules, module.arch)
+            .with_layouts(layouts)
+            .with_loader(inputs.facts(&export_info));
         if knows_exports(&k.table, rs)? {
             target = target.with_exports(&exported);
         }
@@ -183,14 +146,20 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         for &(i, a) in &bases {
             target = target.with_section_base(i, a);
         }
+        let report = check_with(&module, &target, rs)?;
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
-            report: check_with(&module, &target, rs)?,
+            unchecked: unchecked(&report),
+            report,
         });
     }
-    let ok = results
-        .iter()
-        .all(|r| r.report.verdict.kind == VerdictKind::Accepted);
+    let refused = results.iter().any(|r| {
+        matches!(
+            r.report.verdict.kind,
+            VerdictKind::RefusedAtLoad | VerdictKind::RefusedWhenModuleLoads
+        )
+    });
+    let incomplete = results.iter().any(|r| !r.unchecked.is_empty());
     if args.source.json {
         let json = CheckJson {
             patch: args.patch.display().to_string(),
@@ -200,16 +169,21 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         free_results(json.results, rs)?;
     } else {
         for r in &results {
-            print_report(&r.kernel, &r.report, args.explain, rs)?;
+            print_report(r, args.explain, rs)?;
         }
         if results.len() > 1 {
             print_matrix(&results, rs)?;
         }
         free_results(results, rs)?;
     }
+    if args.strict && incomplete && !refused {
+        eprintln!(
+            "klpsym: error: --strict: not everything that decides the load was checked (see above)"
+        );
+    }
     module.drop_with_points(rs)?;
     bulk::free_with_points(bytes, rs)?;
-    Ok(Outcome::all_ok(ok))
+    Ok(Outcome::all_ok(!refused && !(args.strict && incomplete)))
 }
 
 /// Frees the reports with reschedule points (a big patch's report is tens of thousands of
@@ -234,29 +208,35 @@ fn stage_label(p: &Problem) -> String {
     }
 }
 
-fn print_report(
-    kernel: &str,
-    r: &CheckReport,
-    explain: bool,
-    rs: &mut Resched,
-) -> Result<(), Cancelled> {
-    println!(
-        "{} on {kernel} (rules {}, KSYM_NAME_LEN {}, layouts: {})",
-        r.module, r.kernel_version, r.ksym_name_len, r.layouts_source
-    );
+fn verdict_line(r: &CheckReport) -> String {
     match r.verdict.kind {
-        VerdictKind::Accepted => println!("ACCEPTED"),
-        VerdictKind::RefusedAtLoad => println!(
-            "REFUSED AT LOAD ({})",
-            r.verdict.errno.map_or("?", klpsym_livepatch_errno)
+        VerdictKind::Accepted if r.verdict.unchecked_modules.is_empty() => "ACCEPTED".into(),
+        VerdictKind::Accepted => format!(
+            "ACCEPTED (at load; NOT CHECKED for when {} loads)",
+            r.verdict.unchecked_modules.join(", ")
         ),
-        VerdictKind::RefusedWhenModuleLoads => {
-            println!(
-                "ACCEPTED, but the kernel will refuse to load: {}",
-                r.verdict.refused_modules.join(", ")
-            )
-        }
+        VerdictKind::RefusedAtLoad => format!(
+            "REFUSED AT LOAD ({})",
+            r.verdict.errno.map_or("?", errno_name)
+        ),
+        VerdictKind::RefusedWhenModuleLoads => format!(
+            "ACCEPTED, but the kernel will refuse to load: {}",
+            r.verdict.refused_modules.join(", ")
+        ),
+        VerdictKind::OrdinaryModule => format!(
+            "NOT A LIVEPATCH: {} has no livepatch tag, klp relocations, klp_patch or klp_enable_patch call; the kernel loads it as an ordinary module",
+            r.module
+        ),
     }
+}
+
+fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(), Cancelled> {
+    let r = &res.report;
+    println!(
+        "{} on {} (rules {}, KSYM_NAME_LEN {}, layouts: {})",
+        r.module, res.kernel, r.kernel_version, r.ksym_name_len, r.layouts_source
+    );
+    println!("{}", verdict_line(r));
     for p in &r.problems {
         rs.tick()?;
         let label = stage_label(p);
@@ -285,15 +265,28 @@ fn print_report(
             }
         }
     }
+    println!("module loader:");
+    for c in &r.loader_checks {
+        let status = match c.status {
+            CheckStatus::Passed => "ok",
+            CheckStatus::Failed => "FAILED",
+            CheckStatus::NotChecked => "not checked",
+            CheckStatus::NotApplicable => "n/a",
+            CheckStatus::NotReached => "not reached",
+        };
+        if c.detail.is_empty() {
+            println!("  {:<20} {status}", c.check);
+        } else {
+            println!("  {:<20} {status:<12} {}", c.check, c.detail);
+        }
+    }
     if !r.objects.is_empty() {
         println!("objects:");
         for o in &r.objects {
             let state = match o.state {
-                klpsym_livepatch::ObjectState::Loaded => "loaded",
-                klpsym_livepatch::ObjectState::DeferredChecked => "deferred, checked",
-                klpsym_livepatch::ObjectState::DeferredUnchecked => {
-                    "deferred, UNCHECKED (no .ko under --modules)"
-                }
+                ObjectState::Loaded => "loaded",
+                ObjectState::DeferredChecked => "deferred, checked",
+                ObjectState::DeferredUnchecked => "deferred, UNCHECKED (no .ko under --modules)",
             };
             println!("  {:<12} {state}", o.name);
             for f in &o.funcs {
@@ -306,6 +299,20 @@ fn print_report(
                     f.new_func.as_deref().unwrap_or("?")
                 );
             }
+        }
+    }
+    if matches!(
+        r.verdict.kind,
+        VerdictKind::Accepted | VerdictKind::RefusedWhenModuleLoads
+    ) {
+        println!("kernel log (predicted):");
+        for l in &r.kernel_log {
+            rs.tick()?;
+            let when = match &l.stage {
+                Stage::ModuleComing { module } => format!("when {module} loads: "),
+                _ => String::new(),
+            };
+            println!("  {when}{}", l.line);
         }
     }
     if explain {
@@ -336,21 +343,21 @@ fn print_report(
         rs.tick()?;
         eprintln!("klpsym: warning: {w}");
     }
-    Ok(())
-}
-
-fn klpsym_livepatch_errno(e: i32) -> &'static str {
-    match e {
-        2 => "ENOENT",
-        8 => "ENOEXEC",
-        17 => "EEXIST",
-        22 => "EINVAL",
-        _ => "?",
+    for u in &res.unchecked {
+        eprintln!("klpsym: warning: NOT CHECKED: {u}");
     }
+    Ok(())
 }
 
 fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancelled> {
     println!("\ncompatibility:");
+    let width = results
+        .iter()
+        .map(|r| r.kernel.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!("  {:<width$}  {:<14}  PROBLEMS", "KERNEL", "VERDICT");
     for r in results {
         let mut kinds: Vec<String> = Vec::new();
         for p in &r.report.problems {
@@ -363,12 +370,21 @@ fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancel
                 );
             }
         }
+        if !r.unchecked.is_empty() {
+            kinds.push(format!("{} not checked", r.unchecked.len()));
+        }
+        let verdict = match r.report.verdict.kind {
+            VerdictKind::Accepted => "accepted",
+            VerdictKind::RefusedAtLoad => "refused",
+            VerdictKind::RefusedWhenModuleLoads => "refused later",
+            VerdictKind::OrdinaryModule => "not livepatch",
+        };
         let cell = if kinds.is_empty() {
-            "ok".to_string()
+            "-".to_string()
         } else {
             kinds.join(",")
         };
-        println!("  {:<40} {cell}", r.kernel);
+        println!("  {:<width$}  {verdict:<14}  {cell}", r.kernel);
     }
     Ok(())
 }

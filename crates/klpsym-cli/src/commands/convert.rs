@@ -1,7 +1,6 @@
 //! `klpsym convert`: an ordinary module → a livepatch module with klp relocations (see
 //! crates/klpsym-livepatch/CLI.md).
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -15,10 +14,10 @@ use klpsym_livepatch::{
 };
 use klpsym_loader::{read_bounded, write_atomically};
 
-use super::check::{exported_by, offline_tables, rules_for};
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
 use crate::sources::{load_all, resched};
+use crate::targets::{exported_by, offline_tables, rules_for, TargetArgs};
 
 /// `klpsym convert`.
 #[derive(Debug, Args)]
@@ -34,12 +33,8 @@ pub struct ConvertArgs {
     /// A file of pins, one per line; `#` starts a comment.
     #[arg(long, value_name = "FILE")]
     pub pins_file: Option<PathBuf>,
-    /// Module.symvers of the target: its names count as exported.
-    #[arg(long, value_name = "FILE")]
-    pub symvers: Option<PathBuf>,
-    /// The kernel version whose rules apply (`6.1`); default: the source's banner.
-    #[arg(long, value_name = "X.Y")]
-    pub kernel_version: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -105,21 +100,6 @@ fn read_pins(args: &ConvertArgs, rs: &mut Resched) -> Result<Vec<Pin>, CliError>
     Ok(pins)
 }
 
-/// Names listed in a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>TYPE...`).
-fn read_symvers(path: &Path, limit: u64, rs: &mut Resched) -> Result<HashSet<String>, CliError> {
-    let mut names = HashSet::new();
-    // Sized once: growing a set of tens of thousands of names rehashes them all at once.
-    let start = |names: &mut HashSet<String>, lines| names.reserve(lines);
-    let add = |names: &mut HashSet<String>, _: usize, line: &str| -> Result<(), CliError> {
-        if let Some(n) = line.split('\t').nth(1) {
-            names.insert(n.to_string());
-        }
-        Ok(())
-    };
-    for_each_line(path, limit, rs, &mut names, start, add)?;
-    Ok(names)
-}
-
 /// Writes `bytes` in 64 KiB writes with a step between them.
 fn write_in_steps(w: &mut dyn Write, bytes: &[u8], rs: &mut Resched) -> std::io::Result<()> {
     for c in bytes.chunks(64 << 10) {
@@ -145,15 +125,19 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let rs = &mut rs;
     let bytes = read_bounded(&args.input, args.source.max_input_size, rs)?;
     let pins = read_pins(args, rs)?;
-    let symvers = match &args.symvers {
-        Some(p) => read_symvers(p, args.source.max_input_size, rs)?,
-        None => HashSet::new(),
+    let symvers = match &args.target.symvers {
+        Some(p) => {
+            klpsym_loader::read_symvers(p, args.source.max_input_size, rs)
+                .map_err(|e| format!("--symvers: {e}"))?
+                .symbols
+        }
+        None => Default::default(),
     };
     let kernels = load_all(&args.source)?;
     let [k] = kernels.as_slice() else {
         return Err("convert needs exactly one --kernel (the target)".into());
     };
-    let rules = rules_for(k, args.kernel_version.as_deref())?;
+    let rules = rules_for(k, args.target.kernel_version.as_deref())?;
     // Objects named by pins may be modules that are not loaded: offer their .ko.
     let mut names: Vec<String> = pins.iter().filter_map(|p| p.object.clone()).collect();
     let module = LivepatchModule::parse_with_resched(&bytes, &StructLayouts::fallback(6, 1), rs)
@@ -168,7 +152,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     for (n, t) in &offline {
         target = target.with_offline_module(n, t);
     }
-    let exported = |n: &str| symvers.contains(n) || exported_by(&k.table, n);
+    let exported = |n: &str| symvers.contains_key(n) || exported_by(&k.table, n);
     let result = convert_with(&bytes, &target, &pins, &exported, rs);
     match result {
         Ok((out, report)) => {

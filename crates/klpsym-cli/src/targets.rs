@@ -1,0 +1,271 @@
+//! Building the target of `check` and `convert` from a loaded kernel: the rules of its
+//! version, the struct layouts, the tables of modules that are not loaded, its exports, and
+//! what its module loader checks a module against. The verbs only call these.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_core::{ObjectId, SymbolTable};
+use klpsym_livepatch::{btf, ExportInfo, Fact, KernelRules, LoaderFacts, StructLayouts};
+use klpsym_loader::{
+    find_config, find_symvers, is_live, live_sig_enforce, module_symbols_table, read_symvers,
+    release_of, Exports, KernelConfig, LoadedKernel, ModuleTree,
+};
+
+use crate::cli::SourceArgs;
+use crate::output::CliError;
+use crate::sources::{load_options, modules_dir};
+
+/// What `check` and `convert` know of the target beyond its symbols.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// The target's BTF for the klp struct layouts: /sys/kernel/btf/vmlinux, a raw .BTF dump,
+    /// or a vmlinux / kernel image with a .BTF section. A check of the running kernel uses
+    /// /sys/kernel/btf/vmlinux by itself; without BTF, the documented 5.1-6.18 fallback.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
+    /// The kernel version whose rules apply (`6.1`); default: the source's banner (for the
+    /// running kernel, /proc/version).
+    #[arg(long, value_name = "X.Y")]
+    pub kernel_version: Option<String>,
+    /// The target's Module.symvers: exported names, their CRCs (checked against the module's
+    /// symbol versions, as the module loader does) and namespaces. Default:
+    /// MODULES/build/Module.symvers when --modules has it; else the CRCs a vmlinux or image
+    /// holds.
+    #[arg(long, value_name = "FILE")]
+    pub symvers: Option<PathBuf>,
+    /// The target's build configuration (.config; gzip too): CONFIG_LIVEPATCH,
+    /// CONFIG_MODVERSIONS, CONFIG_MODULE_FORCE_LOAD, CONFIG_MODULE_SIG_FORCE. Default:
+    /// config-RELEASE beside the image, /boot/config-RELEASE or /proc/config.gz for the running
+    /// kernel.
+    #[arg(long, value_name = "FILE")]
+    pub kernel_config: Option<PathBuf>,
+}
+
+/// Rules for a loaded kernel: `--kernel-version`, else its banner, else 6.1 with a warning.
+pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, CliError> {
+    if let Some(v) = flag {
+        return KernelRules::from_release(v).ok_or_else(|| {
+            format!("--kernel-version '{v}': expected X.Y (for example 6.1)").into()
+        });
+    }
+    Ok(release_of(k)
+        .as_deref()
+        .and_then(KernelRules::from_release)
+        .unwrap_or_else(|| {
+            eprintln!(
+                "klpsym: warning: {}: kernel version unknown (no banner in this source); using 6.1 rules (pass --kernel-version)",
+                k.path.display()
+            );
+            KernelRules::for_version(6, 1)
+        }))
+}
+
+/// The BTF file to read: `--btf`, or the running kernel's own.
+pub fn btf_path(args: &TargetArgs, source: &SourceArgs) -> Option<PathBuf> {
+    if args.btf.is_some() {
+        return args.btf.clone();
+    }
+    let sys = Path::new("/sys/kernel/btf/vmlinux");
+    (source.kernels.is_empty() && sys.is_file()).then(|| sys.to_path_buf())
+}
+
+/// Layouts from the BTF, or the fallback.
+pub fn layouts_for(
+    btf_path: Option<&Path>,
+    source: &SourceArgs,
+    rs: &mut Resched,
+) -> Result<StructLayouts, CliError> {
+    match btf_path {
+        Some(p) => {
+            let bytes = klpsym_loader::read_btf(p, &load_options(source), rs)
+                .map_err(|e| format!("--btf: {e}"))?;
+            let layouts =
+                btf::layouts_from_btf(&bytes).map_err(|e| format!("--btf {}: {e}", p.display()))?;
+            bulk::free_with_points(bytes, rs)?;
+            Ok(layouts)
+        }
+        None => Ok(StructLayouts::fallback(6, 1)),
+    }
+}
+
+/// Tables of the patch's objects that are not loaded on `table`, from the module tree.
+pub fn offline_tables(
+    source: &SourceArgs,
+    names: &[String],
+    table: &SymbolTable,
+    rs: &mut Resched,
+) -> Result<Vec<(String, SymbolTable)>, CliError> {
+    let Some(dir) = modules_dir(source) else {
+        return Ok(Vec::new());
+    };
+    let tree = ModuleTree::scan(&dir)?;
+    let opts = load_options(source);
+    let mut out = Vec::new();
+    for n in names {
+        rs.tick()?;
+        if n == "vmlinux" || table.object_by_name(n).is_some() || tree.path(n).is_none() {
+            continue;
+        }
+        let m = tree.load(n, &opts, rs)?;
+        out.push((n.clone(), module_symbols_table(&m, None)?));
+    }
+    Ok(out)
+}
+
+/// True when `table` exports `name` (`__ksymtab_<name>` is in kallsyms).
+pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
+    table.by_name(&format!("__ksymtab_{name}")).next().is_some()
+}
+
+/// True when the table carries `__ksymtab_*` symbols (CONFIG_KALLSYMS_ALL), so "not exported"
+/// can be told from "unknown". A walk over the table, a tick per symbol.
+pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
+    for s in table.iter() {
+        rs.tick()?;
+        if s.name.starts_with("__ksymtab_") {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// What one kernel's module loader checks against, gathered once per kernel (owned, so a
+/// `Target` can borrow it).
+#[derive(Debug, Default)]
+pub struct LoaderInputs {
+    vermagic: Option<Fact<String>>,
+    config: Option<KernelConfig>,
+    exports: Option<Exports>,
+    livepatch: Option<Fact<bool>>,
+    sig_enforce_live: Option<bool>,
+}
+
+impl LoaderInputs {
+    /// Reads what can be found for `k`: its vermagic (the image or vmlinux, else a module of
+    /// the tree), its configuration, its exports' CRCs, whether vmlinux has livepatch.
+    pub fn gather(
+        k: &LoadedKernel,
+        source: &SourceArgs,
+        args: &TargetArgs,
+        rs: &mut Resched,
+    ) -> Result<LoaderInputs, CliError> {
+        let mut out = LoaderInputs::default();
+        let dir = modules_dir(source);
+        out.vermagic = match &k.facts.vermagic {
+            Some(v) => Some(Fact::new(v.clone(), format!("{}", k.path.display()))),
+            None => match &dir {
+                Some(d) => tree_vermagic(d, source, rs)?,
+                None => None,
+            },
+        };
+        let config = match &args.kernel_config {
+            Some(p) => Some(p.clone()),
+            None => find_config(k),
+        };
+        if let Some(p) = config {
+            out.config = Some(
+                KernelConfig::read(&p, rs)
+                    .map_err(|e| format!("--kernel-config {}: {e}", p.display()))?,
+            );
+        }
+        let symvers = match &args.symvers {
+            Some(p) => Some(p.clone()),
+            None => dir.as_deref().and_then(find_symvers),
+        };
+        out.exports = match symvers {
+            Some(p) => Some(read_symvers(&p, source.max_input_size, rs)?),
+            None => k.facts.exports.clone(),
+        };
+        if is_live(&k.path) {
+            out.sig_enforce_live = live_sig_enforce();
+        }
+        // vmlinux defines klp_enable_patch exactly when CONFIG_LIVEPATCH is set; a table with
+        // only a few vmlinux symbols (a module given as --kernel) says nothing.
+        if k.table.object_info(ObjectId::VMLINUX).symbol_count > 1000 {
+            let has = k
+                .table
+                .by_name_in("klp_enable_patch", ObjectId::VMLINUX)
+                .next()
+                .is_some();
+            out.livepatch = Some(Fact::new(
+                has,
+                format!(
+                    "vmlinux {} klp_enable_patch",
+                    if has { "defines" } else { "does not define" }
+                ),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The CRC and namespace of an exported symbol, when known.
+    pub fn export_info(&self, name: &str) -> Option<ExportInfo> {
+        let e = self.exports.as_ref()?.symbols.get(name)?;
+        Some(ExportInfo {
+            crc: e.crc,
+            namespace: e.namespace.clone(),
+        })
+    }
+
+    /// The facts for a `Target`; `exports` is a closure over [`LoaderInputs::export_info`].
+    pub fn facts<'a>(
+        &'a self,
+        exports: &'a (dyn Fn(&str) -> Option<ExportInfo> + Sync),
+    ) -> LoaderFacts<'a> {
+        let cfg = self.config.as_ref();
+        let from_cfg = |opt: &str| -> Option<Fact<bool>> {
+            let c = cfg?;
+            Some(Fact::new(
+                c.enabled(opt),
+                format!("{} in {}", opt, c.path.display()),
+            ))
+        };
+        let modversions = from_cfg("CONFIG_MODVERSIONS").or_else(|| {
+            self.vermagic.as_ref().map(|v| {
+                Fact::new(
+                    v.value.split(' ').any(|t| t == "modversions"),
+                    format!("the vermagic ({})", v.source),
+                )
+            })
+        });
+        let sig_force = match self.sig_enforce_live {
+            Some(b) => Some(Fact::new(b, "/sys/module/module/parameters/sig_enforce")),
+            None => from_cfg("CONFIG_MODULE_SIG_FORCE"),
+        };
+        LoaderFacts {
+            vermagic: self.vermagic.clone(),
+            livepatch: from_cfg("CONFIG_LIVEPATCH").or_else(|| self.livepatch.clone()),
+            modversions,
+            exports: self
+                .exports
+                .as_ref()
+                .map(|e| Fact::new(exports, e.source.clone())),
+            force_load: from_cfg("CONFIG_MODULE_FORCE_LOAD"),
+            sig_force,
+        }
+    }
+}
+
+/// The vermagic of the kernel a module tree belongs to: every in-tree module carries it.
+fn tree_vermagic(
+    dir: &Path,
+    source: &SourceArgs,
+    rs: &mut Resched,
+) -> Result<Option<Fact<String>>, CliError> {
+    let tree = ModuleTree::scan(dir)?;
+    let opts = load_options(source);
+    // The first module that parses and has one (a tree may hold odd files).
+    for p in tree.paths().take(8) {
+        rs.tick()?;
+        if let Ok(m) = klpsym_loader::load_module_file(p, &opts, rs) {
+            if let Some(v) = m.vermagic {
+                return Ok(Some(Fact::new(v, format!("{}", p.display()))));
+            }
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,400 @@
+//! `apply_relocations()` for klp relocation sections: `klp_apply_section_relocs()` →
+//! `klp_resolve_symbols()` (every symbol looked up with `klp_find_object_symbol()`), then the
+//! architecture's `apply_relocate_add()`. vmlinux sections run when the patch module loads
+//! (since 5.8), module sections when their module is (or becomes) loaded.
+
+use super::{Ctx, EINVAL};
+use crate::consts as elf;
+use crate::elf::SHN_LIVEPATCH;
+use crate::hints::{candidates, not_found_hint};
+use crate::module::KlpRelaSection;
+use crate::names::{parse_klp_section, parse_klp_symbol};
+use crate::reloc::{self, RelocInput};
+use crate::report::*;
+use crate::target::TableSource;
+use klpsym_core::bulk;
+use klpsym_core::resched::Cancelled;
+use klpsym_core::{LookupOutcome, SymbolTable};
+
+impl Ctx<'_, '_, '_, '_> {
+    /// The klp part of `apply_relocations()` while the patch module loads: every
+    /// SHF_RELA_LIVEPATCH section in index order; since 5.8 the vmlinux ones are applied here.
+    pub(super) fn klp_relocations_at_load(&mut self) -> Result<(), Cancelled> {
+        let stage = Stage::ModuleLoad;
+        let m = self.m;
+        let nsec = m.elf.sections.len() as u32;
+        for sec in &m.klp_sections {
+            self.r.tick()?;
+            if sec.target >= nsec || m.elf.sections[sec.target as usize].flags & elf::SHF_ALLOC == 0
+            {
+                self.warn(format!(
+                    "section {} patches section {}, which is not allocated: the loader skips it",
+                    sec.name, sec.target
+                ));
+                continue;
+            }
+            if !self.t.rules.vmlinux_relocs_at_load {
+                continue;
+            }
+            match self.section_object(sec, &stage) {
+                Some(obj) if obj == "vmlinux" => self.klp_section(sec, &obj, &stage, None)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn section_object(&mut self, sec: &KlpRelaSection, stage: &Stage) -> Option<String> {
+        match parse_klp_section(sec.name.as_bytes()) {
+            Some(p) => {
+                if let Some(l) = p.lenient {
+                    self.warn_once(format!("section {}: {l}", sec.name));
+                }
+                Some(p.object)
+            }
+            None => {
+                if !self.bad_sections.insert(sec.index) {
+                    self.fail(stage);
+                    return None;
+                }
+                self.problem(
+                    ProblemKind::BadSectionName,
+                    stage,
+                    vec![format!(
+                        "livepatch: section {} has an incorrectly formatted name",
+                        sec.name
+                    )],
+                    EINVAL,
+                    None,
+                    Some(&sec.name),
+                    None,
+                    "klp relocation sections are named .klp.rela.<object>.<section>".into(),
+                );
+                self.fail(stage);
+                None
+            }
+        }
+    }
+
+    /// `klp_resolve_symbols()` then `apply_relocate_add()` for one section.
+    pub(super) fn klp_section(
+        &mut self,
+        sec: &KlpRelaSection,
+        sec_obj: &str,
+        stage: &Stage,
+        coming: Option<&str>,
+    ) -> Result<(), Cancelled> {
+        let sec_vmlinux = sec_obj == "vmlinux";
+        let mut resolved: Vec<Option<(u64, bool)>> = Vec::with_capacity(sec.relocs.len());
+        // Lookups and relocation values are a microsecond or so each: a clock read per item
+        // (tick_step) keeps a stride learned on cheaper items before from overshooting here.
+        for r in &sec.relocs {
+            self.r.tick_step()?;
+            resolved.push(self.resolve_one(sec, r.sym, sec_vmlinux, stage, coming)?);
+        }
+        let target = sec.target;
+        let tname = self
+            .m
+            .elf
+            .sections
+            .get(target as usize)
+            .map_or_else(String::new, |s| s.name.clone());
+        for (i, r) in sec.relocs.iter().enumerate() {
+            self.r.tick_step()?;
+            let sym = &self.m.elf.symbols[r.sym as usize];
+            let mut rep = RelocationReport {
+                section: sec.name.clone(),
+                index: i,
+                target_section: tname.clone(),
+                offset: r.offset,
+                r_type: r.r_type,
+                type_name: reloc::type_name(self.m.arch, r.r_type),
+                symbol: sym.name.clone(),
+                resolved: None,
+                offline: false,
+                addend: r.addend,
+                expression: String::new(),
+                value: None,
+                bytes: None,
+                status: "not_reached",
+                note: None,
+            };
+            let Some(Some((s_val, offline))) = resolved.get(i).copied() else {
+                rep.note = Some("symbol not resolved".into());
+                self.relocs.push(rep);
+                continue;
+            };
+            rep.resolved = Some(s_val);
+            rep.offline = offline;
+            let place = self
+                .t
+                .section_bases
+                .get(&target)
+                .map(|b| b.wrapping_add(r.offset));
+            let width = 8usize;
+            let existing = self.existing(target, r.offset, width);
+            let input = RelocInput {
+                r_type: r.r_type,
+                symbol_value: s_val,
+                addend: r.addend,
+                place,
+                existing: &existing,
+            };
+            let was_blocked = self.blocked(stage);
+            match reloc::apply(self.m.arch, &self.m.name, &input) {
+                Ok(None) => rep.status = "none",
+                Ok(Some(a)) => {
+                    rep.expression = a.expression.to_string();
+                    rep.value = a.value;
+                    rep.bytes = a
+                        .bytes
+                        .as_ref()
+                        .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+                    rep.note = a.note.clone();
+                    rep.status = if was_blocked {
+                        "not_reached"
+                    } else if a.overflow_unknown {
+                        "needs_placement"
+                    } else {
+                        "applied"
+                    };
+                    let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
+                    self.write_overlay(target, r.offset, &written)?;
+                }
+                Err(f) => {
+                    rep.status = if was_blocked { "not_reached" } else { "failed" };
+                    let kind = if f.lines[0].contains("overflow") {
+                        ProblemKind::RelocationOverflow
+                    } else if f.lines[0].contains("nonzero") {
+                        ProblemKind::RelocationTargetNonzero
+                    } else {
+                        ProblemKind::RelocationType
+                    };
+                    let hint = match kind {
+                        ProblemKind::RelocationOverflow => "the resolved address does not fit the relocation's field",
+                        ProblemKind::RelocationTargetNonzero => {
+                            "the bytes at the place are not zero: a relocation was applied twice or the object was pre-linked"
+                        }
+                        _ => "the kernel cannot apply this relocation type in a module",
+                    };
+                    let section = sec.name.clone();
+                    let symbol = sym.name.clone();
+                    self.problem(
+                        kind,
+                        stage,
+                        f.lines,
+                        f.errno,
+                        Some(&symbol),
+                        Some(&section),
+                        None,
+                        hint.into(),
+                    );
+                    self.fail(stage);
+                }
+            }
+            self.relocs.push(rep);
+        }
+        bulk::free_with_points(resolved, self.r)
+    }
+
+    fn existing(&self, section: u32, offset: u64, width: usize) -> Vec<u8> {
+        let full = self
+            .m
+            .elf
+            .sections
+            .get(section as usize)
+            .map_or(0, |s| s.size);
+        let avail = full.saturating_sub(offset).min(width as u64) as usize;
+        if let Some(o) = self.overlay.get(&section) {
+            return o
+                .get(offset as usize..offset as usize + avail)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+        }
+        self.m
+            .elf
+            .read_bytes(section, offset, avail)
+            .unwrap_or_default()
+    }
+
+    fn write_overlay(&mut self, section: u32, offset: u64, bytes: &[u8]) -> Result<(), Cancelled> {
+        if !self.overlay.contains_key(&section) {
+            let copy = self.section_copy(section)?;
+            self.overlay.insert(section, copy);
+        }
+        let Some(o) = self.overlay.get_mut(&section) else {
+            return Ok(());
+        };
+        let start = offset as usize;
+        if let Some(dst) = start
+            .checked_add(bytes.len())
+            .and_then(|end| o.get_mut(start..end))
+        {
+            dst.copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+
+    /// The bytes of `section` (zeros for NOBITS; empty when it lies outside the file), copied
+    /// in steps.
+    fn section_copy(&mut self, section: u32) -> Result<Vec<u8>, Cancelled> {
+        let obj = &self.m.elf;
+        let Some(s) = obj.sections.get(section as usize) else {
+            return Ok(Vec::new());
+        };
+        if s.sh_type == elf::SHT_NOBITS {
+            // Zeroed pages from the allocator, touched only where relocations write.
+            return Ok(vec![0u8; s.size as usize]);
+        }
+        let data = obj.section_data(section);
+        if data.len() as u64 != s.size {
+            return Ok(Vec::new());
+        }
+        let mut v = Vec::new();
+        bulk::extend_from_slice(&mut v, data, self.r)?;
+        Ok(v)
+    }
+
+    /// One symbol of `klp_resolve_symbols()`: Some((S, offline)) when resolved.
+    fn resolve_one(
+        &mut self,
+        sec: &KlpRelaSection,
+        sym_index: u32,
+        sec_vmlinux: bool,
+        stage: &Stage,
+        coming: Option<&str>,
+    ) -> Result<Option<(u64, bool)>, Cancelled> {
+        let sym = &self.m.elf.symbols[sym_index as usize];
+        if sym.shndx != SHN_LIVEPATCH {
+            self.problem(
+                ProblemKind::NotLivepatchSymbol,
+                stage,
+                vec![format!(
+                    "livepatch: symbol {} is not marked as a livepatch symbol",
+                    sym.name
+                )],
+                EINVAL,
+                Some(&sym.name),
+                Some(&sec.name),
+                None,
+                format!(
+                    "symbol {} must have st_shndx SHN_LIVEPATCH (0xff20); it has {:#x}",
+                    sym_index, sym.shndx
+                ),
+            );
+            self.fail(stage);
+            return Ok(None);
+        }
+        let Some(k) = parse_klp_symbol(sym.name.as_bytes(), self.t.rules.ksym_name_len) else {
+            self.problem(
+                ProblemKind::BadSymbolName,
+                stage,
+                vec![format!("livepatch: symbol {} has an incorrectly formatted name", sym.name)],
+                EINVAL,
+                Some(&sym.name),
+                Some(&sec.name),
+                None,
+                format!(
+                    "klp symbols are named .klp.sym.<object>.<name>,<position> (object up to 55 bytes, name up to {})",
+                    self.t.rules.ksym_name_len - 1
+                ),
+            );
+            self.fail(stage);
+            return Ok(None);
+        };
+        if let Some(l) = &k.lenient {
+            self.warn_once(format!("symbol {}: {l}", sym.name));
+        }
+        if !sec_vmlinux && k.object == "vmlinux" && self.t.rules.rejects_vmlinux_in_module_section {
+            self.problem(
+                ProblemKind::VmlinuxSymbolInModuleSection,
+                stage,
+                vec![format!(
+                    "livepatch: invalid access to vmlinux symbol '{}' from module-specific livepatch relocation section",
+                    k.name
+                )],
+                EINVAL,
+                Some(&sym.name),
+                Some(&sec.name),
+                Some("vmlinux"),
+                "move this relocation to a .klp.rela.vmlinux.* section (or use a normal relocation if exported)".into(),
+            );
+            self.fail(stage);
+            return Ok(None);
+        }
+        let (out, src, table) = self.t.lookup(&k.object, &k.name, k.sympos, coming);
+        if self.lookup_problem(&out, table, stage, Some(&sym.name), Some(&sec.name))? {
+            return Ok(None);
+        }
+        match out.address {
+            Some(a) => Ok(Some((a, src == TableSource::Offline))),
+            None => {
+                self.warn_once(format!(
+                    "{}: resolved, but the target hides addresses: values not computed",
+                    sym.name
+                ));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reports a failed lookup; true when it failed.
+    pub(super) fn lookup_problem(
+        &mut self,
+        out: &LookupOutcome,
+        table: &SymbolTable,
+        stage: &Stage,
+        symbol: Option<&str>,
+        section: Option<&str>,
+    ) -> Result<bool, Cancelled> {
+        let Some(msg) = &out.message else {
+            return Ok(false);
+        };
+        let kind = match out.verdict {
+            klpsym_core::Verdict::Ambiguous => ProblemKind::Ambiguous,
+            klpsym_core::Verdict::PositionNotFound => ProblemKind::PositionNotFound,
+            _ => ProblemKind::SymbolNotFound,
+        };
+        let name = msg.split('\'').nth(1).unwrap_or_default().to_string();
+        let cands = candidates(table, &out.candidates);
+        let hint = match kind {
+            ProblemKind::Ambiguous => format!(
+                "'{name}' is defined {} times in {}: choose one with old_sympos or the ,N of the klp symbol",
+                cands.len(),
+                out.object
+            ),
+            ProblemKind::PositionNotFound => {
+                format!("{} has {} definition(s) of '{name}'", out.object, cands.len())
+            }
+            _ => {
+                let key = (
+                    self.t.kernel as *const SymbolTable as usize,
+                    out.object.clone(),
+                    name.clone(),
+                );
+                match self.hints.get(&key) {
+                    Some(h) => h.clone(),
+                    None => {
+                        let h = not_found_hint(self.t.kernel, &name, &out.object, self.r)?;
+                        self.hints.insert(key, h.clone());
+                        h
+                    }
+                }
+            }
+        };
+        let object = out.object.clone();
+        let p = self.problem(
+            kind,
+            stage,
+            vec![format!("livepatch: {msg}")],
+            EINVAL,
+            Some(symbol.unwrap_or(&name)),
+            section,
+            Some(&object),
+            hint,
+        );
+        p.candidates = cands;
+        self.fail(stage);
+        Ok(true)
+    }
+}

@@ -1,0 +1,290 @@
+//! What a target kernel's module loader checks a module against, found where the kernel's
+//! files keep it: its release, its configuration (`config-<release>` beside the image,
+//! /boot, /proc/config.gz), the exported symbols' CRCs and namespaces (Module.symvers, a
+//! vmlinux's `__crc_*` symbols, an image's `__kcrctab`), and, for the running kernel, /proc and
+//! /sys.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use klpsym_core::resched::Resched;
+
+use crate::error::LoadError;
+use crate::kernel::{read_bounded, LoadedKernel, DEFAULT_SOURCE};
+
+/// The running kernel's release (`uname -r`), from /proc/sys/kernel/osrelease.
+pub fn live_release() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// True when `path` is the running kernel's /proc/kallsyms.
+pub fn is_live(path: &Path) -> bool {
+    path == Path::new(DEFAULT_SOURCE)
+}
+
+/// The release of a loaded kernel (`6.1.0-57-amd64`), from its banner.
+pub fn release_of(k: &LoadedKernel) -> Option<String> {
+    let v = k.facts.version.as_deref()?;
+    klpsym_image::banner_release(v).map(str::to_string)
+}
+
+/// A kernel's build configuration (`CONFIG_X=y` lines).
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    /// Where it was read.
+    pub path: PathBuf,
+    options: HashMap<String, String>,
+}
+
+impl KernelConfig {
+    /// Parses a .config (plain text, or gzip as /proc/config.gz is).
+    pub fn read(path: &Path, resched: &mut Resched) -> Result<KernelConfig, LoadError> {
+        let raw = read_bounded(path, 64 << 20, resched)?;
+        let text = if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut s = String::new();
+            flate2::read::GzDecoder::new(&raw[..])
+                .take(64 << 20)
+                .read_to_string(&mut s)
+                .map_err(|source| LoadError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            s
+        } else {
+            String::from_utf8_lossy(&raw).into_owned()
+        };
+        let mut options = HashMap::new();
+        for (i, line) in text.lines().enumerate() {
+            resched
+                .tick()
+                .map_err(klpsym_core::BuildError::from)
+                .map_err(LoadError::from)?;
+            if let Some((k, v)) = line.split_once('=') {
+                if k.starts_with("CONFIG_") {
+                    options.insert(k.to_string(), v.to_string());
+                }
+            } else if let Some(rest) = line.strip_prefix("# CONFIG_") {
+                if let Some(k) = rest.strip_suffix(" is not set") {
+                    options.insert(format!("CONFIG_{k}"), "n".into());
+                }
+            } else if !line.is_empty() && !line.starts_with('#') {
+                return Err(LoadError::Unrecognized {
+                    path: path.to_path_buf(),
+                    what: format!(
+                        "line {}: not a kernel configuration line (CONFIG_X=value)",
+                        i + 1
+                    ),
+                });
+            }
+        }
+        if options.is_empty() {
+            return Err(LoadError::Unrecognized {
+                path: path.to_path_buf(),
+                what: "holds no CONFIG_ option: not a kernel configuration".into(),
+            });
+        }
+        Ok(KernelConfig {
+            path: path.to_path_buf(),
+            options,
+        })
+    }
+
+    /// `Some(true)` for `=y`/`=m`, `Some(false)` for `is not set` or absent from a config
+    /// that lists options (kconfig writes every visible one; an invisible one is off).
+    pub fn enabled(&self, option: &str) -> bool {
+        matches!(
+            self.options.get(option).map(String::as_str),
+            Some("y" | "m")
+        )
+    }
+
+    /// The raw value of `option`.
+    pub fn value(&self, option: &str) -> Option<&str> {
+        self.options.get(option).map(String::as_str)
+    }
+}
+
+/// Where the configuration of `k` is, when it can be found: `config-<release>` beside a kernel
+/// image (Debian's /boot and, since 7.x, /usr/lib/modules/<abi>/config), and for the running
+/// kernel /boot/config-$(uname -r) or /proc/config.gz.
+pub fn find_config(k: &LoadedKernel) -> Option<PathBuf> {
+    let release = release_of(k);
+    let mut cands: Vec<PathBuf> = Vec::new();
+    if is_live(&k.path) {
+        if let Some(r) = &release {
+            cands.push(PathBuf::from(format!("/boot/config-{r}")));
+            cands.push(PathBuf::from(format!("/lib/modules/{r}/config")));
+        }
+        cands.push(PathBuf::from("/proc/config.gz"));
+    } else if let (Some(dir), Some(r)) = (k.path.parent(), &release) {
+        cands.push(dir.join(format!("config-{r}")));
+        cands.push(dir.join("config"));
+        if let Some(up) = dir.parent() {
+            // /usr/lib/modules/<abi>/vmlinuz → the same folder; /boot/vmlinuz → ../boot
+            cands.push(up.join("boot").join(format!("config-{r}")));
+        }
+    }
+    cands.into_iter().find(|p| p.is_file())
+}
+
+/// One exported symbol as Module.symvers lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportEntry {
+    /// The CRC, when the kernel uses CONFIG_MODVERSIONS (0 and absent otherwise).
+    pub crc: Option<u32>,
+    /// The exporting object (`vmlinux` or a module path).
+    pub module: String,
+    /// The symbol namespace, when it has one.
+    pub namespace: Option<String>,
+}
+
+/// Exported symbols by name, and where they came from.
+#[derive(Debug, Clone, Default)]
+pub struct Exports {
+    /// What was read (`Module.symvers`, `vmlinux __crc_*`, `image __kcrctab`).
+    pub source: String,
+    /// By name.
+    pub symbols: HashMap<String, ExportEntry>,
+}
+
+/// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
+pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
+    let raw = read_bounded(path, limit, resched)?;
+    let mut symbols = HashMap::new();
+    for (i, line) in raw.split(|&b| b == b'\n').enumerate() {
+        resched
+            .tick()
+            .map_err(klpsym_core::BuildError::from)
+            .map_err(LoadError::from)?;
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |what: &str| LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: format!(
+                "line {}: {what} (expected CRC<TAB>NAME<TAB>MODULE<TAB>TYPE)",
+                i + 1
+            ),
+        };
+        let line = std::str::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 4 {
+            return Err(bad("fewer than 4 fields"));
+        }
+        let crc = u32::from_str_radix(f[0].trim_start_matches("0x"), 16)
+            .map_err(|_| bad("the CRC is not hex"))?;
+        let namespace = f.get(4).filter(|n| !n.is_empty()).map(|n| n.to_string());
+        symbols.insert(
+            f[1].to_string(),
+            ExportEntry {
+                crc: Some(crc),
+                module: f[2].to_string(),
+                namespace,
+            },
+        );
+    }
+    Ok(Exports {
+        source: path.display().to_string(),
+        symbols,
+    })
+}
+
+/// The Module.symvers of a module tree's kernel: `DIR/build/Module.symvers` (kbuild's and
+/// Debian's layout: `build` points at the headers).
+pub fn find_symvers(modules_dir: &Path) -> Option<PathBuf> {
+    let p = modules_dir.join("build").join("Module.symvers");
+    p.is_file().then_some(p)
+}
+
+/// For the running kernel: `/sys/module/module/parameters/sig_enforce` (Y when module
+/// signatures are enforced, by CONFIG_MODULE_SIG_FORCE or `module.sig_enforce=1`).
+pub fn live_sig_enforce() -> Option<bool> {
+    let s = std::fs::read_to_string("/sys/module/module/parameters/sig_enforce").ok()?;
+    match s.trim() {
+        "Y" | "1" => Some(true),
+        "N" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// BTF as users have it: `/sys/kernel/btf/vmlinux` (raw BTF), a vmlinux ELF (its `.BTF`
+/// section), or a kernel image (decompressed; its `.BTF` section, or found by its header when
+/// the image has no section headers, as an arm64 Image).
+pub fn read_btf(
+    path: &Path,
+    opts: &crate::kernel::LoadOptions,
+    resched: &mut Resched,
+) -> Result<Vec<u8>, LoadError> {
+    let raw = read_bounded(path, opts.max_input_size, resched)?;
+    if raw.starts_with(&[0x9f, 0xeb]) || raw.starts_with(&[0xeb, 0x9f]) {
+        return Ok(raw);
+    }
+    let not_found = |what: &str| {
+        LoadError::Unrecognized {
+        path: path.to_path_buf(),
+        what: format!("no BTF found ({what}); expected /sys/kernel/btf/vmlinux, a vmlinux or a kernel image built with CONFIG_DEBUG_INFO_BTF"),
+    }
+    };
+    if let Some(b) = btf_in(&raw) {
+        return Ok(b.to_vec());
+    }
+    if matches!(
+        crate::detect::detect(&raw),
+        crate::detect::Detected::Compressed(_) | crate::detect::Detected::Image
+    ) {
+        let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
+        let d = klpsym_image::decompress_image_with_resched(&raw, limit, resched)
+            .map_err(|source| crate::kernel::image_error(path, source))?;
+        if let Some(b) = btf_in(&d.data) {
+            return Ok(b.to_vec());
+        }
+        return Err(not_found("the decompressed image holds none"));
+    }
+    Err(not_found(
+        "neither raw BTF, nor an ELF with .BTF, nor a kernel image",
+    ))
+}
+
+/// The `.BTF` section of an ELF, else a BTF blob found by its header (magic 0xeB9F little
+/// endian, version 1, 24-byte header) whose sections fit the data.
+fn btf_in(data: &[u8]) -> Option<&[u8]> {
+    use object::{Object, ObjectSection};
+    if let Ok(f) = object::File::parse(data) {
+        if let Some(s) = f.section_by_name(".BTF") {
+            return s.data().ok().filter(|d| !d.is_empty());
+        }
+    }
+    const HEAD: [u8; 8] = [0x9f, 0xeb, 1, 0, 24, 0, 0, 0];
+    let u32_at = |d: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?))
+    };
+    let mut from = 0;
+    while let Some(i) = data
+        .get(from..)?
+        .windows(HEAD.len())
+        .position(|w| w == HEAD)
+    {
+        let at = from + i;
+        from = at + 1;
+        let (Some(toff), Some(tlen), Some(soff), Some(slen)) = (
+            u32_at(data, at + 8),
+            u32_at(data, at + 12),
+            u32_at(data, at + 16),
+            u32_at(data, at + 20),
+        ) else {
+            continue;
+        };
+        let end = [toff as u64 + tlen as u64, soff as u64 + slen as u64]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            + 24;
+        if toff == 0 && tlen > 0 && slen > 0 && (at as u64 + end) <= data.len() as u64 {
+            return data.get(at..at + end as usize);
+        }
+    }
+    None
+}
