@@ -101,17 +101,22 @@ prepare_case() {
 			return 1
 		fi
 		cp "$out/$patch.converted.ko" "$out/$patch.ko"
-		while IFS= read -r post; do
-			read -r -a op <<<"$post"
-			if ! "$elfedit" "$out/$patch.ko" "$out/$patch.ko.tmp" "${op[@]}" >>"$out/convert.log" 2>&1; then
-				printf 'case=%s\npatch=%s\nskipped=post step failed: %s\n' "$c" "$patch" "$post" >"$out/oracle.txt"
-				return 1
-			fi
-			mv "$out/$patch.ko.tmp" "$out/$patch.ko"
-		done < <(conf_get "$conf" post)
 	else
 		cp "$built" "$out/$patch.ko"
 	fi
+	while IFS= read -r post; do
+		[ -n "$post" ] || continue
+		if [ -z "$elfedit" ]; then
+			printf 'case=%s\npatch=%s\nskipped=post edits need klp-elfedit: set KLPSYM_BIN\n' "$c" "$patch" >"$out/oracle.txt"
+			return 1
+		fi
+		read -r -a op <<<"$post"
+		if ! "$elfedit" "$out/$patch.ko" "$out/$patch.ko.tmp" "${op[@]}" >>"$out/edit.log" 2>&1; then
+			printf 'case=%s\npatch=%s\nskipped=post step failed: %s\n' "$c" "$patch" "$post" >"$out/oracle.txt"
+			return 1
+		fi
+		mv "$out/$patch.ko.tmp" "$out/$patch.ko"
+	done < <(conf_get "$conf" post)
 	{
 		printf 'patch %s\n' "$patch"
 		for step in $(conf_get "$conf" steps); do

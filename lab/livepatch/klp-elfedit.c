@@ -7,8 +7,11 @@
  *   klp-elfedit IN.ko OUT.ko rename-symbol  OLD NEW    every .symtab symbol named OLD
  *   klp-elfedit IN.ko OUT.ko rename-section OLD NEW    every section named OLD
  *   klp-elfedit IN.ko OUT.ko set-shndx      NAME VALUE every .symtab symbol named NAME
+ *   klp-elfedit IN.ko OUT.ko replace-modinfo OLD NEW   the first OLD in .modinfo (same length)
+ *   klp-elfedit IN.ko OUT.ko set-version    NAME CRC   the __versions entry of NAME
  *
- * New names are appended to a copy of the string table placed at the end of the file
+ * The last two damage what the module loader checks (vermagic, symbol versions) for the
+ * loader cases. New names are appended to a copy of the string table placed at the end of the file
  * (the table's sh_offset/sh_size are updated), so no other name changes, even when the
  * writer shared string tails between names. Only 64-bit little-endian ELF (x86_64). Prints
  * one line per change; exits 1 with a message when nothing matched or the input is bad.
@@ -166,6 +169,57 @@ static int rename_section(const char *old_name, const char *new_name)
 	return hits;
 }
 
+/* The section named @name, or fail. */
+static Elf64_Shdr *section_named(const char *name)
+{
+	Elf64_Ehdr *e = ehdr();
+	unsigned int i;
+
+	for (i = 1; i < e->e_shnum; i++)
+		if (!strcmp(str(shdr(e->e_shstrndx), shdr(i)->sh_name), name))
+			return shdr(i);
+	fail("no section", name);
+	return NULL;
+}
+
+/* Replaces the first @old in .modinfo by @new, which must be as long. */
+static int replace_modinfo(const char *old, const char *new)
+{
+	Elf64_Shdr *s = section_named(".modinfo");
+	unsigned char *d = at(s->sh_offset, s->sh_size);
+	size_t n = strlen(old), i;
+
+	if (strlen(new) != n || !n)
+		fail("replace-modinfo: OLD and NEW must have the same, non-zero length", NULL);
+	for (i = 0; i + n <= s->sh_size; i++) {
+		if (!memcmp(d + i, old, n)) {
+			memcpy(d + i, new, n);
+			printf("replaced '%s' by '%s' at .modinfo+%#zx\n", old, new, i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* struct modversion_info on 64-bit: unsigned long crc; char name[56]. */
+static int set_version(const char *name, const char *crc)
+{
+	Elf64_Shdr *s = section_named("__versions");
+	unsigned char *d = at(s->sh_offset, s->sh_size);
+	uint64_t v = strtoull(crc, NULL, 0);
+	size_t i;
+	int hits = 0;
+
+	for (i = 0; i + 64 <= s->sh_size; i += 64) {
+		if (!strncmp((const char *)d + i + 8, name, 56)) {
+			memcpy(d + i, &v, 8);
+			printf("__versions: %s crc set to %#llx\n", name, (unsigned long long)v);
+			hits++;
+		}
+	}
+	return hits;
+}
+
 int main(int argc, char **argv)
 {
 	FILE *f;
@@ -173,7 +227,7 @@ int main(int argc, char **argv)
 	int hits;
 
 	if (argc != 6)
-		fail("usage: klp-elfedit IN OUT rename-symbol|rename-section|set-shndx A B", NULL);
+		fail("usage: klp-elfedit IN OUT rename-symbol|rename-section|set-shndx|replace-modinfo|set-version A B", NULL);
 	f = fopen(argv[1], "rb");
 	if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
 		fail("cannot read", argv[1]);
@@ -190,6 +244,10 @@ int main(int argc, char **argv)
 		hits = for_each_symbol(argv[4], set_shndx, argv[5]);
 	else if (!strcmp(argv[3], "rename-section"))
 		hits = rename_section(argv[4], argv[5]);
+	else if (!strcmp(argv[3], "replace-modinfo"))
+		hits = replace_modinfo(argv[4], argv[5]);
+	else if (!strcmp(argv[3], "set-version"))
+		hits = set_version(argv[4], argv[5]);
 	else
 		fail("unknown operation", argv[3]);
 	if (!hits)

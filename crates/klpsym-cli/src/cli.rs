@@ -121,7 +121,7 @@ pub struct LookupArgs {
     pub name: String,
     /// The object: `vmlinux` (the default) or a module name in any spelling (`nf-tables`,
     /// `nf_tables.ko`), normalized as the kernel spells it.
-    #[arg(long, short = 'o', value_name = "OBJ")]
+    #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
     /// The position (old_sympos): 0 = the name must be unique in the object; N = the N-th
     /// definition in kallsyms order.
@@ -137,7 +137,7 @@ pub struct SymposArgs {
     /// The symbol name.
     pub name: String,
     /// Only this object (vmlinux or a module name).
-    #[arg(long, short = 'o', value_name = "OBJ")]
+    #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -156,10 +156,10 @@ pub struct AddrArgs {
 #[derive(Debug, Args)]
 pub struct DumpArgs {
     /// Only this object's symbols (vmlinux or a module name).
-    #[arg(long, short = 'o', value_name = "OBJ")]
+    #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
     /// Write to FILE (through a temporary file renamed into place) instead of standard output.
-    #[arg(long = "output", value_name = "FILE")]
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,

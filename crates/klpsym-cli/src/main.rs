@@ -15,6 +15,7 @@ use crate::output::Outcome;
 
 fn main() -> ExitCode {
     klpsym_loader::bounded_malloc();
+    klpsym_loader::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lookup(a) => commands::lookup::run(&a),

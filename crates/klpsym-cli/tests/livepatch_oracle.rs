@@ -30,8 +30,13 @@ fn lab(var: &str) -> Option<PathBuf> {
 struct Oracle {
     /// "accepted", "refused_at_load" or "refused_when_module_loads"
     verdict: String,
-    /// The livepatch error lines, in order (informational lines left out).
+    /// The errno of the first failing load (`EINVAL`, `ENOEXEC`...).
+    errno: Option<String>,
+    /// The error lines of the module loader and livepatch, in order (informational lines,
+    /// once-per-boot taint notices and the cases' own KLP* lines left out).
     errors: Vec<String>,
+    /// Every `livepatch:` line, informational ones included, in order.
+    livepatch_log: Vec<String>,
     /// (object, name) -> address the kernel used (nonzero only).
     addrs: BTreeMap<(String, String), u64>,
     /// Modules the case loads.
@@ -60,6 +65,10 @@ fn read_oracle(dir: &Path) -> Oracle {
             if let Some(m) = l.strip_prefix("module ") {
                 o.modules.push(m.trim().to_string());
             }
+        } else if let Some(e) = line.strip_prefix("errno=") {
+            if e != "0" && o.errno.is_none() {
+                o.errno = Some(e.to_string());
+            }
         } else if let Some(rc) = line.strip_prefix("rc=") {
             if rc != "0" && o.verdict.is_empty() {
                 o.verdict = if current_load.starts_with("patch") {
@@ -70,7 +79,14 @@ fn read_oracle(dir: &Path) -> Oracle {
                 .into();
             }
         } else if let Some(l) = line.strip_prefix("log=") {
-            if !INFO_LINES.iter().any(|i| l.contains(i)) {
+            o.livepatch_log.push(l.to_string());
+        } else if let Some(l) = line.strip_prefix("dmesg=") {
+            let info = INFO_LINES.iter().any(|i| l.contains(i))
+                || l.starts_with("KLP")
+                || l.contains("taints kernel")
+                || l.contains("tainting kernel")
+                || l.contains(": no symbol version for ");
+            if !info {
                 o.errors.push(l.to_string());
             }
         } else if let Some(a) = line.strip_prefix("reloc ") {
@@ -177,11 +193,55 @@ fn check_predicts_what_the_real_kernel_did() {
                 oracle.verdict
             ));
         }
+        if oracle.verdict == "refused_at_load" {
+            let got = r["verdict"]["errno"]
+                .as_i64()
+                .and_then(|e| {
+                    r["problems"]
+                        .as_array()?
+                        .iter()
+                        .find(|p| p["errno"].as_i64() == Some(e))
+                })
+                .and_then(|p| p["errno_name"].as_str())
+                .map(str::to_string);
+            if got != oracle.errno {
+                failures.push(format!(
+                    "{case}: the load failed with {:?}, klpsym predicts {got:?}",
+                    oracle.errno
+                ));
+            }
+        }
         if logs != oracle.errors {
             failures.push(format!(
                 "{case}: kernel printed {:?}\n    klpsym predicts {:?}",
                 oracle.errors, logs
             ));
+        }
+        // The whole livepatch log, informational lines included (enabling, transition,
+        // applying to a loading module).
+        let predicted: Vec<String> = r["kernel_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["line"].as_str())
+            .filter(|l| l.starts_with("livepatch: "))
+            .map(str::to_string)
+            .collect();
+        if predicted != oracle.livepatch_log {
+            failures.push(format!(
+                "{case}: kernel log {:?}\n    klpsym predicts {:?}",
+                oracle.livepatch_log, predicted
+            ));
+        }
+        // Every module-loader check the case is about ran (none silently "not checked").
+        for c in r["loader_checks"].as_array().unwrap() {
+            let (name, status) = (c["check"].as_str().unwrap(), c["status"].as_str().unwrap());
+            if status == "not_checked" && name != "signature" {
+                failures.push(format!(
+                    "{case}: loader check {name} not checked: {}",
+                    c["detail"]
+                ));
+            }
         }
         // 2. Addresses: every function the kernel resolved, with every module the case loaded
         //    placed where the kernel put it.

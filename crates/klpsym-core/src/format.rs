@@ -7,6 +7,21 @@ use crate::object::ObjectKind;
 use crate::resched::Resched;
 use crate::table::SymbolTable;
 
+/// How an address reads in klpsym's human output and docs: `0xffffffff81000000` for a load
+/// address, `+0x150` for a symbol of a module read from its `.ko` and not placed (an offset
+/// in its section: such a symbol has no load address yet), `(hidden)` when the source hides
+/// addresses. JSON carries the same as `address` plus `"unplaced": true`.
+pub fn address_text(table: &SymbolTable, id: crate::table::SymbolId) -> String {
+    let s = table.symbol(id);
+    if table.addresses_hidden() {
+        "(hidden)".to_string()
+    } else if table.object_info(s.object).relative {
+        format!("+{:#x}", s.addr)
+    } else {
+        format!("{:#018x}", s.addr)
+    }
+}
+
 /// Writes lines in /proc/kallsyms format into a buffered sink.
 #[derive(Debug)]
 pub struct KallsymsWriter<'t> {

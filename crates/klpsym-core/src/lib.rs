@@ -22,7 +22,7 @@ mod scan;
 mod symbolize;
 mod table;
 
-pub use format::{write_kallsyms, KallsymsWriter};
+pub use format::{address_text, write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use resched::{

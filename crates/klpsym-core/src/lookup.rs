@@ -299,6 +299,7 @@ mod tests {
         assert_eq!(resolve_in_object(&t, "numdummies", m, 0).0, Verdict::Found);
         // the load-address rule still holds for placed objects
         let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x10, b't', "x").unwrap();
         let p = b.object("dummy", ObjectKind::Module);
         b.push(p, 0, b'd', "numdummies").unwrap();
         let t = b.build();

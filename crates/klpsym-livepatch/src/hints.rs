@@ -14,6 +14,7 @@ pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> 
                 position: i as u64 + 1,
                 object: table.object_info(s.object).name.clone(),
                 address: (!table.addresses_hidden()).then_some(s.addr),
+                unplaced: table.object_info(s.object).relative,
                 kind: s.kind,
             }
         })

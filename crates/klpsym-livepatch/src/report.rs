@@ -115,6 +115,9 @@ pub struct Candidate {
     /// The address (`None` when hidden).
     #[serde(serialize_with = "hex_opt")]
     pub address: Option<u64>,
+    /// True when `address` is an offset in its section (a module read from its `.ko`, not
+    /// placed): no load address yet.
+    pub unplaced: bool,
     /// The kallsyms type letter.
     pub kind: char,
 }

@@ -39,6 +39,22 @@ pub fn bounded_malloc() {
     }
 }
 
+/// Restores the default action of SIGPIPE, so that writing to a closed pipe (`klpsym dump |
+/// head`) ends the process quietly, as it ends nm or grep. Rust starts programs with SIGPIPE
+/// ignored, which turns every such write into an error (and `println!` into a panic).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; called before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Nothing to do where there is no SIGPIPE.
+#[cfg(not(unix))]
+pub fn default_sigpipe() {}
+
 /// See the glibc version: nothing to tune elsewhere.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn bounded_malloc() {}

@@ -258,10 +258,17 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
                 println!(
                     "      {:>4}  {:<18}  {:<4}  {}",
                     c.position,
-                    c.address.map_or_else(|| "(hidden)".to_string(), hex),
+                    match c.address {
+                        None => "(hidden)".to_string(),
+                        Some(a) if c.unplaced => format!("+{a:#x}"),
+                        Some(a) => hex(a),
+                    },
                     c.kind,
                     c.object
                 );
+            }
+            if p.candidates.iter().any(|c| c.unplaced) {
+                println!("      {}", crate::commands::UNPLACED_NOTE);
             }
         }
     }

@@ -30,6 +30,18 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             })?)
         }
     };
+    let unplaced: Vec<&str> = t
+        .objects()
+        .iter()
+        .filter(|o| o.relative && filter.is_none_or(|f| t.object_by_name(&o.name) == Some(f)))
+        .map(|o| o.name.as_str())
+        .collect();
+    if !unplaced.is_empty() {
+        eprintln!(
+            "klpsym: warning: unplaced module(s) {}: their address column holds offsets in their sections (+0x... elsewhere), not load addresses; place them with --place-from KALLSYMS",
+            unplaced.join(", ")
+        );
+    }
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
         match filter {
             None => write_kallsyms(t, &mut WriteRef(out), &mut Resched::none()),

@@ -29,6 +29,10 @@ struct KernelResult {
     count: u64,
     message: Option<String>,
     object_loaded: bool,
+    /// True when `address` is an offset in its section (an unplaced module symbol).
+    unplaced: bool,
+    #[serde(skip)]
+    text: Option<String>,
     candidates: Vec<Candidate>,
 }
 
@@ -60,6 +64,10 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             count: o.count,
             message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
             object_loaded: o.object_id.is_some(),
+            unplaced: o
+                .object_id
+                .is_some_and(|id| t.object_info(id).relative && o.symbol.is_some()),
+            text: o.symbol.map(|id| klpsym_core::address_text(t, id)),
             candidates: candidates(t, &o.candidates),
         });
     }
@@ -82,9 +90,7 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                 let total = r.candidates.len();
                 println!(
                     "{} {} {}{} (position {} of {} in {}{})",
-                    r.address
-                        .as_deref()
-                        .map_or("(address hidden)".to_string(), |a| a[2..].to_string()),
+                    r.text.as_deref().unwrap_or("(hidden)"),
                     r.kind.as_deref().unwrap_or("?"),
                     args.name,
                     if object_name == "vmlinux" {
@@ -99,6 +105,9 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                         .as_deref()
                         .map_or(String::new(), |s| format!(", size {s}")),
                 );
+                if r.unplaced {
+                    println!("{}", super::UNPLACED_NOTE);
+                }
             }
             _ => {
                 println!(

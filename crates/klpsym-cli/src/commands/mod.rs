@@ -29,9 +29,16 @@ pub struct Candidate {
     pub size: Option<String>,
     /// The object.
     pub object: String,
-    /// True when `address` is section-relative (a module read offline, not placed).
-    pub relative: bool,
+    /// True when `address` is an offset in the symbol's section (a module read from its
+    /// `.ko`, not placed): no load address yet. Printed as `+0x150`.
+    pub unplaced: bool,
+    /// The address as the human output prints it (`0x...`, `+0x...`, `(hidden)`).
+    #[serde(skip)]
+    pub text: String,
 }
+
+/// The line explaining `+0x...` addresses, printed under a table that has them.
+pub const UNPLACED_NOTE: &str = "+0x...: an unplaced module symbol (read from its .ko): an offset in its section, no load address; place it with --loaded NAME --place-from KALLSYMS";
 
 /// Describes `ids` (one object's matches in kernel order) as candidates.
 pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
@@ -51,7 +58,8 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
                 kind: s.kind.to_string(),
                 size: (size != SIZE_UNKNOWN).then(|| format!("{size:#x}")),
                 object: table.object_info(s.object).name.clone(),
-                relative,
+                unplaced: relative,
+                text: klpsym_core::address_text(table, id),
             }
         })
         .collect()
@@ -67,17 +75,13 @@ pub fn print_candidates(cands: &[Candidate], indent: &str) {
         println!(
             "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {}",
             c.position,
-            match (&c.address, c.relative) {
-                (Some(a), true) => format!(
-                    "+{} (rel)",
-                    a.trim_start_matches("0x").trim_start_matches('0')
-                ),
-                (Some(a), false) => a.clone(),
-                (None, _) => "(hidden)".to_string(),
-            },
+            c.text,
             c.kind,
             c.size.as_deref().unwrap_or("?"),
             c.object
         );
+    }
+    if cands.iter().any(|c| c.unplaced) {
+        println!("{indent}{UNPLACED_NOTE}");
     }
 }
