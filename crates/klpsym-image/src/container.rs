@@ -25,6 +25,24 @@ pub enum Compression {
     Lzo,
 }
 
+impl fmt::Display for ImageFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImageFormat::BzImage { compression } => write!(f, "x86 bzImage, {compression} payload"),
+            ImageFormat::Arm64Image { compression: None } => f.write_str("arm64 Image"),
+            ImageFormat::Arm64Image {
+                compression: Some(c),
+            } => write!(f, "arm64 Image, {c}-compressed"),
+            ImageFormat::EfiZboot { compression } => {
+                write!(f, "EFI zboot image, {compression} payload")
+            }
+            ImageFormat::Compressed { compression } => write!(f, "{compression}-compressed kernel"),
+            ImageFormat::ElfVmlinux => f.write_str("vmlinux ELF without .symtab"),
+            ImageFormat::RawVmlinux => f.write_str("raw vmlinux"),
+        }
+    }
+}
+
 impl fmt::Display for Compression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -69,3 +69,63 @@ pub struct TableLayout {
     pub num_syms: u32,
     pub offsets: TableOffsets,
 }
+
+impl std::fmt::Display for LayoutEra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LayoutEra::AddressesFirst => "addresses first, no seqs_of_names (up to 6.1)",
+            LayoutEra::AddressesFirstWithSeqs => {
+                "addresses first, with seqs_of_names (6.2-6.3 order)"
+            }
+            LayoutEra::TokensBeforeOffsets => "tokens before offsets (6.4 order)",
+            LayoutEra::PcRelative => "PC-relative offsets, no relative base (2026 order)",
+        })
+    }
+}
+
+impl std::fmt::Display for NameLengthEncoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NameLengthEncoding::OneByte => "one byte per length (before 6.1)",
+            NameLengthEncoding::Uleb128 => "ULEB128, two bytes past 127 (6.1+)",
+            NameLengthEncoding::ShortOnly => {
+                "one byte (every name under 128 bytes; ULEB128-compatible)"
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Addressing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Addressing::Absolute => f.write_str("absolute addresses"),
+            Addressing::BaseRelative { relative_base } => {
+                write!(f, "offsets from relative base {relative_base:#x}")
+            }
+            Addressing::AbsolutePercpu { relative_base } => write!(
+                f,
+                "offsets from relative base {relative_base:#x}, negative ones absolute (per-cpu)"
+            ),
+            Addressing::PcRelative { offsets_vaddr } => {
+                write!(f, "place-relative offsets (table at {offsets_vaddr:#x})")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TableOffsets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "num_syms {:#x}, names {:#x}, markers {:#x}, token_table {:#x}, token_index {:#x}, addresses {:#x}",
+            self.num_syms, self.names, self.markers, self.token_table, self.token_index, self.addresses
+        )?;
+        if let Some(r) = self.relative_base {
+            write!(f, ", relative_base {r:#x}")?;
+        }
+        if let Some(s) = self.seqs_of_names {
+            write!(f, ", seqs_of_names {s:#x}")?;
+        }
+        f.write_str(" (offsets in the decompressed image)")
+    }
+}

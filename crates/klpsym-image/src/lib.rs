@@ -52,6 +52,17 @@ pub enum Arch {
     Unknown,
 }
 
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arch::X86_64 => f.write_str("x86_64"),
+            Arch::Arm64 => f.write_str("aarch64"),
+            Arch::Other(o) => f.write_str(o),
+            Arch::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
 /// The decoded kallsyms of a kernel image and how they were found.
 #[derive(Debug, Clone)]
 pub struct ImageSymbols {

@@ -22,7 +22,7 @@ pub enum LoadError {
         source: klpsym_sources::TextError,
     },
     /// A kernel image could not be decoded.
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}{}", limit_hint(source))]
     Image {
         /// The file.
         path: PathBuf,
@@ -63,5 +63,13 @@ pub enum LoadError {
 impl From<klpsym_core::BuildError> for LoadError {
     fn from(e: klpsym_core::BuildError) -> Self {
         LoadError::Setup(e.to_string())
+    }
+}
+
+/// Names the flag that raises the decompression limit when that limit was hit.
+fn limit_hint(e: &klpsym_image::ImageError) -> &'static str {
+    match e {
+        klpsym_image::ImageError::TooLarge { .. } => " (raise it with --max-decompressed-size)",
+        _ => "",
     }
 }

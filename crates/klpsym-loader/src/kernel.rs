@@ -320,13 +320,13 @@ fn image_table(
         vermagic: syms.vermagic.clone(),
         exports,
         version: syms.version.clone(),
-        arch: Some(format!("{:?}", syms.arch)),
-        format: Some(format!("{:?}", syms.format)),
+        arch: Some(syms.arch.to_string()),
+        format: Some(syms.format.to_string()),
         facts: vec![
-            ("kallsyms layout".into(), format!("{:?}", l.era)),
-            ("name lengths".into(), format!("{:?}", l.name_length)),
-            ("addressing".into(), format!("{:?}", l.addressing)),
-            ("tables at".into(), format!("{:?}", l.offsets)),
+            ("kallsyms layout".into(), l.era.to_string()),
+            ("name lengths".into(), l.name_length.to_string()),
+            ("addressing".into(), l.addressing.to_string()),
+            ("tables at".into(), l.offsets.to_string()),
         ],
         notes: syms.notes.clone(),
     };
@@ -356,7 +356,13 @@ fn module_table(
     .map_err(|source| elf_error(path, source))?;
     let table = module_symbols_table_with(&m, None, resched)?;
     let facts = SourceFacts {
-        version: m.vermagic.clone(),
+        // One version format for every kind: the release; the vermagic says the rest.
+        version: m
+            .vermagic
+            .as_deref()
+            .and_then(|v| v.split(' ').next())
+            .map(str::to_string),
+        vermagic: m.vermagic.clone(),
         arch: Some(klpsym_elf::machine_name(m.machine).to_string()),
         format: Some(match codec {
             Some(c) => format!("kernel module ({c}-compressed)"),

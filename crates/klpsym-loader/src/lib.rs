@@ -20,7 +20,7 @@ pub use kernel::{
     DEFAULT_SOURCE,
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleTree, Placement};
-pub use output::write_atomically;
+pub use output::{write_atomically, write_atomically_with};
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files
 /// next to latency-sensitive work (the `klpsym` binary calls it first thing). With glibc's

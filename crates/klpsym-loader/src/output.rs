@@ -10,6 +10,19 @@ pub fn write_atomically<F>(path: &Path, fill: F) -> io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    write_atomically_with(path, None, fill)
+}
+
+/// [`write_atomically`], giving the file `permissions` before it is renamed into place (a
+/// converted module keeps its input's mode; the temporary file is created 0600).
+pub fn write_atomically_with<F>(
+    path: &Path,
+    permissions: Option<std::fs::Permissions>,
+    fill: F,
+) -> io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -26,6 +39,11 @@ where
         let mut w = BufWriter::new(tmp.as_file());
         fill(&mut w).map_err(|e| ctx(e, "writing"))?;
         w.flush().map_err(|e| ctx(e, "writing"))?;
+    }
+    if let Some(p) = permissions {
+        tmp.as_file()
+            .set_permissions(p)
+            .map_err(|e| ctx(e, "setting the file mode"))?;
     }
     tmp.as_file().sync_all().map_err(|e| ctx(e, "syncing"))?;
     tmp.persist(path)

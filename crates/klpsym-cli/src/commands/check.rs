@@ -344,6 +344,14 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
             if let Some(n) = &x.note {
                 println!("      {n}");
             }
+            if x.value.is_none() && x.resolved.is_some() && x.status != "none" {
+                println!(
+                    "      value ?: {} is PC-relative, so it depends on where the kernel loads {}; give --section-base {}=ADDR",
+                    x.type_name, x.target_section, x.target_section
+                );
+            } else if x.resolved.is_none() && x.note.is_none() {
+                println!("      S ?: the symbol was not resolved (see the problems above)");
+            }
         }
     }
     for w in &r.warnings {

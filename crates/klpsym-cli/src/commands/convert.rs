@@ -12,7 +12,7 @@ use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_livepatch::{
     convert_with, ConvertError, ConvertReport, LivepatchModule, Pin, StructLayouts, Target,
 };
-use klpsym_loader::{read_bounded, write_atomically};
+use klpsym_loader::{read_bounded, write_atomically_with};
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
@@ -156,7 +156,9 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let result = convert_with(&bytes, &target, &pins, &exported, rs);
     match result {
         Ok((out, report)) => {
-            write_atomically(&args.output, |w| write_in_steps(w, &out, rs))?;
+            // The output keeps the input's mode (a module is often 0644, tempfiles are 0600).
+            let mode = std::fs::metadata(&args.input).ok().map(|m| m.permissions());
+            write_atomically_with(&args.output, mode, |w| write_in_steps(w, &out, rs))?;
             bulk::free_with_points(out, rs)?;
             for w in &report.warnings {
                 rs.tick()?;

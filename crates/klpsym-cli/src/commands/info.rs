@@ -18,7 +18,12 @@ struct InfoJson {
     addresses_hidden: bool,
     lowest_address: Option<String>,
     highest_address: Option<String>,
+    /// The release (`6.1.0-57-amd64`), the same form for every kind of source.
     version: Option<String>,
+    /// The whole `Linux version ...` banner, when the source has one.
+    banner: Option<String>,
+    /// The module loader's vermagic, when the source has it (image, vmlinux, module).
+    vermagic: Option<String>,
     arch: Option<String>,
     format: Option<String>,
     facts: std::collections::BTreeMap<String, String>,
@@ -60,7 +65,13 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
             addresses_hidden: t.addresses_hidden(),
             lowest_address: lo.map(hex),
             highest_address: hi.map(hex),
-            version: k.facts.version.clone(),
+            version: klpsym_loader::release_of(k),
+            banner: k
+                .facts
+                .version
+                .clone()
+                .filter(|v| v.starts_with("Linux version ")),
+            vermagic: k.facts.vermagic.clone(),
             arch: k.facts.arch.clone(),
             format: k.facts.format.clone(),
             facts: k.facts.facts.iter().cloned().collect(),
@@ -97,6 +108,12 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         if let Some(v) = &i.version {
             println!("version:         {v}");
         }
+        if let Some(b) = &i.banner {
+            println!("banner:          {b}");
+        }
+        if let Some(v) = &i.vermagic {
+            println!("vermagic:        {}", v.trim_end());
+        }
         if let Some(a) = &i.arch {
             println!("arch:            {a}");
         }
@@ -108,7 +125,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         println!(
             "addresses:       {}",
             if i.addresses_hidden {
-                "hidden (all zero: kptr_restrict)".to_string()
+                "hidden (all zero; see the warning above)".to_string()
             } else {
                 format!(
                     "{} .. {}",
@@ -150,7 +167,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
                     o.name,
                     o.symbols,
                     if o.relative {
-                        " (section-relative)"
+                        " (unplaced: +0x... offsets in their sections)"
                     } else {
                         ""
                     }
