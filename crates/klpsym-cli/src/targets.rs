@@ -64,31 +64,41 @@ pub fn rules_for(k: &LoadedKernel, flag: Option<&str>) -> Result<KernelRules, Cl
         }))
 }
 
-/// The BTF file to read: `--btf`, or the running kernel's own.
-pub fn btf_path(args: &TargetArgs, source: &SourceArgs) -> Option<PathBuf> {
-    if args.btf.is_some() {
-        return args.btf.clone();
+/// The BTF file to read: `--btf` (true: the user named it), or the running kernel's own.
+pub fn btf_path(args: &TargetArgs, source: &SourceArgs) -> Option<(PathBuf, bool)> {
+    if let Some(p) = &args.btf {
+        return Some((p.clone(), true));
     }
     let sys = Path::new("/sys/kernel/btf/vmlinux");
-    (source.kernels.is_empty() && sys.is_file()).then(|| sys.to_path_buf())
+    (source.kernels.is_empty() && sys.is_file()).then(|| (sys.to_path_buf(), false))
 }
 
 /// Layouts from the BTF, or the fallback.
 pub fn layouts_for(
-    btf_path: Option<&Path>,
+    btf_path: Option<&(PathBuf, bool)>,
     source: &SourceArgs,
     rs: &mut Resched,
 ) -> Result<StructLayouts, CliError> {
-    match btf_path {
-        Some(p) => {
-            let bytes = klpsym_loader::read_btf(p, &load_options(source), rs)
-                .map_err(|e| format!("--btf: {e}"))?;
-            let layouts =
-                btf::layouts_from_btf(&bytes).map_err(|e| format!("--btf {}: {e}", p.display()))?;
-            bulk::free_with_points(bytes, rs)?;
-            Ok(layouts)
+    let Some((p, named)) = btf_path else {
+        eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");
+        return Ok(StructLayouts::fallback(6, 1));
+    };
+    let bytes =
+        klpsym_loader::read_btf(p, &load_options(source), rs).map_err(|e| format!("--btf: {e}"))?;
+    let layouts = btf::layouts_from_btf(&bytes);
+    bulk::free_with_points(bytes, rs)?;
+    match layouts {
+        Ok(l) => Ok(l),
+        Err(e) if !named => {
+            // The running kernel's own BTF: without CONFIG_LIVEPATCH it has no klp structs,
+            // which the module loader's checks report; the layouts fall back.
+            eprintln!(
+                "klpsym: note: {}: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                p.display()
+            );
+            Ok(StructLayouts::fallback(6, 1))
         }
-        None => Ok(StructLayouts::fallback(6, 1)),
+        Err(e) => Err(format!("--btf {}: {e}", p.display()).into()),
     }
 }
 
@@ -172,6 +182,16 @@ impl LoaderInputs {
                     .map_err(|e| format!("--kernel-config {}: {e}", p.display()))?,
             );
         }
+        if out.vermagic.is_none() {
+            if let (Some(c), Some(r)) = (&out.config, release_of(k)) {
+                out.vermagic = vermagic_from_config(&r, c).map(|v| {
+                    Fact::new(
+                        v,
+                        format!("derived from {} (VERMAGIC_STRING)", c.path.display()),
+                    )
+                });
+            }
+        }
         let symvers = match &args.symvers {
             Some(p) => Some(p.clone()),
             None => dir.as_deref().and_then(find_symvers),
@@ -237,6 +257,7 @@ impl LoaderInputs {
             None => from_cfg("CONFIG_MODULE_SIG_FORCE"),
         };
         LoaderFacts {
+            modules: from_cfg("CONFIG_MODULES"),
             vermagic: self.vermagic.clone(),
             livepatch: from_cfg("CONFIG_LIVEPATCH").or_else(|| self.livepatch.clone()),
             modversions,
@@ -268,4 +289,43 @@ fn tree_vermagic(
         }
     }
     Ok(None)
+}
+
+/// `VERMAGIC_STRING` (include/linux/vermagic.h) from a kernel's release and configuration:
+/// `UTS_RELEASE " "`, then `SMP `, the preemption token (`preempt ` for CONFIG_PREEMPT in 5.10,
+/// CONFIG_PREEMPT_BUILD since 5.13; `preempt_rt ` for PREEMPT_RT, tested first since 6.13), `mod_unload `,
+/// `modversions `, and `aarch64 ` on arm64. `None` with a randomized struct layout (its token
+/// carries a seed hash the config does not hold).
+pub fn vermagic_from_config(release: &str, c: &KernelConfig) -> Option<String> {
+    let randstruct = [
+        "CONFIG_RANDSTRUCT_FULL",
+        "CONFIG_RANDSTRUCT_PERFORMANCE",
+        "CONFIG_GCC_PLUGIN_RANDSTRUCT",
+    ];
+    if randstruct.iter().any(|o| c.enabled(o)) {
+        return None;
+    }
+    let mut v = format!("{release} ");
+    let version = KernelRules::from_release(release).map_or((0, 0), |r| r.version);
+    if c.enabled("CONFIG_SMP") {
+        v.push_str("SMP ");
+    }
+    // Which of the two wins when both are set changed in 6.13 (RT is tested first since).
+    let preempt = c.enabled("CONFIG_PREEMPT_BUILD") || c.enabled("CONFIG_PREEMPT");
+    let rt = c.enabled("CONFIG_PREEMPT_RT");
+    if rt && (version >= (6, 13) || !preempt) {
+        v.push_str("preempt_rt ");
+    } else if preempt {
+        v.push_str("preempt ");
+    }
+    if c.enabled("CONFIG_MODULE_UNLOAD") {
+        v.push_str("mod_unload ");
+    }
+    if c.enabled("CONFIG_MODVERSIONS") {
+        v.push_str("modversions ");
+    }
+    if c.enabled("CONFIG_ARM64") {
+        v.push_str("aarch64 ");
+    }
+    Some(v)
 }

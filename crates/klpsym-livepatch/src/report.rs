@@ -29,6 +29,9 @@ pub enum Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
+    /// The target has no module support (CONFIG_MODULES off): `finit_module(2)` fails with
+    /// -ENOSYS and the kernel logs nothing.
+    ModulesUnsupported,
     /// `%s: version magic '%s' should be '%s'` (the module loader, `check_modinfo()`).
     VermagicMismatch,
     /// `%s: disagrees about version of symbol %s` (`check_version()`): for `module_layout`
@@ -330,8 +333,8 @@ pub enum CheckStatus {
 /// One of the module loader's checks (`load_module()`), in the kernel's order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoaderCheck {
-    /// `signature`, `module_layout`, `vermagic`, `livepatch_support`, `symbol_versions`,
-    /// `unresolved_symbols`.
+    /// `module_support`, `signature`, `module_layout`, `vermagic`, `livepatch_support`,
+    /// `symbol_versions`, `unresolved_symbols`.
     pub check: &'static str,
     /// How it went.
     pub status: CheckStatus,
@@ -408,6 +411,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         8 => "ENOEXEC",
         17 => "EEXIST",
         22 => "EINVAL",
+        38 => "ENOSYS",
         129 => "EKEYREJECTED",
         _ => "E?",
     }

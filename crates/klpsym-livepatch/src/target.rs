@@ -101,6 +101,8 @@ pub type ExportLookup<'a> = &'a (dyn Fn(&str) -> Option<ExportInfo> + Sync);
 /// makes its check "not checked" in the report, never "passed".
 #[derive(Clone, Default)]
 pub struct LoaderFacts<'a> {
+    /// CONFIG_MODULES: without it there is no module loader (`finit_module` is -ENOSYS).
+    pub modules: Option<Fact<bool>>,
     /// The kernel's `VERMAGIC_STRING` (`6.1.0-57-amd64 SMP preempt mod_unload modversions `).
     pub vermagic: Option<Fact<String>>,
     /// CONFIG_LIVEPATCH (vmlinux defines `klp_enable_patch` exactly when it is set).
@@ -120,6 +122,7 @@ pub struct LoaderFacts<'a> {
 impl fmt::Debug for LoaderFacts<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoaderFacts")
+            .field("modules", &self.modules)
             .field("vermagic", &self.vermagic)
             .field("livepatch", &self.livepatch)
             .field("modversions", &self.modversions)

@@ -43,6 +43,10 @@ pub struct ModSpec<'a> {
     pub dirty_slots: bool,
     /// x86_64 or aarch64.
     pub arch: crate::Arch,
+    /// modinfo `vermagic=`.
+    pub vermagic: &'a str,
+    /// A `__versions` section with these (name, CRC) entries, when not empty.
+    pub versions: Vec<(&'a str, u64)>,
 }
 
 impl Default for ModSpec<'_> {
@@ -60,6 +64,8 @@ impl Default for ModSpec<'_> {
             init_call: true,
             dirty_slots: false,
             arch: crate::Arch::X86_64,
+            vermagic: "6.1.0-57-amd64 SMP preempt mod_unload modversions ",
+            versions: vec![],
         }
     }
 }
@@ -130,14 +136,19 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
     if spec.livepatch {
         mi.extend_from_slice(b"livepatch=Y\0");
     }
-    mi.extend_from_slice(
-        format!(
-            "name={}\0vermagic=6.1.0-57-amd64 SMP preempt mod_unload modversions \0",
-            spec.name
-        )
-        .as_bytes(),
-    );
+    mi.extend_from_slice(format!("name={}\0vermagic={}\0", spec.name, spec.vermagic).as_bytes());
     obj.append_section_data(modinfo, &mi, 1);
+    if !spec.versions.is_empty() {
+        let vs = obj.add_section(vec![], b"__versions".to_vec(), SectionKind::ReadOnlyData);
+        let mut d = Vec::new();
+        for (name, crc) in &spec.versions {
+            let mut e = [0u8; 64];
+            e[..8].copy_from_slice(&crc.to_le_bytes());
+            e[8..8 + name.len()].copy_from_slice(name.as_bytes());
+            d.extend_from_slice(&e);
+        }
+        obj.append_section_data(vs, &d, 8);
+    }
     let mut tm = vec![0u8; 0x380];
     tm[24..24 + spec.name.len()].copy_from_slice(spec.name.as_bytes());
     obj.append_section_data(this, &tm, 64);

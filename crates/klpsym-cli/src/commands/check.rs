@@ -104,10 +104,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     let bytes = klpsym_loader::read_bounded(&args.patch, args.source.max_input_size, rs)
         .map_err(|e| format!("PATCH: {e}"))?;
     let btf = btf_path(&args.target, &args.source);
-    let layouts = layouts_for(btf.as_deref(), &args.source, rs)?;
-    if btf.is_none() {
-        eprintln!("klpsym: note: no --btf: klp struct layouts from the 5.1-6.18 fallback");
-    }
+    let layouts = layouts_for(btf.as_ref(), &args.source, rs)?;
     let module = LivepatchModule::parse_with_resched(&bytes, &layouts, rs).map_err(|e| {
         let hint = if args.patch.is_dir() {
             " (PATCH is the module file; a module tree goes to --modules)"

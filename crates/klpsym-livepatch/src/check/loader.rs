@@ -26,6 +26,9 @@
 use std::collections::HashMap;
 
 use super::{Ctx, EINVAL, ENOENT, ENOEXEC};
+
+/// -ENOSYS.
+const ENOSYS: i32 = 38;
 use crate::consts as elf;
 use crate::report::*;
 use crate::target::ExportInfo;
@@ -50,6 +53,7 @@ impl Ctx<'_, '_, '_, '_> {
     /// After a failure the kernel stops; the later checks still run here, their problems
     /// marked not reached, so the author sees everything at once.
     pub(super) fn module_load(&mut self) -> Result<(), Cancelled> {
+        self.module_support();
         self.signature();
         self.module_layout();
         self.modinfo();
@@ -77,6 +81,36 @@ impl Ctx<'_, '_, '_, '_> {
     fn loader_failure(&mut self, kind: ProblemKind, log: Vec<String>, errno: i32, hint: String) {
         self.problem(kind, &Stage::ModuleLoad, log, errno, None, None, None, hint);
         self.fail(&Stage::ModuleLoad);
+    }
+
+    /// Whether the target has a module loader at all (CONFIG_MODULES).
+    fn module_support(&mut self) {
+        match self.t.loader.modules.clone() {
+            Some(f) if !f.value => {
+                self.loader_failure(
+                    ProblemKind::ModulesUnsupported,
+                    vec![],
+                    ENOSYS,
+                    format!(
+                        "the target kernel has no module support ({}): finit_module(2) does not exist there, no module can load",
+                        f.source
+                    ),
+                );
+                self.loader_check(
+                    "module_support",
+                    CheckStatus::Failed,
+                    format!("CONFIG_MODULES is off ({})", f.source),
+                );
+            }
+            Some(f) => self.loader_check(
+                "module_support",
+                CheckStatus::Passed,
+                format!("CONFIG_MODULES is on ({})", f.source),
+            ),
+            // A kernel that lists modules, or a module tree, has module support; the check
+            // is only listed when the configuration says.
+            None => {}
+        }
     }
 
     /// `module_sig_check()`; false when the load stops here.
@@ -325,7 +359,7 @@ impl Ctx<'_, '_, '_, '_> {
                     )],
                     ENOEXEC,
                     format!(
-                        "the module was built for another kernel configuration (target's vermagic from {}): rebuild it against the target's headers",
+                        "the module was built for another kernel or configuration (the target's vermagic: {}): rebuild it against the target's headers",
                         k.source
                     ),
                 );
@@ -337,10 +371,8 @@ impl Ctx<'_, '_, '_, '_> {
                 false
             }
         };
-        if !ok {
-            self.loader_check("livepatch_support", CheckStatus::NotReached, String::new());
-            return false;
-        }
+        // After a vermagic failure the kernel stops; the livepatch check still runs here,
+        // reported as not reached, so the author learns both.
         if !self.m.is_marked_livepatch() {
             self.loader_check(
                 "livepatch_support",
@@ -375,7 +407,7 @@ impl Ctx<'_, '_, '_, '_> {
                     CheckStatus::Passed,
                     format!("CONFIG_LIVEPATCH is on ({})", f.source),
                 );
-                true
+                ok
             }
             None => {
                 self.loader_check(
@@ -383,7 +415,7 @@ impl Ctx<'_, '_, '_, '_> {
                     CheckStatus::NotChecked,
                     "whether the target has CONFIG_LIVEPATCH is not known".into(),
                 );
-                true
+                ok
             }
         }
     }
