@@ -159,7 +159,15 @@ fn sympos_lists_every_object() {
         out.contains("   1  0xffffffffc0000000  t     0x40        nf_tables"),
         "{out}"
     );
-    let o = run(&["sympos", "init_once", "-o", "nf_tables", "--json", "-k", &k]);
+    let o = run(&[
+        "sympos",
+        "init_once",
+        "--object",
+        "nf_tables",
+        "--json",
+        "-k",
+        &k,
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"][0]["count"], 1);
     let o = run(&["sympos", "absent", "-k", &k]);
@@ -221,7 +229,7 @@ fn dump_round_trips_byte_for_byte() {
     let o = run(&["dump", "-k", &k, "--output", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), SAMPLE);
-    let o = run(&["dump", "-k", &k, "-o", "nf_tables"]);
+    let o = run(&["dump", "-k", &k, "--object", "nf_tables"]);
     assert_eq!(stdout(&o).lines().count(), 4);
 }
 
@@ -372,4 +380,156 @@ fn a_directory_of_kernels_is_every_kernel_in_it() {
     let o = run(&["info", "-k", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("holds no kernel source files"));
+}
+
+/// Runs `args` with standard output a pipe whose reading end is already closed.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let mut c = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    c.wait_with_output().unwrap()
+}
+
+/// Regression: `sympos init_once | head -4` panicked; `dump | head` printed an error, exit 2.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let f = Fixture::new();
+    let k = sample(&f);
+    for args in [
+        vec!["sympos", "init_once", "--kernel", &k],
+        vec!["dump", "--kernel", &k],
+        vec!["addr", "ffffffff81000100", "--kernel", &k],
+        vec!["lookup", "do_thing", "--kernel", &k],
+    ] {
+        let o = run_into_closed_pipe(&args);
+        assert_eq!(
+            o.status.signal(),
+            Some(13),
+            "{args:?}: {:?} {}",
+            o.status,
+            stderr(&o)
+        );
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+}
+
+/// Regression: one unreadable line made `addr` give up on all of standard input.
+#[test]
+fn addr_reads_each_line_on_its_own_and_what_people_paste() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let input = "not an address\n\
+                 ffffffff81000104\n\
+                 [  12.3] ? init_once+0x4/0x40 [nf_tables]\n\
+                 [<ffffffff81000144>] do_thing+0x4/0xc0\n\
+                 RIP: 0010:do_thing+0x10/0xc0\n";
+    let o = run_stdin(&["addr", "--kernel", &k], input);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("standard input line 1"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.contains("ffffffff81000104 init_once+0x4/0x40"), "{out}");
+    assert!(
+        out.contains("init_once+0x4/0x40 [nf_tables] -> ffffffffc0000004 [nf_tables]"),
+        "{out}"
+    );
+    assert!(out.contains("ffffffff81000144 do_thing+0x4/0xc0"), "{out}");
+    assert!(
+        out.contains("do_thing+0x10/0xc0 -> ffffffff81000150 [vmlinux]"),
+        "{out}"
+    );
+    // All readable: exit 0; JSON carries the input and the address.
+    let o = run_stdin(&["addr", "--kernel", &k, "--json"], "do_thing+0x8\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = &v["results"][0]["addresses"][0];
+    assert_eq!(a["input"], "do_thing+0x8");
+    assert_eq!(a["address"], "0xffffffff81000148");
+    // Several definitions without a size: every address, said so.
+    let o = run(&["addr", "init_once+0x0", "--kernel", &k]);
+    assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
+}
+
+/// Regression: `-o` was --object in lookup/sympos/dump and --output in convert.
+#[test]
+fn dash_o_is_the_output_everywhere() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let out = f.dir.path().join("copy.txt");
+    let o = run(&["dump", "--kernel", &k, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), SAMPLE);
+    let o = run(&["lookup", "helper", "--kernel", &k, "-o", "nf_tables"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&[
+        "lookup",
+        "helper",
+        "--kernel",
+        &k,
+        "--object",
+        "nf_tables",
+        "--sympos",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Regression: options that cannot take effect were silently ignored.
+#[test]
+fn errors_name_the_argument_that_was_wrong() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "sympos",
+        "x",
+        "--kernel",
+        &k,
+        "--modules",
+        empty.path().to_str().unwrap(),
+        "--loaded",
+        "a",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--modules") && stderr(&o).contains("no kernel modules"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["sympos", "x", "--kernel", &k, "--place-from", &k]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--place-from") && stderr(&o).contains("--loaded"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["check", f.dir.path().to_str().unwrap(), "--kernel", &k]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--modules"), "{}", stderr(&o));
+    let o = run(&["info", "--kernel", &k, "--max-input-size", "10"]);
+    assert!(stderr(&o).contains("--max-input-size"), "{}", stderr(&o));
+}
+
+/// Regression: on /proc/kallsyms the version was null and check used "6.1 rules".
+#[test]
+fn the_running_kernel_knows_its_version() {
+    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+        eprintln!("skipped: no /proc/sys/kernel/osrelease");
+        return;
+    };
+    let o = run(&["info", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["version"].as_str(), Some(release.trim()));
+    assert!(v["banner"]
+        .as_str()
+        .is_some_and(|b| b.starts_with("Linux version ")));
 }

@@ -101,6 +101,52 @@ impl KernelConfig {
         )
     }
 
+    /// `VERMAGIC_STRING` (include/linux/vermagic.h) from a kernel's release and this
+    /// configuration: `UTS_RELEASE " "`, then `SMP `, the preemption token (`preempt ` for
+    /// CONFIG_PREEMPT in 5.10, CONFIG_PREEMPT_BUILD since 5.13; `preempt_rt ` for PREEMPT_RT,
+    /// tested first since 6.13), `mod_unload `, `modversions `, and `aarch64 ` on arm64.
+    /// `None` with a randomized struct layout (its token carries a seed hash the config does
+    /// not hold).
+    pub fn vermagic(&self, release: &str) -> Option<String> {
+        let c = self;
+        let randstruct = [
+            "CONFIG_RANDSTRUCT_FULL",
+            "CONFIG_RANDSTRUCT_PERFORMANCE",
+            "CONFIG_GCC_PLUGIN_RANDSTRUCT",
+        ];
+        if randstruct.iter().any(|o| c.enabled(o)) {
+            return None;
+        }
+        let mut v = format!("{release} ");
+        let version = {
+            let mut it = release.split(|ch: char| !ch.is_ascii_digit());
+            let major: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+            let minor: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+            (major, minor)
+        };
+        if c.enabled("CONFIG_SMP") {
+            v.push_str("SMP ");
+        }
+        // Which of the two wins when both are set changed in 6.13 (RT is tested first since).
+        let preempt = c.enabled("CONFIG_PREEMPT_BUILD") || c.enabled("CONFIG_PREEMPT");
+        let rt = c.enabled("CONFIG_PREEMPT_RT");
+        if rt && (version >= (6, 13) || !preempt) {
+            v.push_str("preempt_rt ");
+        } else if preempt {
+            v.push_str("preempt ");
+        }
+        if c.enabled("CONFIG_MODULE_UNLOAD") {
+            v.push_str("mod_unload ");
+        }
+        if c.enabled("CONFIG_MODVERSIONS") {
+            v.push_str("modversions ");
+        }
+        if c.enabled("CONFIG_ARM64") {
+            v.push_str("aarch64 ");
+        }
+        Some(v)
+    }
+
     /// The raw value of `option`.
     pub fn value(&self, option: &str) -> Option<&str> {
         self.options.get(option).map(String::as_str)

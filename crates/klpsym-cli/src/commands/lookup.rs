@@ -67,7 +67,11 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             unplaced: o
                 .object_id
                 .is_some_and(|id| t.object_info(id).relative && o.symbol.is_some()),
-            text: o.symbol.map(|id| klpsym_core::address_text(t, id)),
+            // The found line reads like a /proc/kallsyms line; unplaced symbols show `+0x..`.
+            text: o.symbol.map(|id| {
+                let a = klpsym_core::address_text(t, id);
+                a.strip_prefix("0x").map_or(a.clone(), str::to_string)
+            }),
             candidates: candidates(t, &o.candidates),
         });
     }

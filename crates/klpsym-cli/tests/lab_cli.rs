@@ -1,0 +1,297 @@
+//! The CLI on the real lab kernel's files (Debian package contents and the oracle's modules),
+//! for what a new user met: verdicts that must hold on real inputs, not only on fixtures.
+//!
+//! Inputs from scripts/test.sh: KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_MODULES_DIR,
+//! KLPSYM_TEST_LIVEPATCH_DIR, KLPSYM_TEST_VMLINUX, KLPSYM_TEST_LAB_DIR. Skips (saying so)
+//! without them unless KLPSYM_REQUIRE_LAB is set.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lab(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            assert!(
+                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
+            );
+            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_klpsym"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)))
+}
+
+struct Lab {
+    vmlinuz: String,
+    modules: String,
+    lp: PathBuf,
+}
+
+fn the_lab() -> Option<Lab> {
+    Some(Lab {
+        vmlinuz: lab("KLPSYM_TEST_VMLINUZ")?.display().to_string(),
+        modules: lab("KLPSYM_TEST_MODULES_DIR")?.display().to_string(),
+        lp: lab("KLPSYM_TEST_LIVEPATCH_DIR")?,
+    })
+}
+
+fn ko(l: &Lab, case: &str, patch: &str) -> String {
+    l.lp.join(case)
+        .join(format!("{patch}.ko"))
+        .display()
+        .to_string()
+}
+
+fn dummy_ko(l: &Lab) -> String {
+    Path::new(&l.modules)
+        .join("kernel/drivers/net/dummy.ko")
+        .display()
+        .to_string()
+}
+
+/// Regression: `numdummies`, at offset 0 of dummy's .bss, read as "not found" when dummy was
+/// given with --loaded but not placed; the real kernel accepted the patch.
+#[test]
+fn an_unplaced_module_symbol_at_offset_zero_is_found() {
+    let Some(l) = the_lab() else { return };
+    let o = run(&[
+        "lookup",
+        "numdummies",
+        "--object",
+        "dummy",
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+        "--loaded",
+        "dummy",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stdout).starts_with("+0x0 d numdummies"),
+        "{}",
+        text(&o.stdout)
+    );
+    let patch = ko(&l, "conv-module-before", "klp_conv_module_before");
+    let o = run(&[
+        "check",
+        &patch,
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+        "--loaded",
+        "dummy",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        json(&o)["results"][0]["report"]["verdict"]["kind"],
+        "accepted"
+    );
+}
+
+/// Regression: dummy.ko was "REFUSED AT LOAD ... not marked as a livepatch module".
+#[test]
+fn an_ordinary_module_is_said_to_be_one() {
+    let Some(l) = the_lab() else { return };
+    let o = run(&[
+        "check",
+        &dummy_ko(&l),
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("NOT A LIVEPATCH"), "{out}");
+    assert!(!out.contains("not marked as a livepatch module"), "{out}");
+    let o = run(&["check", &dummy_ko(&l), "--kernel", &l.vmlinuz, "--strict"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "--strict: nothing of livepatch was checked"
+    );
+}
+
+/// Regression: a deferred object whose module was neither loaded nor given ended in a bare
+/// ACCEPTED.
+#[test]
+fn unchecked_deferred_objects_are_impossible_to_miss() {
+    let Some(l) = the_lab() else { return };
+    let patch = ko(&l, "module-after", "klp_module_after");
+    let o = run(&["check", &patch, "--kernel", &l.vmlinuz]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the kernel does accept the patch at load"
+    );
+    assert!(
+        text(&o.stdout).contains("NOT CHECKED for when dummy loads"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        text(&o.stderr).contains("NOT CHECKED: object dummy"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&["check", &patch, "--kernel", &l.vmlinuz, "--json"]);
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["report"]["verdict"]["unchecked_modules"][0], "dummy");
+    assert!(r["unchecked"][0].as_str().unwrap().contains("dummy"));
+    let o = run(&["check", &patch, "--kernel", &l.vmlinuz, "--strict"]);
+    assert_eq!(o.status.code(), Some(1));
+    // With the module tree everything is checked: --strict passes.
+    let o = run(&[
+        "check",
+        &patch,
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+        "--strict",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+/// Every loader check runs on the lab kernel's package files alone (the vermagic and the
+/// CRCs from the image, the config beside it), and an accepted check prints the log.
+#[test]
+fn the_package_files_answer_every_loader_check() {
+    let Some(l) = the_lab() else { return };
+    let patch = ko(&l, "unique", "klp_unique");
+    let o = run(&[
+        "check",
+        &patch,
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+        "--json",
+    ]);
+    let r = &json(&o)["results"][0]["report"];
+    for c in r["loader_checks"].as_array().unwrap() {
+        assert_eq!(c["status"], "passed", "{c}");
+    }
+    let o = run(&["check", &patch, "--kernel", &l.vmlinuz]);
+    assert!(
+        text(&o.stdout).contains("livepatch: enabling patch 'klp_unique'"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// Regression: --btf took only a raw BTF file.
+#[test]
+fn btf_comes_from_an_image_or_a_vmlinux() {
+    let Some(l) = the_lab() else { return };
+    let Some(vmlinux) = lab("KLPSYM_TEST_VMLINUX") else {
+        return;
+    };
+    let patch = ko(&l, "unique", "klp_unique");
+    for btf in [l.vmlinuz.clone(), vmlinux.display().to_string()] {
+        let o = run(&[
+            "check", &patch, "--kernel", &l.vmlinuz, "--btf", &btf, "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{btf}: {}", text(&o.stderr));
+        assert_eq!(
+            json(&o)["results"][0]["report"]["layouts_source"],
+            "btf",
+            "{btf}"
+        );
+    }
+}
+
+/// Regression: a --pin that matched nothing passed silently; the output lost the input's mode.
+#[test]
+fn convert_refuses_a_pin_that_matches_nothing_and_keeps_the_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(l) = the_lab() else { return };
+    let built = ko(&l, "conv-static-func", "klp_conv_static_func.built");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ko");
+    std::fs::copy(&built, &input).unwrap();
+    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = dir.path().join("out.ko");
+    let (i, o_) = (input.to_str().unwrap(), out.to_str().unwrap());
+    let o = run(&[
+        "convert",
+        i,
+        "-o",
+        o_,
+        "--kernel",
+        &l.vmlinuz,
+        "--pin",
+        "no_such_fn=1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("pin 'no_such_fn=1' matches no symbol"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists(), "nothing is written on refusal");
+    let o = run(&["convert", i, "-o", o_, "--kernel", &l.vmlinuz]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+}
+
+/// The image's `__kcrctab` CRCs, read through kallsyms, agree with the kernel's
+/// Module.symvers for every vmlinux export (the module loader compares modules against
+/// these), and so does the vermagic read from the image with every module of the package.
+#[test]
+fn image_crcs_and_vermagic_agree_with_the_package() {
+    let Some(l) = the_lab() else { return };
+    let Some(dir) = lab("KLPSYM_TEST_LAB_DIR") else {
+        return;
+    };
+    let src = dir.join("root/usr/src");
+    let symvers = std::fs::read_dir(&src)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("Module.symvers"))
+        .find(|p| p.is_file())
+        .expect("Module.symvers in the headers package");
+    let patch = ko(&l, "loader-bad-crc", "klp_loader_bad_crc");
+    // The same verdict from the image's CRCs and from Module.symvers.
+    for extra in [vec![], vec!["--symvers", symvers.to_str().unwrap()]] {
+        let mut args = vec!["check", &patch, "--kernel", &l.vmlinuz, "--json"];
+        args.extend(extra.iter().copied());
+        let o = run(&args);
+        let r = &json(&o)["results"][0]["report"];
+        assert_eq!(
+            r["problems"][0]["kind"], "symbol_version_mismatch",
+            "{extra:?}: {r}"
+        );
+    }
+    let o = run(&["info", "--kernel", &l.vmlinuz, "--json"]);
+    let vermagic = json(&o)["vermagic"].as_str().unwrap().to_string();
+    let o = run(&["info", "--kernel", &dummy_ko(&l), "--json"]);
+    assert_eq!(json(&o)["vermagic"].as_str(), Some(vermagic.as_str()));
+}

@@ -1,0 +1,126 @@
+//! What the module loader checks against, read from a real Debian kernel's package files and
+//! judged by that package's own Module.symvers and modules (independent of klpsym's readers):
+//! the CRC of every vmlinux export from the image's `__kcrctab` (through kallsyms) and from
+//! the -dbg vmlinux's `__crc_*` symbols, and the vermagic read from the image, derived from the
+//! config, and written in every module.
+//!
+//! Inputs from scripts/test.sh: KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_VMLINUX (the -dbg vmlinux),
+//! KLPSYM_TEST_LAB_DIR, KLPSYM_TEST_MODULES_DIR. Skips without them unless KLPSYM_REQUIRE_LAB.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use klpsym_core::resched::Resched;
+use klpsym_loader::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
+
+fn lab(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            assert!(
+                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
+            );
+            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
+/// Module.symvers' vmlinux CRCs, read with a plain split (not klpsym's reader).
+fn symvers_vmlinux(dir: &std::path::Path) -> HashMap<String, u32> {
+    let src = dir.join("root/usr/src");
+    let path = std::fs::read_dir(&src)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("Module.symvers"))
+        .find(|p| p.is_file())
+        .expect("the headers package has Module.symvers");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.get(2) == Some(&"vmlinux")).then(|| {
+                (
+                    f[1].to_string(),
+                    u32::from_str_radix(f[0].trim_start_matches("0x"), 16).unwrap(),
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn export_crcs_from_the_image_and_the_dbg_vmlinux_match_module_symvers() {
+    let (Some(vmlinuz), Some(dir)) = (lab("KLPSYM_TEST_VMLINUZ"), lab("KLPSYM_TEST_LAB_DIR"))
+    else {
+        return;
+    };
+    let want = symvers_vmlinux(&dir);
+    assert!(want.len() > 5000, "only {} vmlinux exports", want.len());
+    let mut sources = vec![vmlinuz];
+    if let Some(v) = lab("KLPSYM_TEST_VMLINUX") {
+        sources.push(v);
+    }
+    for src in sources {
+        let k = load(&src, &LoadOptions::default(), &mut Resched::none()).unwrap();
+        let got = k
+            .facts
+            .exports
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no export CRCs read", src.display()));
+        let mut differ = Vec::new();
+        for (name, crc) in &want {
+            match got.symbols.get(name).and_then(|e| e.crc) {
+                Some(c) if c == *crc => {}
+                other => differ.push(format!("{name}: symvers {crc:#010x}, klpsym {other:x?}")),
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{}: {} of {} CRCs differ: {:?}",
+            src.display(),
+            differ.len(),
+            want.len(),
+            &differ[..differ.len().min(10)]
+        );
+        eprintln!(
+            "{}: all {} vmlinux CRCs match Module.symvers",
+            src.display(),
+            want.len()
+        );
+    }
+}
+
+#[test]
+fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
+    let (Some(vmlinuz), Some(modules)) =
+        (lab("KLPSYM_TEST_VMLINUZ"), lab("KLPSYM_TEST_MODULES_DIR"))
+    else {
+        return;
+    };
+    let k = load(&vmlinuz, &LoadOptions::default(), &mut Resched::none()).unwrap();
+    let from_image = k
+        .facts
+        .vermagic
+        .clone()
+        .expect("the image holds VERMAGIC_STRING");
+    let release = release_of(&k).unwrap();
+    let config = klpsym_loader::find_config(&k).expect("config beside the image");
+    let c = KernelConfig::read(&config, &mut Resched::none()).unwrap();
+    assert_eq!(c.vermagic(&release).as_deref(), Some(from_image.as_str()));
+    let tree = ModuleTree::scan(&modules).unwrap();
+    let mut seen = 0;
+    for p in tree.paths().step_by(97) {
+        let m = load_module_file(p, &LoadOptions::default(), &mut Resched::none()).unwrap();
+        assert_eq!(
+            m.vermagic.as_deref(),
+            Some(from_image.as_str()),
+            "{}",
+            p.display()
+        );
+        seen += 1;
+    }
+    assert!(seen > 20);
+}
