@@ -539,7 +539,7 @@ mod tests {
 
     #[test]
     fn vermagic_is_told_from_the_banner_and_other_strings() {
-        let data = b"\06.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12)\0\
+        let data = b"\x006.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12)\0\
 6.1.0-57-amd64\0x6.1.0-57-amd64 SMP \0\
 6.1.0-57-amd64 SMP preempt mod_unload modversions \0tail";
         let got = find_vermagic(data, "6.1.0-57-amd64", &mut Resched::none()).unwrap();
@@ -548,7 +548,7 @@ mod tests {
             Some("6.1.0-57-amd64 SMP preempt mod_unload modversions ")
         );
         assert_eq!(
-            find_vermagic(b"\06.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
+            find_vermagic(b"\x006.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
             None
         );
         assert_eq!(

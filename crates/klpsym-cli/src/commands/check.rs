@@ -180,7 +180,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     }
     module.drop_with_points(rs)?;
     bulk::free_with_points(bytes, rs)?;
-    Ok(Outcome::all_ok(!refused && !(args.strict && incomplete)))
+    let strict_failed = args.strict && incomplete;
+    Ok(Outcome::all_ok(!(refused || strict_failed)))
 }
 
 /// Frees the reports with reschedule points (a big patch's report is tens of thousands of
