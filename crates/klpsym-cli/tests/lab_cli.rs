@@ -295,3 +295,95 @@ fn image_crcs_and_vermagic_agree_with_the_package() {
     let o = run(&["info", "--kernel", &dummy_ko(&l), "--json"]);
     assert_eq!(json(&o)["vermagic"].as_str(), Some(vermagic.as_str()));
 }
+
+/// crates/klpsym-livepatch/CLI.md shows real output: every ```console block starting with
+/// `$ klpsym ...` is run against the lab kernel (placeholders VMLINUZ, MODULES, LAB, KALLSYMS,
+/// OUT stand for the lab's paths and a scratch folder) and its stdout then stderr must equal
+/// the block. `KLPSYM_BLESS=1` rewrites the blocks instead.
+#[test]
+fn cli_md_examples_are_real_output() {
+    let Some(l) = the_lab() else { return };
+    let Some(kallsyms) = lab("KLPSYM_TEST_KALLSYMS_NOMOD") else {
+        return;
+    };
+    let md_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../klpsym-livepatch/CLI.md");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let boot = Path::new(&l.vmlinuz)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    // Longest first, so a path inside another is replaced as the longer one.
+    let places: Vec<(String, String)> = vec![
+        ("VMLINUZ".into(), l.vmlinuz.clone()),
+        ("MODULES".into(), l.modules.clone()),
+        ("LAB".into(), l.lp.display().to_string()),
+        ("KALLSYMS".into(), kallsyms.display().to_string()),
+        ("OUT".into(), out_dir.path().display().to_string()),
+        ("BOOT".into(), boot),
+    ];
+    let expand = |a: &str| -> String {
+        let mut s = a.to_string();
+        for (k, v) in &places {
+            if s == *k || s.starts_with(&format!("{k}/")) {
+                s = format!("{v}{}", &s[k.len()..]);
+            }
+        }
+        s
+    };
+    let fold = |text: &str| -> String {
+        let mut t = text.to_string();
+        let mut by_len = places.clone();
+        by_len.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        for (k, v) in &by_len {
+            t = t.replace(v.as_str(), k);
+        }
+        // Timings vary from run to run.
+        t.lines()
+            .filter(|l| !l.starts_with("time:"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let mut out = String::new();
+    let mut failures = Vec::new();
+    let mut rest = md.as_str();
+    let mut ran = 0;
+    while let Some(at) = rest.find("```console\n") {
+        out.push_str(&rest[..at + 11]);
+        rest = &rest[at + 11..];
+        let end = rest.find("```").expect("closed block");
+        let block = &rest[..end];
+        rest = &rest[end..];
+        let cmd = block.lines().next().unwrap_or_default();
+        let Some(args) = cmd.strip_prefix("$ klpsym ") else {
+            out.push_str(block);
+            continue;
+        };
+        let args: Vec<String> = args.split_whitespace().map(expand).collect();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(&refs);
+        let got = format!(
+            "{cmd}\n{}{}",
+            fold(&text(&o.stdout)),
+            fold(&text(&o.stderr))
+        );
+        if got != block {
+            failures.push(format!("--- CLI.md:\n{block}--- klpsym now:\n{got}"));
+        }
+        out.push_str(&got);
+        ran += 1;
+    }
+    out.push_str(rest);
+    if std::env::var_os("KLPSYM_BLESS").is_some() {
+        std::fs::write(&md_path, out).unwrap();
+        return;
+    }
+    assert!(ran >= 8, "only {ran} examples ran");
+    assert!(
+        failures.is_empty(),
+        "{} CLI.md example(s) differ from klpsym's output (KLPSYM_BLESS=1 rewrites them):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -294,13 +294,19 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
                 ObjectState::DeferredUnchecked => "deferred, UNCHECKED (no .ko under --modules)",
             };
             println!("  {:<12} {state}", o.name);
+            // A deferred object is checked on its module's unplaced layout: `+0x...`.
+            let unplaced = o.state == ObjectState::DeferredChecked;
             for f in &o.funcs {
                 rs.tick()?;
                 println!(
                     "      {},{} -> {} ({})",
                     f.old_name.as_deref().unwrap_or("(null)"),
                     f.old_sympos,
-                    f.address.map_or_else(|| "-".to_string(), hex),
+                    match f.address {
+                        None => "-".to_string(),
+                        Some(a) if unplaced => format!("+{a:#x}"),
+                        Some(a) => hex(a),
+                    },
                     f.new_func.as_deref().unwrap_or("?")
                 );
             }
@@ -330,14 +336,18 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
             );
             println!(
                 "      S={} A={}  {}  value={}  bytes={}  {}{}",
-                x.resolved.map_or_else(|| "?".to_string(), hex),
+                match x.resolved {
+                    None => "?".to_string(),
+                    Some(a) if x.offline => format!("+{a:#x}"),
+                    Some(a) => hex(a),
+                },
                 x.addend,
                 x.expression,
                 x.value
                     .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
                 x.bytes.as_deref().unwrap_or("?"),
                 x.status,
-                if x.offline { " (offline layout)" } else { "" }
+                if x.offline { " (unplaced module)" } else { "" }
             );
             if let Some(n) = &x.note {
                 println!("      {n}");

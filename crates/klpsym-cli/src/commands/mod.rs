@@ -32,6 +32,8 @@ pub struct Candidate {
     /// True when `address` is an offset in the symbol's section (a module read from its
     /// `.ko`, not placed): no load address yet. Printed as `+0x150`.
     pub unplaced: bool,
+    /// The same as `unplaced` (its first name; kept for readers of older output).
+    pub relative: bool,
     /// The address as the human output prints it (`0x...`, `+0x...`, `(hidden)`).
     #[serde(skip)]
     pub text: String,
@@ -59,6 +61,7 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
                 size: (size != SIZE_UNKNOWN).then(|| format!("{size:#x}")),
                 object: table.object_info(s.object).name.clone(),
                 unplaced: relative,
+                relative,
                 text: klpsym_core::address_text(table, id),
             }
         })
