@@ -244,14 +244,24 @@ impl LoaderInputs {
                 format!("{} in {}", opt, c.path.display()),
             ))
         };
-        let modversions = from_cfg("CONFIG_MODVERSIONS").or_else(|| {
-            self.vermagic.as_ref().map(|v| {
-                Fact::new(
-                    v.value.split(' ').any(|t| t == "modversions"),
-                    format!("the vermagic ({})", v.source),
-                )
+        let modversions = from_cfg("CONFIG_MODVERSIONS")
+            .or_else(|| {
+                self.vermagic.as_ref().map(|v| {
+                    Fact::new(
+                        v.value.split(' ').any(|t| t == "modversions"),
+                        format!("the vermagic ({})", v.source),
+                    )
+                })
             })
-        });
+            .or_else(|| {
+                // Non-zero CRCs exist only under CONFIG_MODVERSIONS (Module.symvers lists
+                // 0x00000000 without it).
+                let e = self.exports.as_ref()?;
+                e.symbols
+                    .values()
+                    .any(|x| x.crc.is_some_and(|c| c != 0))
+                    .then(|| Fact::new(true, format!("the CRCs in {}", e.source)))
+            });
         let sig_force = match self.sig_enforce_live {
             Some(b) => Some(Fact::new(b, "/sys/module/module/parameters/sig_enforce")),
             None => from_cfg("CONFIG_MODULE_SIG_FORCE"),

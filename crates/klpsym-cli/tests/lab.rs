@@ -4,22 +4,11 @@
 //! Inputs come from scripts/test.sh; without them these tests say they skipped, unless
 //! KLPSYM_REQUIRE_LAB is set (CI), where a missing input fails.
 
+mod common;
+use common::lab;
+
 use std::path::PathBuf;
 use std::process::Command;
-
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
 
 fn klpsym(args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_klpsym"))

@@ -5,22 +5,11 @@
 //! KLPSYM_TEST_LIVEPATCH_DIR, KLPSYM_TEST_VMLINUX, KLPSYM_TEST_LAB_DIR. Skips (saying so)
 //! without them unless KLPSYM_REQUIRE_LAB is set.
 
+mod common;
+use common::lab;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_klpsym"))
@@ -386,4 +375,73 @@ fn cli_md_examples_are_real_output() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Regression: `info` printed Rust debug notation (`BzImage { compression: Xz }`, decimal
+/// relative bases) and a different version format per kind of source.
+#[test]
+fn info_speaks_human_with_one_version_format() {
+    let Some(l) = the_lab() else { return };
+    let o = run(&["info", "--kernel", &l.vmlinuz]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0));
+    for debug in ["{", "}", "Some(", "None", "BzImage", "X86_64"] {
+        assert!(!out.contains(debug), "{debug:?} in:\n{out}");
+    }
+    assert!(
+        out.contains("format:          x86 bzImage, XZ payload"),
+        "{out}"
+    );
+    let version = |args: &[&str]| -> String {
+        json(&run(args))["version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let image = version(&["info", "--kernel", &l.vmlinuz, "--json"]);
+    let module = version(&["info", "--kernel", &dummy_ko(&l), "--json"]);
+    assert!(image.ends_with("-amd64") && !image.contains(' '), "{image}");
+    assert_eq!(image, module);
+}
+
+/// Regression: `addr` on a module read from its file said "below the first symbol".
+#[test]
+fn addr_on_an_unplaced_module_says_there_is_no_load_address() {
+    let Some(l) = the_lab() else { return };
+    let o = run(&["addr", "0x10", "--kernel", &dummy_ko(&l)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("no load address"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Regression: the matrix's columns did not line up.
+#[test]
+fn the_matrix_lines_up() {
+    let Some(l) = the_lab() else { return };
+    let Some(kallsyms) = lab("KLPSYM_TEST_KALLSYMS_NOMOD") else {
+        return;
+    };
+    let patch = ko(&l, "unique", "klp_unique");
+    let k2 = kallsyms.display().to_string();
+    let o = run(&["check", &patch, "--kernel", &l.vmlinuz, "--kernel", &k2]);
+    let out = text(&o.stdout);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "compatibility:")
+        .skip(1)
+        .collect();
+    assert_eq!(table.len(), 3, "{out}");
+    let col = |line: &str, word: &str| line.find(word).unwrap_or(usize::MAX);
+    let at = col(table[0], "VERDICT");
+    assert!(at != usize::MAX);
+    for row in &table[1..] {
+        let v = row
+            .find("accepted")
+            .or_else(|| row.find("refused"))
+            .unwrap();
+        assert_eq!(v, at, "{out}");
+    }
 }

@@ -7,23 +7,12 @@
 //! KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_MODULES_DIR. Skips (saying so) without them unless
 //! KLPSYM_REQUIRE_LAB is set.
 
+mod common;
+use common::lab;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
 
 /// What the kernel did in one case.
 #[derive(Debug, Default)]

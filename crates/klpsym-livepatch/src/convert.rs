@@ -26,7 +26,7 @@ use crate::elf::{Arch, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 use crate::error::{ConvertError, ParseError};
 use crate::layouts::StructLayouts;
 use crate::module::LivepatchModule;
-use crate::names::{format_klp_section, format_klp_symbol, OBJNAME_WIDTH};
+use crate::names::{format_klp_section, format_klp_symbol, parse_klp_symbol, OBJNAME_WIDTH};
 use crate::target::Target;
 use klpsym_core::bulk::free_with_points;
 
@@ -267,12 +267,21 @@ pub fn convert_with(
             *uses.entry(r.sym).or_default() += 1;
         }
     }
-    // A pin must choose something: a typo would otherwise pass silently.
+    // A pin must choose something: a typo would otherwise pass silently. A name the module
+    // already refers to through a klp symbol counts (converting twice changes nothing).
+    let mut already: HashSet<String> = HashSet::new();
+    for &i in &lp.klp_symbols {
+        resched.tick()?;
+        if let Some(k) = parse_klp_symbol(obj.symbols[i as usize].name.as_bytes(), usize::MAX) {
+            already.insert(k.name);
+        }
+    }
     for pin in pins {
         resched.tick()?;
-        if !uses
-            .keys()
-            .any(|&i| obj.symbols[i as usize].name == pin.name)
+        if !already.contains(&pin.name)
+            && !uses
+                .keys()
+                .any(|&i| obj.symbols[i as usize].name == pin.name)
         {
             errors.push(format!(
                 "pin '{}' matches no symbol this conversion turns into a klp relocation (the module's undefined, unexported references)",

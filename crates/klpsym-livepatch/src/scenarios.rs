@@ -210,6 +210,30 @@ fn convert_twice_changes_nothing() {
     assert_eq!(once, twice);
 }
 
+/// A pin must match: a typo is refused, but the pin of a name already converted is not (found
+/// by the convert fuzz target: converting twice with the same pins must change nothing).
+#[test]
+fn a_pin_that_matches_nothing_is_refused_unless_already_converted() {
+    let spec = refs(&[("dup_fn", elf::R_X86_64_PLT32, -4)]);
+    let pin = Pin::parse("dup_fn=2").unwrap();
+    let (once, _) = converted(&spec, std::slice::from_ref(&pin));
+    let k = kernel();
+    let (twice, rep) = convert(&once, &target(&k), &[pin], &exported).unwrap();
+    assert!(rep.unchanged);
+    assert_eq!(once, twice);
+    let typo = Pin::parse("dup_fm=2").unwrap();
+    match convert(&build_module(&spec), &target(&k), &[typo], &exported) {
+        Err(ConvertError::Refused(p)) => {
+            assert!(
+                p.iter()
+                    .any(|l| l.contains("pin 'dup_fm=2' matches no symbol")),
+                "{p:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn convert_ambiguity_needs_a_pin() {
     let spec = refs(&[("dup_fn", elf::R_X86_64_PLT32, -4)]);

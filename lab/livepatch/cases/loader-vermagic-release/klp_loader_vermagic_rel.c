@@ -5,28 +5,5 @@
  * edit (lab/livepatch/klp-elfedit.c) makes the change after kbuild; the module is
  * otherwise the unique case.
  */
-#include <linux/seq_file.h>
-#include "klp_oracle.h"
-
-static int klp_cmdline_proc_show(struct seq_file *m, void *v)
-{
-	seq_puts(m, "klp_oracle loader-vermagic-release: patched cmdline_proc_show\n");
-	return 0;
-}
-
-static struct klp_func funcs[] = {
-	{ .old_name = "cmdline_proc_show", .new_func = klp_cmdline_proc_show },
-	{ }
-};
-
-static struct klp_object objs[] = {
-	{ .funcs = funcs },	/* name NULL: vmlinux */
-	{ }
-};
-
-static struct klp_patch patch = {
-	.mod = THIS_MODULE,
-	.objs = objs,
-};
-
-KLP_ORACLE_MODULE(patch);
+#define KLP_CASE "loader-vermagic-release"
+#include "klp_cmdline_patch.h"
