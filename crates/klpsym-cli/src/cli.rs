@@ -41,6 +41,9 @@ pub enum Command {
     Lookup(LookupArgs),
     /// List every definition of NAME with its position (old_sympos), address, type and object.
     Sympos(SymposArgs),
+    /// Find names: a glob (`init_*`, `*_show`, `m_sh?w`, `[a-c]*`) or, without glob
+    /// characters, a substring; each matching name with its count and objects.
+    Search(SearchArgs),
     /// Symbolize addresses like the kernel's %pS: `name+0xoff/0xsize [module]`.
     ///
     /// Addresses come from the arguments, or from standard input one per line when none is given.
@@ -139,6 +142,22 @@ pub struct SymposArgs {
     /// Only this object (vmlinux or a module name).
     #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// A glob over the whole name (`*`, `?`, `[...]`), or a substring when it has none of
+    /// those.
+    pub pattern: String,
+    /// Only this object (vmlinux or a module name).
+    #[arg(long, value_name = "OBJ")]
+    pub object: Option<String>,
+    /// List at most this many names (the count of all matches is printed anyway).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub limit: usize,
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -548,3 +548,60 @@ fn the_running_kernel_knows_its_version() {
         .as_str()
         .is_some_and(|b| b.starts_with("Linux version ")));
 }
+
+const VARIANTS: &str = "\
+ffffffff81000000 T _text
+ffffffff81000100 t init_once
+ffffffff81000200 t show_map.isra.0
+ffffffff81000300 t show_map.cold
+ffffffff81000400 t m_show
+ffffffff81000500 t m_show
+ffffffff81000600 T _etext
+ffffffffc0000000 t show_map.isra.0\t[ext4]
+";
+
+#[test]
+fn search_finds_names_by_glob_and_substring() {
+    let f = Fixture::new();
+    let k = f.file("v.txt", VARIANTS.as_bytes()).display().to_string();
+    let o = run(&["search", "show*", "--kernel", &k]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.starts_with("2 name(s) matching glob 'show*'"), "{out}");
+    assert!(
+        out.contains("show_map.isra.0      2  vmlinux ext4"),
+        "{out}"
+    );
+    let o = run(&["search", "show", "--kernel", &k, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mode"], "substring");
+    assert_eq!(
+        v["results"][0]["names"], 3,
+        "m_show, show_map.isra.0, show_map.cold"
+    );
+    assert_eq!(v["results"][0]["matches"][2]["name"], "m_show");
+    assert_eq!(v["results"][0]["matches"][2]["count"], 2);
+    let o = run(&["search", "m_sh?w", "--kernel", &k, "--object", "ext4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+/// A missing name: its compiler-made variants, and where they are.
+#[test]
+fn a_missing_name_points_at_its_compiler_made_variants() {
+    let f = Fixture::new();
+    let k = f.file("v.txt", VARIANTS.as_bytes()).display().to_string();
+    let o = run(&["lookup", "show_map", "--kernel", &k]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        out.contains("compiler-made variant: show_map.isra.0 [vmlinux]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("compiler-made variant: show_map.cold [vmlinux]"),
+        "{out}"
+    );
+    let o = run(&["lookup", "show_map", "--kernel", &k, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"][0]["variants"].as_array().unwrap().len(), 3);
+}

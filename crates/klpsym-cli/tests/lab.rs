@@ -7,7 +7,6 @@
 mod common;
 use common::lab;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 fn klpsym(args: &[&std::ffi::OsStr]) -> std::process::Output {

@@ -11,7 +11,7 @@ mod common;
 use common::lab;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// What the kernel did in one case.

@@ -19,6 +19,7 @@ mod name_index;
 mod object;
 pub mod resched;
 mod scan;
+mod stem_index;
 mod symbolize;
 mod table;
 

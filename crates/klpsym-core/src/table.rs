@@ -9,6 +9,7 @@ use crate::addr_index::AddrIndex;
 use crate::name_index::NameIndex;
 use crate::object::{ObjectId, ObjectInfo, ObjectKind};
 use crate::resched::{Cancelled, Resched};
+use crate::stem_index::StemIndex;
 
 /// Marks a size that no source and no neighbour could tell.
 pub const SIZE_UNKNOWN: u64 = u64::MAX;
@@ -66,6 +67,7 @@ pub struct SymbolTable {
     addresses_hidden: bool,
     name_index: OnceLock<NameIndex>,
     addr_index: OnceLock<AddrIndex>,
+    stem_index: OnceLock<StemIndex>,
 }
 
 /// Builds a [`SymbolTable`] symbol by symbol, in kernel order.
@@ -272,6 +274,7 @@ impl SymbolTableBuilder {
             addresses_hidden: hidden,
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
+            stem_index: OnceLock::new(),
         })
     }
 }
@@ -322,6 +325,9 @@ impl SymbolTable {
         }
         if let Some(a) = self.addr_index.into_inner() {
             a.free_with(resched)?;
+        }
+        if let Some(s) = self.stem_index.into_inner() {
+            s.free_with(resched)?;
         }
         Ok(())
     }
@@ -445,6 +451,29 @@ impl SymbolTable {
             let _ = self.addr_index.set(idx);
         }
         Ok(())
+    }
+
+    /// Builds the stem index now (see [`SymbolTable::variants_of`]), reaching reschedule
+    /// points through `resched`; it is built on first use otherwise.
+    pub fn build_stem_index(&self, resched: &mut Resched) -> Result<(), Cancelled> {
+        if self.stem_index.get().is_none() {
+            let idx = StemIndex::build(self, resched)?;
+            let _ = self.stem_index.set(idx);
+        }
+        Ok(())
+    }
+
+    /// Compiler-made variants of `name` (`name.isra.0`, `name.constprop.0`, `name.part.0`,
+    /// `name.cold`, `name.llvm.N`...): every symbol whose name is `name` followed by a dot and
+    /// more, in kernel order, across all objects. One hash lookup (the stem index), not a walk.
+    pub fn variants_of<'t>(&'t self, name: &'t str) -> impl Iterator<Item = Symbol<'t>> + 't {
+        self.stem_index
+            .get_or_init(|| {
+                StemIndex::build(self, &mut Resched::none())
+                    .expect("no cancellation without a flag")
+            })
+            .variants(self, name)
+            .map(move |i| self.symbol(SymbolId(i)))
     }
 
     /// Number of distinct names (builds the name index).

@@ -183,8 +183,10 @@ pub fn convert_with(
     resched: &mut Resched,
 ) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
     target.kernel.build_indexes(resched)?;
+    target.kernel.build_stem_index(resched)?;
     for t in target.offline_modules.values() {
         t.build_indexes(resched)?;
+        t.build_stem_index(resched)?;
     }
     let mut warnings = Vec::new();
     let mut warned: HashSet<String> = HashSet::new();
@@ -519,9 +521,15 @@ fn place_symbol(
         };
     }
     match defs.len() {
-        0 => Err(format!(
-            "'{name}' is not defined in the target kernel (vmlinux, loaded or given modules)"
-        )),
+        0 => {
+            let variants = std::iter::once(target.kernel)
+                .chain(target.offline_modules.values().copied())
+                .find_map(|t| crate::hints::variants_hint(t, name));
+            Err(format!(
+                "'{name}' is not defined in the target kernel (vmlinux, loaded or given modules){}",
+                variants.map_or(String::new(), |v| format!(": {v}"))
+            ))
+        }
         1 => Ok((defs[0].0.clone(), 0, defs[0].2, false)),
         _ => Err(format!(
             "'{name}' is defined {} times; pin one with --pin [OBJ:]{name}=POS. Candidates:\n{}",

@@ -21,8 +21,8 @@ pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> 
         .collect()
 }
 
-/// Where else the name lives, or compiler-suffixed variants of it. Looking for the variants
-/// walks the whole table, with a tick per symbol.
+/// Where else the name lives, or compiler-made variants of it (one lookup in the table's stem
+/// index, built once with a tick per symbol).
 pub(crate) fn not_found_hint(
     table: &SymbolTable,
     name: &str,
@@ -41,22 +41,9 @@ pub(crate) fn not_found_hint(
             elsewhere.join(", ")
         ));
     }
-    let prefix = format!("{name}.");
-    let mut suffixed: Vec<&str> = Vec::new();
-    for s in table.iter() {
-        resched.tick()?;
-        if s.name.starts_with(&prefix) {
-            suffixed.push(s.name);
-            if suffixed.len() == 5 {
-                break;
-            }
-        }
-    }
-    if !suffixed.is_empty() {
-        return Ok(format!(
-            "not found, but compiler-suffixed variants exist: {}",
-            suffixed.join(", ")
-        ));
+    table.build_stem_index(resched)?;
+    if let Some(v) = variants_hint(table, name) {
+        return Ok(v);
     }
     if object != "vmlinux" && table.object_by_name(object).is_none() {
         return Ok(format!("module {object} is not loaded on the target"));
@@ -64,4 +51,31 @@ pub(crate) fn not_found_hint(
     Ok(format!(
         "no symbol '{name}' in {object}: renamed, inlined, or not in kallsyms on this kernel"
     ))
+}
+
+/// `not found, but compiler-made variants exist: foo.isra.0 (vmlinux), foo.cold (vmlinux,
+/// ext4)` — the variants of `name` with the objects that define them (at most 8 names), or
+/// `None` when there are none.
+pub(crate) fn variants_hint(table: &SymbolTable, name: &str) -> Option<String> {
+    let mut found: Vec<(String, Vec<String>)> = Vec::new();
+    for s in table.variants_of(name) {
+        let obj = table.object_info(s.object).name.clone();
+        if let Some(i) = found.iter().position(|(n, _)| n == s.name) {
+            if !found[i].1.contains(&obj) {
+                found[i].1.push(obj);
+            }
+        } else if found.len() < 8 {
+            found.push((s.name.to_string(), vec![obj]));
+        }
+    }
+    (!found.is_empty()).then(|| {
+        let list: Vec<String> = found
+            .iter()
+            .map(|(n, o)| format!("{n} ({})", o.join(", ")))
+            .collect();
+        format!(
+            "not found, but compiler-made variants exist: {} — the compiler renamed or split it; patch the variant",
+            list.join(", ")
+        )
+    })
 }

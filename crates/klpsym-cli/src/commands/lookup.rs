@@ -31,6 +31,8 @@ struct KernelResult {
     object_loaded: bool,
     /// True when `address` is an offset in its section (an unplaced module symbol).
     unplaced: bool,
+    /// When the name is missing: its compiler-made variants (`NAME.isra.0 [OBJECT]`...).
+    variants: Vec<String>,
     #[serde(skip)]
     text: Option<String>,
     candidates: Vec<Candidate>,
@@ -64,6 +66,13 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             count: o.count,
             message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
             object_loaded: o.object_id.is_some(),
+            variants: if o.candidates.is_empty() {
+                t.variants_of(&args.name)
+                    .map(|s| format!("{} [{}]", s.name, t.object_info(s.object).name))
+                    .collect()
+            } else {
+                Vec::new()
+            },
             unplaced: o
                 .object_id
                 .is_some_and(|id| t.object_info(id).relative && o.symbol.is_some()),
@@ -122,6 +131,9 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                     println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");
                 } else if r.candidates.is_empty() {
                     println!("  note: no symbol named '{}' in {object_name}", args.name);
+                    for v in &r.variants {
+                        println!("  note: compiler-made variant: {v}");
+                    }
                 } else {
                     println!(
                         "  {} has {} definition(s) in {object_name}; choose one with --sympos N (the patch's old_sympos):",

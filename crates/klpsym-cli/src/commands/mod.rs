@@ -6,6 +6,7 @@ pub mod convert;
 pub mod dump;
 pub mod info;
 pub mod lookup;
+pub mod search;
 pub mod status;
 pub mod sympos;
 

@@ -1,0 +1,63 @@
+//! The stem index: compiler-made variants of a name (`init_once.isra.0`, `foo.constprop.0`,
+//! `bar.part.0`, `baz.cold`, `qux.llvm.123`) found without a walk over the whole table.
+//!
+//! GCC and Clang name the copies they make `NAME.SUFFIX`; a patch author asking for `NAME`
+//! (which may no longer exist) needs to hear about them. Only dotted names are indexed, by
+//! their stem (the part before the first dot), each stem's symbols in kernel order; a query
+//! for `NAME` reads the stem's list and keeps the names starting with `NAME.`.
+
+use std::collections::HashMap;
+
+use crate::resched::{Cancelled, Resched};
+use crate::table::SymbolTable;
+
+#[derive(Debug, Default)]
+pub(crate) struct StemIndex {
+    by_stem: HashMap<Box<str>, Vec<u32>>,
+}
+
+impl StemIndex {
+    pub(crate) fn build(
+        table: &SymbolTable,
+        resched: &mut Resched,
+    ) -> Result<StemIndex, Cancelled> {
+        let mut by_stem: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+        for s in table.iter() {
+            resched.tick()?;
+            // A leading dot (`.L...`, `.klp...`) has no stem to speak of.
+            if let Some(dot) = s.name.find('.').filter(|&d| d > 0) {
+                by_stem
+                    .entry(s.name[..dot].into())
+                    .or_default()
+                    .push(s.id.0);
+            }
+        }
+        Ok(StemIndex { by_stem })
+    }
+
+    /// Symbols (indices, kernel order) whose names start with `name.`.
+    pub(crate) fn variants<'a>(
+        &'a self,
+        table: &'a SymbolTable,
+        name: &'a str,
+    ) -> impl Iterator<Item = u32> + 'a {
+        let stem = &name[..name.find('.').unwrap_or(name.len())];
+        self.by_stem
+            .get(stem)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(move |&i| {
+                let n = table.name_bytes(i);
+                n.len() > name.len() && n.starts_with(name.as_bytes()) && n[name.len()] == b'.'
+            })
+    }
+
+    pub(crate) fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        for (k, v) in self.by_stem {
+            drop(k);
+            crate::bulk::free_with_points(v, resched)?;
+        }
+        Ok(())
+    }
+}
