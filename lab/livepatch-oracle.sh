@@ -79,7 +79,7 @@ module_load_lines() {
 # $work/lp/CASE/plan; returns 1 (after writing a skipped oracle.txt) when the case cannot
 # run.
 prepare_case() {
-	local c="$1" conf="$LP_SRC/cases/$1/case.conf" patch built out step pins=() post op
+	local c="$1" conf="$LP_SRC/cases/$1/case.conf" patch built out step pins=() post op conv_kernel
 	patch="$(conf_get "$conf" patch)"
 	[ -n "$patch" ] || die "case $c: case.conf has no patch="
 	built="$build/cases/$c/$patch.ko"
@@ -94,7 +94,17 @@ prepare_case() {
 			return 1
 		fi
 		while IFS= read -r step; do pins+=(--pin "$step"); done < <(conf_get "$conf" pin)
-		if ! "$KLPSYM_BIN" convert "$built" -o "$out/$patch.converted.ko" --kernel "$VMLINUZ" \
+		# convert_kernel=dbg: convert against the -dbg vmlinux (source files from its DWARF,
+		# for pins by file), fetched by lab/fetch-dbg-vmlinux.sh.
+		conv_kernel="$VMLINUZ"
+		if [ "$(conf_get "$conf" convert_kernel)" = dbg ]; then
+			conv_kernel="$KLPSYM_LAB_DIR/vmlinux-dbg"
+			if [ ! -f "$conv_kernel" ]; then
+				printf 'case=%s\npatch=%s\nskipped=needs the -dbg vmlinux (lab/fetch-dbg-vmlinux.sh)\n' "$c" "$patch" >"$out/oracle.txt"
+				return 1
+			fi
+		fi
+		if ! "$KLPSYM_BIN" convert "$built" -o "$out/$patch.converted.ko" --kernel "$conv_kernel" \
 			--modules "$MODULES_DIR" "${pins[@]}" >"$out/convert.log" 2>&1; then
 			printf 'case=%s\npatch=%s\nskipped=klpsym convert failed (see convert.log)\n' "$c" "$patch" >"$out/oracle.txt"
 			log "case $c: klpsym convert failed: $(tail -n 3 "$out/convert.log")"

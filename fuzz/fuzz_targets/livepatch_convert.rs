@@ -12,6 +12,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let target = Target::new(target_table(), KernelRules::for_version(6, 1), Arch::X86_64);
     let pins = [Pin {
+        file: None,
         object: None,
         name: "m_show".into(),
         position: 2,

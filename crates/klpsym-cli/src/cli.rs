@@ -128,8 +128,19 @@ pub struct LookupArgs {
     pub object: Option<String>,
     /// The position (old_sympos): 0 = the name must be unique in the object; N = the N-th
     /// definition in kallsyms order.
-    #[arg(long, short = 'p', value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "N",
+        default_value_t = 0,
+        conflicts_with = "file"
+    )]
     pub sympos: u64,
+    /// The definition in this source file (`fs/inode.c` or `inode.c`, matched on a path
+    /// suffix): its position is found from the source's FILE entries (a vmlinux with .symtab,
+    /// e.g. the -dbg package's, or a module) and looked up as the kernel would.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -142,6 +153,10 @@ pub struct SymposArgs {
     /// Only this object (vmlinux or a module name).
     #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
+    /// Only the definitions in this source file (`fs/inode.c` or `inode.c`, matched on a path
+    /// suffix); needs a source with FILE entries (a vmlinux with .symtab, a module).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
 }

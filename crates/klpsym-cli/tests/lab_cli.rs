@@ -445,3 +445,69 @@ fn the_matrix_lines_up() {
         assert_eq!(v, at, "{out}");
     }
 }
+
+/// The author's question in one command, judged by the real kernel: `sympos init_once --file
+/// fs/inode.c` against the -dbg vmlinux names one definition, and the oracle case that pinned
+/// `init_once@fs/inode.c` (klpsym convert) saw exactly that address in the running kernel.
+#[test]
+fn which_position_is_the_init_once_in_fs_inode_c() {
+    let Some(l) = the_lab() else { return };
+    let Some(dbg) = lab("KLPSYM_TEST_VMLINUX") else {
+        return;
+    };
+    let dbg = dbg.display().to_string();
+    let o = run(&[
+        "sympos",
+        "init_once",
+        "--kernel",
+        &dbg,
+        "--file",
+        "fs/inode.c",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json(&o);
+    let c = &v["results"][0]["candidates"];
+    assert_eq!(c.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(c[0]["file"], "fs/inode.c");
+    let addr = c[0]["address"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("0x")
+        .to_string();
+    let oracle = std::fs::read_to_string(l.lp.join("conv-pin-by-file/oracle.txt")).unwrap();
+    let seen = oracle
+        .lines()
+        .find_map(|x| x.strip_prefix("reloc init_once "))
+        .expect("the patched code reported init_once");
+    assert_eq!(
+        seen, addr,
+        "the kernel's klp relocation went to the fs/inode.c init_once"
+    );
+    // lookup by file gives the kernel's verdict at that position.
+    let o = run(&[
+        "lookup",
+        "init_once",
+        "--kernel",
+        &dbg,
+        "--file",
+        "fs/inode.c",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stdout).starts_with(&format!("{addr} t init_once (position 1 of 7")),
+        "{}",
+        text(&o.stdout)
+    );
+    // A source without files says what to give instead.
+    let o = run(&[
+        "sympos",
+        "init_once",
+        "--kernel",
+        &l.vmlinuz,
+        "--file",
+        "fs/inode.c",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("-dbg"), "{}", text(&o.stderr));
+}

@@ -31,4 +31,6 @@ pub use resched::{
 };
 pub use scan::{ChunkedFinder, SCAN_CHUNK};
 pub use symbolize::{SymbolizeOutcome, Symbolized};
-pub use table::{BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN};
+pub use table::{
+    file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,
+};

@@ -63,12 +63,18 @@ pub struct SymbolTable {
     pub(crate) syms: Vec<SymRec>,
     pub(crate) objects: Vec<ObjectInfo>,
     source_sizes: Option<Vec<u64>>,
+    /// Source files of symbols, when the source knows them: per symbol an index into
+    /// `file_names` (`u32::MAX` for none).
+    source_files: Option<(Vec<u32>, Vec<String>)>,
     addr_width: u8,
     addresses_hidden: bool,
     name_index: OnceLock<NameIndex>,
     addr_index: OnceLock<AddrIndex>,
     stem_index: OnceLock<StemIndex>,
 }
+
+/// Per symbol an index into the file names (`u32::MAX`: none), the names, and their indices.
+type FileBuilder = (Vec<u32>, Vec<String>, FxHashMap<String, u32>);
 
 /// Builds a [`SymbolTable`] symbol by symbol, in kernel order.
 #[derive(Debug)]
@@ -79,6 +85,7 @@ pub struct SymbolTableBuilder {
     object_ids: FxHashMap<String, u32>,
     last_object: u32,
     source_sizes: Option<Vec<u64>>,
+    source_files: Option<FileBuilder>,
     addr_width: u8,
     any_nonzero: bool,
 }
@@ -104,6 +111,7 @@ impl SymbolTableBuilder {
             object_ids: FxHashMap::default(),
             last_object: 0,
             source_sizes: None,
+            source_files: None,
             addr_width: 16,
             any_nonzero: false,
         }
@@ -211,7 +219,31 @@ impl SymbolTableBuilder {
         if let Some(sizes) = &mut self.source_sizes {
             sizes.push(SIZE_UNKNOWN);
         }
+        if let Some((files, _, _)) = &mut self.source_files {
+            files.push(u32::MAX);
+        }
         Ok(SymbolId(id))
+    }
+
+    /// Records the source file (a vmlinux's or module's STT_FILE) of the most recent symbol.
+    pub fn set_last_file(&mut self, file: &str) {
+        let n = self.syms.len();
+        if n == 0 {
+            return;
+        }
+        let (files, names, ids) = self
+            .source_files
+            .get_or_insert_with(|| (vec![u32::MAX; n], Vec::new(), FxHashMap::default()));
+        let id = match ids.get(file) {
+            Some(&id) => id,
+            None => {
+                let id = names.len() as u32;
+                names.push(file.to_string());
+                ids.insert(file.to_string(), id);
+                id
+            }
+        };
+        files[n - 1] = id;
     }
 
     /// Records a size the source knows (an ELF `st_size`) for the most recent symbol.
@@ -270,6 +302,7 @@ impl SymbolTableBuilder {
             syms,
             objects: self.objects,
             source_sizes: self.source_sizes,
+            source_files: self.source_files.map(|(f, n, _)| (f, n)),
             addr_width: self.addr_width,
             addresses_hidden: hidden,
             name_index: OnceLock::new(),
@@ -319,6 +352,10 @@ impl SymbolTable {
         free_with_points(self.objects, resched)?;
         if let Some(s) = self.source_sizes {
             free_with_points(s, resched)?;
+        }
+        if let Some((f, n)) = self.source_files {
+            free_with_points(f, resched)?;
+            free_with_points(n, resched)?;
         }
         if let Some(n) = self.name_index.into_inner() {
             n.free_with(resched)?;
@@ -427,6 +464,19 @@ impl SymbolTable {
         }
     }
 
+    /// The source file of symbol `id` (its translation unit's STT_FILE name, `inode.c`), when
+    /// the source said (a vmlinux or module with FILE entries; local symbols only).
+    pub fn file(&self, id: SymbolId) -> Option<&str> {
+        let (files, names) = self.source_files.as_ref()?;
+        let i = *files.get(id.0 as usize)?;
+        names.get(i as usize).map(String::as_str)
+    }
+
+    /// True when the table knows source files (see [`SymbolTable::file`]).
+    pub fn has_files(&self) -> bool {
+        self.source_files.is_some()
+    }
+
     pub(crate) fn name_index(&self) -> &NameIndex {
         self.name_index.get_or_init(|| {
             NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
@@ -499,6 +549,19 @@ impl SymbolTable {
     }
 }
 
+/// True when a symbol's source file `file` (an STT_FILE name: a basename such as `inode.c`,
+/// or a path) is the file a user named: equal, or one ends with the other right after a `/`
+/// (`fs/inode.c` names `inode.c`; `inode.c` names `fs/inode.c`).
+pub fn file_matches(file: &str, wanted: &str) -> bool {
+    let suffix = |long: &str, short: &str| {
+        long == short
+            || long
+                .strip_suffix(short)
+                .is_some_and(|head| head.ends_with('/'))
+    };
+    !wanted.is_empty() && (suffix(wanted, file) || suffix(file, wanted))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,6 +605,22 @@ mod tests {
         // module symbols in symtab order, not address order: exported (0x8000) ends at dup (0x9000)
         assert_eq!(t.size(SymbolId(5)), 0x1000);
         assert_eq!(t.size(SymbolId(4)), SIZE_UNKNOWN);
+    }
+
+    #[test]
+    fn source_files_are_kept_per_symbol() {
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x10, b't', "a").unwrap();
+        b.push(ObjectId::VMLINUX, 0x20, b't', "b").unwrap();
+        b.set_last_file("fs/inode.c");
+        b.push(ObjectId::VMLINUX, 0x30, b't', "c").unwrap();
+        b.set_last_file("fs/inode.c");
+        let t = b.build();
+        assert!(t.has_files());
+        assert_eq!(t.file(SymbolId(0)), None);
+        assert_eq!(t.file(SymbolId(1)), Some("fs/inode.c"));
+        assert_eq!(t.file(SymbolId(2)), Some("fs/inode.c"));
+        assert!(!SymbolTableBuilder::new().build().has_files());
     }
 
     #[test]

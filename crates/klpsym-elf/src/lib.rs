@@ -9,6 +9,7 @@
 //!
 //! This crate never opens files and never decompresses: it takes `&[u8]`.
 
+mod dwarf;
 mod error;
 mod filter;
 mod layout;
@@ -22,6 +23,7 @@ mod symbol;
 mod testutil;
 mod vmlinux;
 
+pub use dwarf::{cu_paths, CuPaths};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
 pub use layout::layout_core_sections;

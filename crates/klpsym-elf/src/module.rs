@@ -14,7 +14,8 @@ use crate::layout::SHF_RO_AFTER_INIT;
 use crate::names::NameTable;
 use crate::raw::{
     RawElf, RawSection, RawSymbol, EM_IA_64, ET_REL, SHF_ALLOC, SHF_EXECINSTR, SHF_IA_64_SHORT,
-    SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_OBJECT,
+    SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_FILE,
+    STT_OBJECT,
 };
 use crate::symbol::{KallsymTable, KallsymTableBuilder};
 use klpsym_core::bulk::free_with_points;
@@ -218,7 +219,7 @@ fn module_from_raw(
     }
     for sym in &raw.symbols {
         resched.tick()?;
-        if keep(sym) {
+        if keep(sym) || sym.typ == STT_FILE {
             rows += 1;
             name_bytes = name_bytes.saturating_add(sym.name.len());
         }
@@ -229,8 +230,13 @@ fn module_from_raw(
         resched.tick()?;
         entries.push_section(&s.name);
     }
+    // The source file of each local symbol: the last STT_FILE entry before it.
+    let mut file: Option<&str> = None;
     for sym in &raw.symbols {
         resched.tick()?;
+        if sym.typ == STT_FILE {
+            file = (!sym.name.is_empty()).then_some(&*sym.name);
+        }
         if !keep(sym) {
             continue;
         }
@@ -253,6 +259,9 @@ fn module_from_raw(
             section_index,
             exported,
         );
+        if let (Some(f), true) = (file, sym.bind == STB_LOCAL) {
+            entries.set_last_file(f);
+        }
     }
     exports.free_with_points(resched)?;
     let mut sections = Vec::with_capacity(shnum);

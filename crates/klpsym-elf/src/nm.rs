@@ -29,6 +29,9 @@ pub(crate) struct NmLine<'r> {
     pub section_index: Option<u32>,
     /// Index of the symbol in `.symtab`.
     pub symtab_index: u32,
+    /// For a local symbol: the source file of its translation unit, the last STT_FILE entry
+    /// before it in `.symtab` (the linker keeps each object's locals after its FILE entry).
+    pub file: Option<&'r str>,
 }
 
 /// BFD's idea of a section's flags, derived from the ELF header the way
@@ -127,8 +130,13 @@ pub(crate) fn nm_sorted<'r>(
     resched: &mut Resched,
 ) -> Result<Vec<NmLine<'r>>, Cancelled> {
     let mut lines: Vec<NmLine<'r>> = Vec::with_capacity(elf.symbols.len());
+    let mut file: Option<&'r str> = None;
     for s in &elf.symbols {
         resched.tick()?;
+        if s.typ == STT_FILE {
+            file = (!s.name.is_empty()).then_some(&*s.name);
+            continue;
+        }
         if s.name.is_empty() {
             continue;
         }
@@ -143,6 +151,11 @@ pub(crate) fn nm_sorted<'r>(
             size: s.size,
             section_index: s.section,
             symtab_index: s.index,
+            file: if s.bind == crate::raw::STB_LOCAL {
+                file
+            } else {
+                None
+            },
         });
     }
     sort_by_with_points(

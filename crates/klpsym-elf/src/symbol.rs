@@ -31,6 +31,9 @@ pub struct ElfKallsym<'a> {
     pub section_index: Option<u32>,
     /// The symbol is exported (EXPORT_SYMBOL*) with this very address.
     pub exported: bool,
+    /// For a local symbol: its translation unit's source file (STT_FILE; a basename in kernel
+    /// builds, `inode.c`), when the object has FILE entries.
+    pub file: Option<&'a str>,
 }
 
 /// A byte range of a [`KallsymTable`]'s name arena.
@@ -47,16 +50,21 @@ const HAS_SECTION: u8 = 2;
 /// [`Row::flags`]: exported.
 const EXPORTED: u8 = 4;
 
-/// One entry without its names (40 bytes: a module's rows are freed with it, in one go).
+/// One entry without its names (48 bytes: a module's rows are freed with it, in one go).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Row {
     name: Span,
     addr: u64,
     size: u64,
     section: u32,
+    /// Index into `files`, or [`NO_FILE`].
+    file: u32,
     kind: u8,
     flags: u8,
 }
+
+/// [`Row::file`] when the entry has no source file.
+const NO_FILE: u32 = u32::MAX;
 
 /// The entries of a result, in /proc/kallsyms order: rows plus one arena holding every name.
 /// Iterate it (`for e in &table`, [`iter`](KallsymTable::iter)) or index it with
@@ -67,6 +75,8 @@ pub struct KallsymTable {
     rows: Vec<Row>,
     /// Section names by section header index (for [`ElfKallsym::section`]).
     sections: Vec<Span>,
+    /// Source file names (for [`ElfKallsym::file`]), each once.
+    files: Vec<Span>,
 }
 
 impl KallsymTable {
@@ -114,6 +124,7 @@ impl KallsymTable {
     pub fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
         klpsym_core::bulk::free_with_points(self.rows, resched)?;
         klpsym_core::bulk::free_with_points(self.sections, resched)?;
+        klpsym_core::bulk::free_with_points(self.files, resched)?;
         klpsym_core::bulk::free_with_points(self.names.into_bytes(), resched)
     }
 
@@ -135,6 +146,10 @@ impl KallsymTable {
                 .map(|&s| self.text(s)),
             section_index,
             exported: r.flags & EXPORTED != 0,
+            file: (r.file != NO_FILE)
+                .then(|| self.files.get(r.file as usize))
+                .flatten()
+                .map(|&s| self.text(s)),
         }
     }
 }
@@ -186,6 +201,8 @@ impl FusedIterator for Iter<'_> {}
 #[derive(Debug, Default)]
 pub(crate) struct KallsymTableBuilder {
     table: KallsymTable,
+    /// File name -> index in `table.files`.
+    file_ids: std::collections::HashMap<String, u32>,
 }
 
 impl KallsymTableBuilder {
@@ -197,7 +214,9 @@ impl KallsymTableBuilder {
                 names: String::with_capacity(name_bytes),
                 rows: Vec::with_capacity(rows),
                 sections: Vec::new(),
+                files: Vec::new(),
             },
+            file_ids: std::collections::HashMap::new(),
         }
     }
 
@@ -245,9 +264,27 @@ impl KallsymTableBuilder {
             addr,
             size: size.unwrap_or(0),
             section: section_index.unwrap_or(0),
+            file: NO_FILE,
             kind,
             flags,
         });
+    }
+
+    /// Gives the last entry pushed its translation unit's source file.
+    pub fn set_last_file(&mut self, file: &str) {
+        let id = match self.file_ids.get(file) {
+            Some(&id) => id,
+            None => {
+                let span = self.append(file);
+                let id = self.table.files.len() as u32;
+                self.table.files.push(span);
+                self.file_ids.insert(file.to_string(), id);
+                id
+            }
+        };
+        if let Some(r) = self.table.rows.last_mut() {
+            r.file = id;
+        }
     }
 
     pub fn finish(self) -> KallsymTable {
@@ -266,11 +303,12 @@ mod tests {
         b.push_section("");
         b.push_section(".text");
         b.push("alpha", b't', 0x10, Some(4), Some(1), false);
+        b.set_last_file("inode.c");
         b.push("beta", b'A', 0x20, None, None, true);
         b.push("", b'?', 0, Some(0), Some(7), false);
         let t = b.finish();
         assert_eq!(t.len(), 3);
-        assert_eq!(t.name_bytes(), 14);
+        assert_eq!(t.name_bytes(), 21);
         let a = t.first().unwrap();
         assert_eq!(
             a,
@@ -282,9 +320,11 @@ mod tests {
                 section: Some(".text"),
                 section_index: Some(1),
                 exported: false,
+                file: Some("inode.c"),
             }
         );
         assert_eq!(t.get(1).unwrap().name, "beta");
+        assert_eq!(t.get(1).unwrap().file, None);
         assert!(t.get(1).unwrap().exported);
         // An index past the section table keeps its number but has no name.
         assert_eq!(t.last().unwrap().section, None);
@@ -294,7 +334,7 @@ mod tests {
         assert_eq!(names, ["", "beta", "alpha"]);
         assert_eq!((&t).into_iter().len(), 3);
         #[cfg(target_pointer_width = "64")]
-        assert_eq!(std::mem::size_of::<Row>(), 40);
+        assert_eq!(std::mem::size_of::<Row>(), 48);
         t.free_with_points(&mut Resched::none()).unwrap();
     }
 }

@@ -293,7 +293,10 @@ fn build_table(
     }
     for r in rows {
         resched.tick()?;
-        name_bytes = name_bytes.saturating_add(r.line.name.len());
+        // File names are stored once each; counting them per row over-reserves a little and
+        // keeps the arena from growing (one copy of it all) while it is filled.
+        let file = r.line.file.map_or(0, str::len);
+        name_bytes = name_bytes.saturating_add(r.line.name.len() + file);
     }
     let mut b = KallsymTableBuilder::with_capacity(rows.len(), name_bytes);
     b.reserve_sections(sections.len());
@@ -312,6 +315,9 @@ fn build_table(
             l.section_index,
             exported.contains(l.name),
         );
+        if let Some(f) = l.file {
+            b.set_last_file(f);
+        }
     }
     Ok(b.finish())
 }

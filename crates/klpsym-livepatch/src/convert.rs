@@ -39,18 +39,29 @@ pub struct Pin {
     pub name: String,
     /// The position (1-based; 0 = must be unique).
     pub position: u64,
+    /// Instead of a position: the source file of the definition (`NAME@fs/inode.c`), matched
+    /// on a path suffix against the target's FILE entries.
+    pub file: Option<String>,
 }
 
 impl Pin {
-    /// Parses `[OBJ:]NAME=POS`.
+    /// Parses `[OBJ:]NAME=POS` or `[OBJ:]NAME@PATH` (the definition in that source file).
     pub fn parse(s: &str) -> Result<Pin, String> {
-        let (lhs, pos) = s
-            .rsplit_once('=')
-            .ok_or_else(|| format!("pin '{s}': expected [OBJ:]NAME=POS"))?;
-        let position = pos
-            .trim()
-            .parse()
-            .map_err(|_| format!("pin '{s}': position '{pos}' is not a number"))?;
+        let (lhs, position, file) = match (s.rsplit_once('='), s.split_once('@')) {
+            (Some((lhs, pos)), None) => {
+                let position = pos
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("pin '{s}': position '{pos}' is not a number"))?;
+                (lhs, position, None)
+            }
+            (None, Some((lhs, path))) if !path.is_empty() => (lhs, 0, Some(path.to_string())),
+            _ => {
+                return Err(format!(
+                    "pin '{s}': expected [OBJ:]NAME=POS or [OBJ:]NAME@PATH"
+                ))
+            }
+        };
         let (object, name) = match lhs.split_once(':') {
             Some((o, n)) => (Some(normalize_module_name(o)), n),
             None => (None, lhs),
@@ -62,14 +73,19 @@ impl Pin {
             object,
             name: name.to_string(),
             position,
+            file,
         })
     }
 
     /// The pin as a user writes it: `[OBJ:]NAME=POS`.
     pub fn spec(&self) -> String {
-        match &self.object {
-            Some(o) => format!("{o}:{}={}", self.name, self.position),
-            None => format!("{}={}", self.name, self.position),
+        let obj = self
+            .object
+            .as_ref()
+            .map_or(String::new(), |o| format!("{o}:"));
+        match &self.file {
+            Some(f) => format!("{obj}{}@{f}", self.name),
+            None => format!("{obj}{}={}", self.name, self.position),
         }
     }
 }
@@ -451,8 +467,8 @@ fn place_symbol(
     name: &str,
     pins: &[Pin],
 ) -> Result<(String, u64, Option<u64>, bool), String> {
-    // Every definition, per object, in kernel order: (object, position, address).
-    let mut defs: Vec<(String, u64, Option<u64>)> = Vec::new();
+    // Every definition, per object, in kernel order: (object, position, address, file).
+    let mut defs: Vec<(String, u64, Option<u64>, Option<String>)> = Vec::new();
     let mut push_from = |table: &klpsym_core::SymbolTable, only: Option<&str>| {
         let mut per: BTreeMap<u32, u64> = BTreeMap::new();
         for s in table.by_name(name) {
@@ -467,7 +483,12 @@ fn place_symbol(
             }
             let pos = per.entry(s.object.0).or_default();
             *pos += 1;
-            defs.push((oname, *pos, (!table.addresses_hidden()).then_some(s.addr)));
+            defs.push((
+                oname,
+                *pos,
+                (!table.addresses_hidden()).then_some(s.addr),
+                table.file(s.id).map(str::to_string),
+            ));
         }
     };
     push_from(target.kernel, None);
@@ -476,11 +497,12 @@ fn place_symbol(
             push_from(t, Some(m));
         }
     }
-    let list = |defs: &[(String, u64, Option<u64>)]| {
+    let list = |defs: &[(String, u64, Option<u64>, Option<String>)]| {
         defs.iter()
-            .map(|(o, p, a)| {
+            .map(|(o, p, a, f)| {
                 let a = a.map_or_else(|| "(hidden)".to_string(), |a| format!("{a:#x}"));
-                format!("    position {p}  {o}  {a}")
+                let f = f.as_ref().map_or(String::new(), |f| format!("  {f}"));
+                format!("    position {p}  {o}  {a}{f}")
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -503,6 +525,35 @@ fn place_symbol(
             }
         };
         let in_obj: Vec<_> = defs.iter().filter(|d| d.0 == object).collect();
+        if let Some(f) = &pin.file {
+            let hits: Vec<_> = in_obj
+                .iter()
+                .filter(|d| {
+                    d.3.as_deref()
+                        .is_some_and(|x| klpsym_core::file_matches(x, f))
+                })
+                .collect();
+            return match hits.as_slice() {
+                // A unique name keeps position 0, as an author would write it.
+                [d] => Ok((object, if in_obj.len() == 1 { 0 } else { d.1 }, d.2, true)),
+                [] if in_obj.iter().all(|d| d.3.is_none()) => Err(format!(
+                    "pin {}: the target's tables have no source files (FILE entries): give a vmlinux with .symtab (the -dbg package's) as --kernel. Candidates:\n{}",
+                    pin.spec(),
+                    list(&defs)
+                )),
+                [] => Err(format!(
+                    "pin {} matches no definition. Candidates:\n{}",
+                    pin.spec(),
+                    list(&defs)
+                )),
+                _ => Err(format!(
+                    "pin {} matches {} definitions (one file holds several copies): pin a position. Candidates:\n{}",
+                    pin.spec(),
+                    hits.len(),
+                    list(&defs)
+                )),
+            };
+        }
         let hit = match pin.position {
             0 if in_obj.len() == 1 => in_obj.first(),
             0 => None,
@@ -548,6 +599,7 @@ mod tests {
         assert_eq!(
             Pin::parse("nf-tables:helper=2").unwrap(),
             Pin {
+                file: None,
                 object: Some("nf_tables".into()),
                 name: "helper".into(),
                 position: 2

@@ -16,6 +16,7 @@ pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> 
                 address: (!table.addresses_hidden()).then_some(s.addr),
                 unplaced: table.object_info(s.object).relative,
                 kind: s.kind,
+                file: table.file(id).map(str::to_string),
             }
         })
         .collect()

@@ -123,6 +123,9 @@ pub struct Candidate {
     pub unplaced: bool,
     /// The kallsyms type letter.
     pub kind: char,
+    /// The source file of its translation unit (STT_FILE), when the target's table knows it
+    /// (a vmlinux with .symtab, a module).
+    pub file: Option<String>,
 }
 
 /// The overall outcome.

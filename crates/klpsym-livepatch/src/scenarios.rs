@@ -1158,3 +1158,45 @@ fn an_accepted_patch_logs_what_the_kernel_logs() {
         ]
     );
 }
+
+/// `--pin NAME@PATH`: the definition in that source file, matched on a path suffix.
+#[test]
+fn a_pin_by_source_file_chooses_the_position() {
+    use klpsym_core::{ObjectId, SymbolTableBuilder};
+    let mut b = SymbolTableBuilder::new();
+    b.push(ObjectId::VMLINUX, 0xffff_ffff_8100_0000, b'T', "_text")
+        .unwrap();
+    b.push(ObjectId::VMLINUX, 0xffff_ffff_8130_0000, b't', "dup_fn")
+        .unwrap();
+    b.set_last_file("fs/inode.c");
+    b.push(ObjectId::VMLINUX, 0xffff_ffff_8140_0000, b't', "dup_fn")
+        .unwrap();
+    b.set_last_file("fs/proc/inode.c");
+    b.push(
+        ObjectId::VMLINUX,
+        0xffff_ffff_8180_0000,
+        b'T',
+        "klp_enable_patch",
+    )
+    .unwrap();
+    let k = b.build();
+    let spec = refs(&[("dup_fn", elf::R_X86_64_PLT32, -4)]);
+    let m = build_module(&spec);
+    let pin = Pin::parse("dup_fn@proc/inode.c").unwrap();
+    assert_eq!(pin.file.as_deref(), Some("proc/inode.c"));
+    let (_, rep) = convert(&m, &target(&k), &[pin], &exported).unwrap();
+    assert_eq!(rep.conversions[0].position, 2);
+    assert_eq!(rep.conversions[0].klp_name, ".klp.sym.vmlinux.dup_fn,2");
+    // "inode.c" names both files: refused, the candidates listed with their files.
+    let pin = Pin::parse("dup_fn@inode.c").unwrap();
+    match convert(&m, &target(&k), &[pin], &exported) {
+        Err(ConvertError::Refused(p)) => {
+            assert!(
+                p[0].contains("matches 2 definitions") && p[0].contains("fs/proc/inode.c"),
+                "{p:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(Pin::parse("dup_fn@").is_err());
+}

@@ -212,6 +212,9 @@ fn decode_binary(
             resched,
         ) {
             Ok(v) => {
+                // Source paths from DWARF (a -dbg vmlinux), else the STT_FILE basenames.
+                let cus =
+                    klpsym_elf::cu_paths(bytes, resched).map_err(klpsym_core::BuildError::from)?;
                 let mut b =
                     SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.name_bytes());
                 for e in &v.entries {
@@ -219,6 +222,10 @@ fn decode_binary(
                     b.push(ObjectId::VMLINUX, e.addr, e.kind, e.name)?;
                     if let Some(sz) = e.size {
                         b.set_last_size(sz);
+                    }
+                    let dwarf = cus.as_ref().and_then(|c| c.path_of(e.addr));
+                    if let Some(f) = dwarf.or(e.file) {
+                        b.set_last_file(f);
                     }
                 }
                 let table = b
@@ -468,6 +475,9 @@ fn module_symbols_table_with(
         resched.tick().map_err(klpsym_core::BuildError::from)?;
         let addr = addrs.map_or(e.addr, |a| a[i]);
         b.push(oid, addr, e.kind, e.name)?;
+        if let Some(f) = e.file {
+            b.set_last_file(f);
+        }
     }
     Ok(b.build_with(resched)
         .map_err(klpsym_core::BuildError::from)?)

@@ -238,6 +238,9 @@ pub fn compose(
         for s in base.iter().filter(|s| s.object == oid_in) {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
             b.push(oid, s.addr, s.kind as u8, s.name)?;
+            if let Some(f) = base.file(s.id) {
+                b.set_last_file(f);
+            }
         }
         Ok(())
     };
@@ -283,6 +286,9 @@ pub fn compose(
         for (i, e) in m.entries.iter().enumerate() {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
             b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, e.name)?;
+            if let Some(f) = e.file {
+                b.set_last_file(f);
+            }
         }
         m.free_with_points(resched)
             .map_err(klpsym_core::BuildError::from)?;

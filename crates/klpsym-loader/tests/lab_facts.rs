@@ -124,3 +124,104 @@ fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
     }
     assert!(seen > 20);
 }
+
+/// The source file klpsym names for every definition of every duplicated vmlinux name agrees
+/// with the kernel's DWARF as binutils' readelf reads it (`--debug-dump=aranges` for the
+/// address ranges of each compilation unit, `--debug-dump=info --dwarf-depth=1` for the
+/// units' DW_AT_name): the patch author's "which position is the init_once in fs/inode.c?".
+#[test]
+fn source_files_of_duplicated_names_agree_with_readelfs_dwarf() {
+    let Some(vmlinux) = lab("KLPSYM_TEST_VMLINUX") else {
+        return;
+    };
+    let readelf = |args: &[&str]| -> String {
+        let o = std::process::Command::new("readelf")
+            .args(args)
+            .arg(&vmlinux)
+            .output()
+            .expect("readelf (binutils) runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Compilation unit offset -> name.
+    let mut cu_names: HashMap<u64, String> = HashMap::new();
+    let mut current = None;
+    for l in readelf(&["--debug-dump=info", "--dwarf-depth=1"]).lines() {
+        if let Some(off) = l.trim().strip_prefix("Compilation Unit @ offset ") {
+            let off = off.trim_end_matches(':').trim_start_matches("0x");
+            current = u64::from_str_radix(off, 16).ok();
+        } else if l.contains("DW_AT_name") {
+            if let Some(c) = current.take() {
+                let name = l.rsplit(": ").next().unwrap().trim().to_string();
+                cu_names.insert(c, name);
+            }
+        }
+    }
+    // Address ranges -> unit offset.
+    let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
+    let mut unit = 0u64;
+    for l in readelf(&["--debug-dump=aranges"]).lines() {
+        let t = l.trim();
+        if let Some(off) = t.strip_prefix("Offset into .debug_info:") {
+            unit = u64::from_str_radix(off.trim().trim_start_matches("0x"), 16).unwrap();
+        } else if let [a, n] = t.split_whitespace().collect::<Vec<_>>()[..] {
+            if let (Ok(a), Ok(n)) = (u64::from_str_radix(a, 16), u64::from_str_radix(n, 16)) {
+                if n > 0 {
+                    ranges.push((a, a + n, unit));
+                }
+            }
+        }
+    }
+    ranges.sort();
+    let dwarf_file = |addr: u64| -> Option<&String> {
+        let i = ranges.partition_point(|r| r.0 <= addr).checked_sub(1)?;
+        let (s, e, u) = ranges[i];
+        (addr >= s && addr < e).then(|| cu_names.get(&u)).flatten()
+    };
+    let k = load(&vmlinux, &LoadOptions::default(), &mut Resched::none()).unwrap();
+    let t = &k.table;
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for s in t
+        .iter()
+        .filter(|s| s.object == klpsym_core::ObjectId::VMLINUX)
+    {
+        *counts.entry(s.name).or_default() += 1;
+    }
+    let (mut compared, mut differ) = (0, Vec::new());
+    for s in t.iter() {
+        if counts.get(s.name).copied().unwrap_or(0) < 2 {
+            continue;
+        }
+        let Some(want) = dwarf_file(s.addr) else {
+            continue;
+        };
+        compared += 1;
+        match t.file(s.id) {
+            Some(got) if klpsym_core::file_matches(got, want) => {}
+            got => differ.push(format!(
+                "{} at {:#x}: DWARF {want}, klpsym {got:?}",
+                s.name, s.addr
+            )),
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(10)]
+    );
+    assert!(compared > 500, "only {compared} definitions compared");
+    // The author's question: one init_once in fs/inode.c, another in fs/proc/inode.c.
+    let inits: Vec<&str> = t
+        .by_name("init_once")
+        .filter_map(|s| t.file(s.id))
+        .collect();
+    assert_eq!(
+        inits
+            .iter()
+            .filter(|f| klpsym_core::file_matches(f, "fs/inode.c"))
+            .count(),
+        1,
+        "{inits:?}"
+    );
+    eprintln!("{compared} definitions of duplicated names: files agree with readelf's DWARF");
+}

@@ -431,6 +431,7 @@ fn livepatch_seeds(out: &mut Out) {
         klpsym_livepatch::Arch::X86_64,
     );
     let pins = [klpsym_livepatch::Pin {
+        file: None,
         object: None,
         name: "m_show".into(),
         position: 2,

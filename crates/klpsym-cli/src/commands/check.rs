@@ -251,10 +251,14 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
         }
         println!("      {}", p.hint);
         if !p.candidates.is_empty() {
-            println!("       POS  ADDRESS             TYPE  OBJECT");
+            let files = p.candidates.iter().any(|c| c.file.is_some());
+            println!(
+                "       POS  ADDRESS             TYPE  OBJECT{}",
+                if files { "      FILE" } else { "" }
+            );
             for c in &p.candidates {
                 println!(
-                    "      {:>4}  {:<18}  {:<4}  {}",
+                    "      {:>4}  {:<18}  {:<4}  {}{}",
                     c.position,
                     match c.address {
                         None => "(hidden)".to_string(),
@@ -262,7 +266,16 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
                         Some(a) => hex(a),
                     },
                     c.kind,
-                    c.object
+                    if files {
+                        format!("{:<10}", c.object)
+                    } else {
+                        c.object.clone()
+                    },
+                    match (&c.file, files) {
+                        (Some(f), _) => format!("  {f}"),
+                        (None, true) => "  ?".to_string(),
+                        (None, false) => String::new(),
+                    }
                 );
             }
             if p.candidates.iter().any(|c| c.unplaced) {

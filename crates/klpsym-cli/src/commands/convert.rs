@@ -27,8 +27,11 @@ pub struct ConvertArgs {
     /// Where to write the converted module (through a temporary file renamed into place).
     #[arg(long, short = 'o', value_name = "OUT.ko")]
     pub output: PathBuf,
-    /// Choose a definition: `[OBJ:]NAME=POS` (POS 1-based; 0 = must be unique). Repeatable.
-    #[arg(long = "pin", value_name = "[OBJ:]NAME=POS")]
+    /// Choose a definition: `[OBJ:]NAME=POS` (POS 1-based; 0 = must be unique), or
+    /// `[OBJ:]NAME@PATH` for the definition in that source file (`init_once@fs/inode.c`,
+    /// matched on a path suffix; needs a --kernel with FILE entries: a vmlinux with .symtab,
+    /// e.g. the -dbg package's). Repeatable.
+    #[arg(long = "pin", value_name = "[OBJ:]NAME=POS|NAME@PATH")]
     pub pins: Vec<String>,
     /// A file of pins, one per line; `#` starts a comment.
     #[arg(long, value_name = "FILE")]

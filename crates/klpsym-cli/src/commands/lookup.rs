@@ -28,6 +28,8 @@ struct KernelResult {
     position: Option<u64>,
     count: u64,
     message: Option<String>,
+    /// With --file: why no position could be chosen from the file (then `message` is null).
+    file_note: Option<String>,
     object_loaded: bool,
     /// True when `address` is an offset in its section (an unplaced module symbol).
     unplaced: bool,
@@ -50,7 +52,59 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
     let mut object_name = String::new();
     for k in &kernels {
         let t = &k.table;
-        let o = find_object_symbol(t, &req);
+        // --file: the position of the definition in that file, then the kernel's lookup.
+        let mut req = req;
+        let mut file_miss = None;
+        if let Some(f) = &args.file {
+            if !t.has_files() {
+                return Err(format!(
+                    "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
+                    k.path.display()
+                )
+                .into());
+            }
+            let all = find_object_symbol(t, &LookupRequest { sympos: 0, ..req });
+            let hits: Vec<u64> = all
+                .candidates
+                .iter()
+                .enumerate()
+                .filter(|(_, &id)| t.file(id).is_some_and(|x| super::file_matches(x, f)))
+                .map(|(i, _)| i as u64 + 1)
+                .collect();
+            match hits.as_slice() {
+                [p] => req.sympos = *p,
+                [] => {
+                    let mut files: Vec<&str> =
+                        all.candidates.iter().filter_map(|&id| t.file(id)).collect();
+                    files.dedup();
+                    file_miss = Some(format!(
+                        "no definition of '{}' in {f}{}",
+                        args.name,
+                        if files.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (its definitions are in {})", files.join(", "))
+                        }
+                    ));
+                }
+                many => {
+                    file_miss = Some(format!(
+                        "{} definitions of '{}' in {f} (positions {:?}): one file holds several copies; choose with --sympos",
+                        many.len(),
+                        args.name,
+                        many
+                    ));
+                }
+            }
+        }
+        let mut o = find_object_symbol(t, &req);
+        if file_miss.is_some() {
+            // Not the kernel's answer: no position could be chosen from the file.
+            o.verdict = Verdict::NotFound;
+            o.symbol = None;
+            o.address = None;
+            o.message = None;
+        }
         object_name.clone_from(&o.object);
         all_found &= o.verdict == Verdict::Found;
         let sym = o.symbol.map(|id| (t.symbol(id), t.size(id)));
@@ -65,6 +119,7 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             position: (o.verdict == Verdict::Found).then_some(o.count),
             count: o.count,
             message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
+            file_note: file_miss.clone(),
             object_loaded: o.object_id.is_some(),
             variants: if o.candidates.is_empty() {
                 t.variants_of(&args.name)
@@ -125,7 +180,10 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             _ => {
                 println!(
                     "{}",
-                    r.message.as_deref().unwrap_or("livepatch: (no message)")
+                    r.message
+                        .as_deref()
+                        .or(r.file_note.as_deref())
+                        .unwrap_or("livepatch: (no message)")
                 );
                 if !r.object_loaded {
                     println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");

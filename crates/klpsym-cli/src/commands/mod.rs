@@ -35,6 +35,9 @@ pub struct Candidate {
     pub unplaced: bool,
     /// The same as `unplaced` (its first name; kept for readers of older output).
     pub relative: bool,
+    /// The source file of its translation unit (STT_FILE: `inode.c`), when the source has
+    /// FILE entries (a vmlinux with .symtab, a module); null otherwise.
+    pub file: Option<String>,
     /// The address as the human output prints it (`0x...`, `+0x...`, `(hidden)`).
     #[serde(skip)]
     pub text: String,
@@ -63,29 +66,57 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
                 object: table.object_info(s.object).name.clone(),
                 unplaced: relative,
                 relative,
+                file: table.file(id).map(str::to_string),
                 text: klpsym_core::address_text(table, id),
             }
         })
         .collect()
 }
 
-/// Prints candidates as an aligned table.
+/// Prints candidates as an aligned table (with a FILE column when any has a file).
 pub fn print_candidates(cands: &[Candidate], indent: &str) {
+    let files = cands.iter().any(|c| c.file.is_some());
     println!(
-        "{indent}{:>4}  {:<18}  TYPE  {:<10}  OBJECT",
-        "POS", "ADDRESS", "SIZE"
+        "{indent}{:>4}  {:<18}  TYPE  {:<10}  {:<10}{}",
+        "POS",
+        "ADDRESS",
+        "SIZE",
+        "OBJECT",
+        if files { "  FILE" } else { "" }
     );
     for c in cands {
         println!(
-            "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {}",
+            "{indent}{:>4}  {:<18}  {:<4}  {:<10}  {:<10}{}",
             c.position,
             c.text,
             c.kind,
             c.size.as_deref().unwrap_or("?"),
-            c.object
+            c.object,
+            match (&c.file, files) {
+                (Some(f), _) => format!("  {f}"),
+                (None, true) => "  ?".to_string(),
+                (None, false) => String::new(),
+            }
         );
     }
     if cands.iter().any(|c| c.unplaced) {
         println!("{indent}{UNPLACED_NOTE}");
+    }
+}
+
+pub use klpsym_core::file_matches;
+
+#[cfg(test)]
+mod tests {
+    use super::file_matches;
+
+    #[test]
+    fn files_match_on_a_path_suffix() {
+        assert!(file_matches("inode.c", "fs/inode.c"));
+        assert!(file_matches("inode.c", "inode.c"));
+        assert!(file_matches("fs/inode.c", "inode.c"));
+        assert!(!file_matches("inode.c", "fs/xinode.c"));
+        assert!(!file_matches("dinode.c", "inode.c"));
+        assert!(!file_matches("inode.c", ""));
     }
 }

@@ -43,10 +43,20 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             }
         }
         per_object.sort_by_key(|(o, _)| *o);
-        let cands: Vec<Candidate> = per_object
+        let mut cands: Vec<Candidate> = per_object
             .iter()
             .flat_map(|(_, ids)| candidates(t, ids))
             .collect();
+        if let Some(f) = &args.file {
+            if !t.has_files() {
+                return Err(format!(
+                    "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
+                    k.path.display()
+                )
+                .into());
+            }
+            cands.retain(|c| c.file.as_deref().is_some_and(|x| super::file_matches(x, f)));
+        }
         results.push(KernelSympos {
             kernel: k.path.display().to_string(),
             count: cands.len(),
@@ -68,9 +78,12 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
         }
         if r.candidates.is_empty() {
             println!(
-                "no symbol named '{}'{}",
+                "no symbol named '{}'{}{}",
                 args.name,
-                want.as_ref().map_or(String::new(), |w| format!(" in {w}"))
+                want.as_ref().map_or(String::new(), |w| format!(" in {w}")),
+                args.file
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" defined in {f}"))
             );
             continue;
         }
