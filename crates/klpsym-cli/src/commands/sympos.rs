@@ -20,6 +20,8 @@ struct KernelSympos {
     kernel: String,
     /// Total definitions listed.
     count: usize,
+    /// With --file: every definition of the name (in the objects asked), before the file chose.
+    all: usize,
     /// Positions restart at 1 in each object, in kallsyms order.
     candidates: Vec<Candidate>,
 }
@@ -47,6 +49,7 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             .iter()
             .flat_map(|(_, ids)| candidates(t, ids))
             .collect();
+        let all = cands.len();
         if let Some(f) = &args.file {
             if !t.has_files() {
                 return Err(format!(
@@ -60,6 +63,7 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
         results.push(KernelSympos {
             kernel: k.path.display().to_string(),
             count: cands.len(),
+            all,
             candidates: cands,
         });
     }
@@ -87,7 +91,13 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             );
             continue;
         }
-        println!("{}: {} definition(s)", args.name, r.count);
+        match &args.file {
+            Some(f) => println!(
+                "{}: {} definition(s) in {f} ({} in all; POS is the position among them all)",
+                args.name, r.count, r.all
+            ),
+            None => println!("{}: {} definition(s)", args.name, r.count),
+        }
         print_candidates(&r.candidates, "");
     }
     Ok(Outcome::all_ok(ok))
