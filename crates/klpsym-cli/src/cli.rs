@@ -85,6 +85,11 @@ pub struct SourceArgs {
     /// without it, offline modules keep section-relative addresses and answer no address query.
     #[arg(long, value_name = "KALLSYMS")]
     pub place_from: Option<PathBuf>,
+    /// A vmlinux with debug info of the same build as --kernel (Debian's -dbg package:
+    /// /usr/lib/debug/boot/vmlinux-RELEASE): source files come from its DWARF, positions
+    /// from --kernel. The build ids must match.
+    #[arg(long, value_name = "VMLINUX")]
+    pub debug_vmlinux: Option<PathBuf>,
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF, when it cannot be read from the image.
     #[arg(long, value_name = "y|n")]
     pub kallsyms_all: Option<YesNo>,

@@ -91,8 +91,30 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
     let paths = expand_dirs(paths)?;
+    let debug = match &args.debug_vmlinux {
+        None => None,
+        Some(d) => {
+            if paths.len() != 1 {
+                return Err(
+                    "--debug-vmlinux goes with exactly one --kernel (the same build)".into(),
+                );
+            }
+            let dk = load(d, &opts, &mut rs).map_err(|e| format!("--debug-vmlinux: {e}"))?;
+            if !dk.table.has_files() {
+                return Err(format!(
+                    "--debug-vmlinux {}: no source files in it (no DWARF, no FILE entries): expected a vmlinux with debug info (the -dbg package's)",
+                    d.display()
+                )
+                .into());
+            }
+            Some(dk)
+        }
+    };
     let one = |p: &PathBuf, rs: &mut Resched| -> Result<LoadedKernel, CliError> {
         let mut k = load(p, &opts, rs)?;
+        if let Some(d) = &debug {
+            files_from_debug(&mut k, d, rs)?;
+        }
         if !loaded.is_empty() {
             k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, rs)?;
         }
@@ -112,6 +134,61 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         }
     }
     Ok(out)
+}
+
+/// Gives `k`'s vmlinux symbols the source files of the same build's debug vmlinux `d`: the
+/// n-th definition of a name in `k` gets the file of the n-th in `d` (both in kallsyms order,
+/// which a -dbg vmlinux reproduces: see the lab's dump tests). Refuses different build ids.
+fn files_from_debug(
+    k: &mut LoadedKernel,
+    d: &LoadedKernel,
+    rs: &mut Resched,
+) -> Result<(), CliError> {
+    let (kd, dd) = (k.path.display().to_string(), d.path.display().to_string());
+    match (&k.facts.build_id, &d.facts.build_id) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!(
+                "--debug-vmlinux {dd}: build id {b}, but {kd} has {a}: not the same build"
+            )
+            .into())
+        }
+        (Some(a), Some(_)) => eprintln!("klpsym: note: source files from {dd} (build id {a}, the same as {kd}'s)"),
+        _ => eprintln!(
+            "klpsym: warning: {kd}: no build id to compare with {dd}: source files are matched by name and position only"
+        ),
+    }
+    use klpsym_core::ObjectId;
+    let mut by_name: std::collections::HashMap<&str, Vec<Option<&str>>> =
+        std::collections::HashMap::new();
+    for s in d.table.iter() {
+        rs.tick()?;
+        if s.object == ObjectId::VMLINUX {
+            by_name.entry(s.name).or_default().push(d.table.file(s.id));
+        }
+    }
+    // Files borrowed from `d` only, so `k`'s table can take them afterwards.
+    let files: Vec<Option<&str>> = {
+        let table = &k.table;
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut files = Vec::with_capacity(table.len());
+        for s in table.iter() {
+            rs.tick()?;
+            if s.object != ObjectId::VMLINUX {
+                files.push(None);
+                continue;
+            }
+            let n = seen.entry(s.name).or_default();
+            let defs = by_name.get(s.name);
+            // Only where both list the name as often can the positions be paired.
+            let same = defs
+                .is_some_and(|v| v.len() == table.by_name_in(s.name, ObjectId::VMLINUX).count());
+            files.push(if same { defs.and_then(|v| v[*n]) } else { None });
+            *n += 1;
+        }
+        files
+    };
+    k.table.attach_files(|id| files[id.0 as usize], rs)?;
+    Ok(())
 }
 
 /// A `--kernel DIR` stands for every regular file in it (sorted): a folder of kernel images,

@@ -511,3 +511,54 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("-dbg"), "{}", text(&o.stderr));
 }
+
+/// `--debug-vmlinux`: positions from the image, source files from the -dbg vmlinux of the
+/// same build (build ids compared).
+#[test]
+fn files_come_from_the_debug_vmlinux_of_the_same_build() {
+    let Some(l) = the_lab() else { return };
+    let Some(dbg) = lab("KLPSYM_TEST_VMLINUX") else {
+        return;
+    };
+    let dbg = dbg.display().to_string();
+    let o = run(&[
+        "sympos",
+        "init_once",
+        "--kernel",
+        &l.vmlinuz,
+        "--debug-vmlinux",
+        &dbg,
+        "--file",
+        "fs/proc/inode.c",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("build id"), "{}", text(&o.stderr));
+    let c = &json(&o)["results"][0]["candidates"];
+    assert_eq!(c.as_array().unwrap().len(), 1);
+    assert_eq!(c[0]["position"], 2);
+    let direct = run(&[
+        "sympos",
+        "init_once",
+        "--kernel",
+        &dbg,
+        "--file",
+        "fs/proc/inode.c",
+        "--json",
+    ]);
+    assert_eq!(
+        json(&direct)["results"][0]["candidates"][0]["address"],
+        c[0]["address"]
+    );
+    let ids: Vec<String> = [&l.vmlinuz, &dbg]
+        .iter()
+        .map(|k| {
+            json(&run(&["info", "--kernel", k, "--json"]))["build_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    assert_eq!(ids[0].len(), 40);
+}

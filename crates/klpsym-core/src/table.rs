@@ -472,6 +472,30 @@ impl SymbolTable {
         names.get(i as usize).map(String::as_str)
     }
 
+    /// Gives the symbols source files from elsewhere (a debug build of the same kernel):
+    /// `file_of(id)` for every symbol, in order. Replaces what the table knew.
+    pub fn attach_files<'f>(
+        &mut self,
+        mut file_of: impl FnMut(SymbolId) -> Option<&'f str>,
+        resched: &mut Resched,
+    ) -> Result<(), Cancelled> {
+        let mut files = Vec::with_capacity(self.syms.len());
+        let mut names: Vec<String> = Vec::new();
+        let mut ids: FxHashMap<&'f str, u32> = FxHashMap::default();
+        for i in 0..self.syms.len() as u32 {
+            resched.tick()?;
+            files.push(match file_of(SymbolId(i)) {
+                None => u32::MAX,
+                Some(f) => *ids.entry(f).or_insert_with(|| {
+                    names.push(f.to_string());
+                    names.len() as u32 - 1
+                }),
+            });
+        }
+        self.source_files = Some((files, names));
+        Ok(())
+    }
+
     /// True when the table knows source files (see [`SymbolTable::file`]).
     pub fn has_files(&self) -> bool {
         self.source_files.is_some()

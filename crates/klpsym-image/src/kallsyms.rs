@@ -168,6 +168,7 @@ pub fn find_kallsyms_with_resched(
         crcs,
         entries,
         format,
+        build_id: find_build_id(vmlinux, resched)?,
         vermagic: match &version {
             Some(v) => find_vermagic(vmlinux, banner_release(v).unwrap_or_default(), resched)?,
             None => None,
@@ -518,6 +519,20 @@ pub fn find_vermagic(
             && tail[..tail.len() - 1].split(|&b| b == b' ').all(token)
         {
             return Ok(Some(String::from_utf8_lossy(s).into_owned()));
+        }
+    }
+    Ok(None)
+}
+
+/// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel: the note
+/// `namesz 4, descsz 20, type 3, "GNU\0"` followed by 20 bytes, found in `.notes` of an ELF
+/// or in the loaded image of a raw one (arm64 Image). Lower-case hex.
+pub fn find_build_id(data: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
+    const HEAD: &[u8] = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
+    let finder = ChunkedFinder::new(HEAD);
+    if let Some(at) = finder.find_from(data, 0, resched)? {
+        if let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) {
+            return Ok(Some(id.iter().map(|b| format!("{b:02x}")).collect()));
         }
     }
     Ok(None)

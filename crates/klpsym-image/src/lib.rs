@@ -28,7 +28,9 @@ pub use container::{
     decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
 };
 pub use error::ImageError;
-pub use kallsyms::{banner_release, find_kallsyms, find_kallsyms_with_resched, find_vermagic};
+pub use kallsyms::{
+    banner_release, find_build_id, find_kallsyms, find_kallsyms_with_resched, find_vermagic,
+};
 use klpsym_core::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 
@@ -73,6 +75,8 @@ pub struct ImageSymbols {
     pub version: Option<String>,
     /// The module loader's `VERMAGIC_STRING`, when found ([`find_vermagic`]).
     pub vermagic: Option<String>,
+    /// The GNU build id, when found ([`find_build_id`]).
+    pub build_id: Option<String>,
     /// The CRC of every exported symbol (CONFIG_MODVERSIONS), read from `__kcrctab` through
     /// the `__ksymtab_*` entries of kallsyms; `None` when the tables are not named.
     pub crcs: Option<std::collections::HashMap<String, u32>>,

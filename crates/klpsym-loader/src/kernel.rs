@@ -84,6 +84,8 @@ pub struct SourceFacts {
     /// Exported symbols' CRCs, when the source holds them (a vmlinux's `__crc_*` symbols, an
     /// image's `__kcrctab` named by kallsyms).
     pub exports: Option<crate::facts::Exports>,
+    /// The GNU build id (lower-case hex), when the source holds it (image, vmlinux).
+    pub build_id: Option<String>,
 }
 
 /// A loaded kernel symbol source.
@@ -239,7 +241,10 @@ fn decode_binary(
                 let vermagic = klpsym_image::find_vermagic(bytes, release, resched)
                     .map_err(klpsym_core::BuildError::from)?;
                 let exports = vmlinux_crcs(bytes, resched)?;
+                let build_id = klpsym_image::find_build_id(bytes, resched)
+                    .map_err(klpsym_core::BuildError::from)?;
                 let mut facts = SourceFacts {
+                    build_id,
                     vermagic,
                     exports,
                     version: v.version.clone(),
@@ -324,6 +329,7 @@ fn image_table(
             .collect(),
     });
     let facts = SourceFacts {
+        build_id: syms.build_id.clone(),
         vermagic: syms.vermagic.clone(),
         exports,
         version: syms.version.clone(),

@@ -24,6 +24,8 @@ struct InfoJson {
     banner: Option<String>,
     /// The module loader's vermagic, when the source has it (image, vmlinux, module).
     vermagic: Option<String>,
+    /// The GNU build id (hex), when the source has it (image, vmlinux).
+    build_id: Option<String>,
     arch: Option<String>,
     format: Option<String>,
     facts: std::collections::BTreeMap<String, String>,
@@ -72,6 +74,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
                 .clone()
                 .filter(|v| v.starts_with("Linux version ")),
             vermagic: k.facts.vermagic.clone(),
+            build_id: k.facts.build_id.clone(),
             arch: k.facts.arch.clone(),
             format: k.facts.format.clone(),
             facts: k.facts.facts.iter().cloned().collect(),
@@ -113,6 +116,9 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         }
         if let Some(v) = &i.vermagic {
             println!("vermagic:        {}", v.trim_end());
+        }
+        if let Some(b) = &i.build_id {
+            println!("build id:        {b}");
         }
         if let Some(a) = &i.arch {
             println!("arch:            {a}");
