@@ -10,12 +10,12 @@ use crate::decode::{
     read_seqs, seqs_sort_names, sorted,
 };
 use crate::elfinfo::ElfInfo;
+use crate::identity::{banner_release, find_build_id, find_vermagic, find_version};
 use crate::layout::{Addressing, LayoutEra, TableLayout, TableOffsets};
 use crate::tables::{
     find_tokens, markers_before, markers_before_seqs, names_before, u64_at, Names, Tokens,
 };
 use crate::{Arch, ImageError, ImageFormat, ImageSymbols, KallsymsEntry};
-use klpsym_core::ChunkedFinder;
 
 /// Link address of `_text` assumed for raw images in the place-relative era, where the table
 /// itself does not say where it was linked: arm64 KIMAGE_VADDR (48-bit VA, 2 GiB modules area)
@@ -456,121 +456,11 @@ fn guess_arch(addrs: &[u64], notes: &mut Vec<String>) -> Arch {
     arch
 }
 
-/// The kernel banner: "Linux version " followed by a digit, up to the end of its line.
-pub(crate) fn find_version(
-    data: &[u8],
-    resched: &mut Resched,
-) -> Result<Option<String>, Cancelled> {
-    let finder = ChunkedFinder::new(b"Linux version ");
-    let mut next = 0;
-    while let Some(at) = finder.find_from(data, next, resched)? {
-        next = at + 1;
-        let rest = &data[at..data.len().min(at + 512)];
-        if !rest.get(14).is_some_and(u8::is_ascii_digit) {
-            continue;
-        }
-        let end = rest
-            .iter()
-            .position(|&b| b == b'\n' || b == 0)
-            .unwrap_or(rest.len());
-        return Ok(Some(
-            String::from_utf8_lossy(&rest[..end]).trim_end().to_owned(),
-        ));
-    }
-    Ok(None)
-}
-
-/// The kernel's `VERMAGIC_STRING` (include/linux/vermagic.h): `UTS_RELEASE " "` followed by
-/// configuration tokens, each ending in a space (`SMP `, `preempt `, `mod_unload `,
-/// `modversions `, `aarch64 `...), NUL-terminated in .rodata, where the module loader's
-/// `vermagic[]` keeps it. `release` is the banner's (`6.1.0-57-amd64`). The first string of
-/// that shape wins; the banner (`6.1.0-57-amd64 (debian-kernel@...`) and bare releases do
-/// not have it.
-pub fn find_vermagic(
-    data: &[u8],
-    release: &str,
-    resched: &mut Resched,
-) -> Result<Option<String>, Cancelled> {
-    if release.is_empty() {
-        return Ok(None);
-    }
-    let needle = format!("{release} ");
-    let finder = ChunkedFinder::new(needle.as_bytes());
-    let mut next = 0;
-    while let Some(at) = finder.find_from(data, next, resched)? {
-        next = at + 1;
-        // A string starts here: the byte before is a NUL (or the data's start).
-        if at > 0 && data[at - 1] != 0 {
-            continue;
-        }
-        let rest = &data[at..data.len().min(at + 256)];
-        let Some(end) = rest.iter().position(|&b| b == 0) else {
-            continue;
-        };
-        let s = &rest[..end];
-        let tail = &s[needle.len()..];
-        let token = |t: &[u8]| {
-            !t.is_empty()
-                && t.iter()
-                    .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-        };
-        if !tail.is_empty()
-            && tail.ends_with(b" ")
-            && tail[..tail.len() - 1].split(|&b| b == b' ').all(token)
-        {
-            return Ok(Some(String::from_utf8_lossy(s).into_owned()));
-        }
-    }
-    Ok(None)
-}
-
-/// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel: the note
-/// `namesz 4, descsz 20, type 3, "GNU\0"` followed by 20 bytes, found in `.notes` of an ELF
-/// or in the loaded image of a raw one (arm64 Image). Lower-case hex.
-pub fn find_build_id(data: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
-    const HEAD: &[u8] = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
-    let finder = ChunkedFinder::new(HEAD);
-    if let Some(at) = finder.find_from(data, 0, resched)? {
-        if let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) {
-            return Ok(Some(id.iter().map(|b| format!("{b:02x}")).collect()));
-        }
-    }
-    Ok(None)
-}
-
-/// The release in a banner: `Linux version 6.1.0-57-amd64 (...)` → `6.1.0-57-amd64`.
-pub fn banner_release(banner: &str) -> Option<&str> {
-    banner
-        .strip_prefix("Linux version ")
-        .unwrap_or(banner)
-        .split_whitespace()
-        .next()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::layout::NameLengthEncoding;
 
-    #[test]
-    fn vermagic_is_told_from_the_banner_and_other_strings() {
-        let data = b"\x006.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12)\0\
-6.1.0-57-amd64\0x6.1.0-57-amd64 SMP \0\
-6.1.0-57-amd64 SMP preempt mod_unload modversions \0tail";
-        let got = find_vermagic(data, "6.1.0-57-amd64", &mut Resched::none()).unwrap();
-        assert_eq!(
-            got.as_deref(),
-            Some("6.1.0-57-amd64 SMP preempt mod_unload modversions ")
-        );
-        assert_eq!(
-            find_vermagic(b"\x006.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
-            None
-        );
-        assert_eq!(
-            banner_release("Linux version 6.12.117+deb13-amd64 (x) #1 SMP"),
-            Some("6.12.117+deb13-amd64")
-        );
-    }
     use crate::test_encoder::{encode, symbols, Options, Sym};
 
     fn opts(era: LayoutEra) -> Options {

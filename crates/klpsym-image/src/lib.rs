@@ -17,6 +17,7 @@ mod crcs;
 mod decode;
 mod elfinfo;
 mod error;
+mod identity;
 mod kallsyms;
 mod layout;
 mod tables;
@@ -28,9 +29,8 @@ pub use container::{
     decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
 };
 pub use error::ImageError;
-pub use kallsyms::{
-    banner_release, find_build_id, find_kallsyms, find_kallsyms_with_resched, find_vermagic,
-};
+pub use identity::{banner_release, find_build_id, find_vermagic};
+pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
 use klpsym_core::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 

@@ -39,6 +39,10 @@ pub mod reloc;
 mod report;
 #[cfg(test)]
 mod scenarios;
+#[cfg(test)]
+mod scenarios_convert;
+#[cfg(test)]
+mod scenarios_loader;
 mod target;
 #[cfg(any(test, feature = "testgen"))]
 pub mod testgen;

@@ -1,0 +1,329 @@
+//! End-to-end scenarios of what the module loader decides before livepatch sees a module
+//! (vermagic, CONFIG_LIVEPATCH, symbol versions, namespaces, force-loading), of modules that
+//! are not livepatches, and of the log the kernel prints on success.
+
+use crate::consts as elf;
+use crate::scenarios::{check61, only_problem, target};
+use crate::testutil::*;
+use crate::*;
+
+/// A target whose module loader knows everything: vermagic, CONFIG_LIVEPATCH, CRCs.
+fn loader_check(
+    spec: &ModSpec,
+    livepatch: bool,
+    crcs: &[(&str, u32, Option<&str>)],
+) -> CheckReport {
+    loader_check_with(spec, livepatch, false, crcs)
+}
+
+fn loader_check_with(
+    spec: &ModSpec,
+    livepatch: bool,
+    force_load: bool,
+    crcs: &[(&str, u32, Option<&str>)],
+) -> CheckReport {
+    let k = kernel();
+    let bytes = build_module(spec);
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let table: Vec<(String, ExportInfo)> = crcs
+        .iter()
+        .map(|(n, c, ns)| {
+            (
+                n.to_string(),
+                ExportInfo {
+                    crc: Some(*c),
+                    namespace: ns.map(str::to_string),
+                },
+            )
+        })
+        .collect();
+    let lookup = |n: &str| table.iter().find(|(x, _)| x == n).map(|(_, e)| e.clone());
+    let facts = LoaderFacts {
+        modules: Some(Fact::new(true, "test")),
+        vermagic: Some(Fact::new(
+            "6.1.0-57-amd64 SMP preempt mod_unload modversions ".to_string(),
+            "test",
+        )),
+        livepatch: Some(Fact::new(livepatch, "test")),
+        modversions: Some(Fact::new(true, "test")),
+        exports: Some(Fact::new(&lookup as ExportLookup<'_>, "test")),
+        force_load: Some(Fact::new(force_load, "test")),
+        sig_force: Some(Fact::new(false, "test")),
+    };
+    let t = target(&k).with_exports(&exported).with_loader(facts);
+    check(&m, &t)
+}
+
+fn status(r: &CheckReport, check: &str) -> CheckStatus {
+    r.loader_checks
+        .iter()
+        .find(|c| c.check == check)
+        .unwrap_or_else(|| panic!("no {check} in {:#?}", r.loader_checks))
+        .status
+}
+
+fn versioned() -> ModSpec<'static> {
+    ModSpec {
+        versions: vec![("module_layout", 0x1111), ("klp_enable_patch", 0x2222)],
+        ..ModSpec::default()
+    }
+}
+
+/// Regression: ACCEPTED for a module built for another kernel configuration.
+#[test]
+fn vermagic_mismatch_fails_the_load() {
+    let spec = ModSpec {
+        vermagic: "6.1.0-57-amd64 SMP mod_unload modversions ",
+        ..versioned()
+    };
+    let r = loader_check(
+        &spec,
+        true,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, None),
+        ],
+    );
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.errno, Some(8));
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::VermagicMismatch);
+    assert_eq!(
+        p.log,
+        ["lp: version magic '6.1.0-57-amd64 SMP mod_unload modversions ' should be '6.1.0-57-amd64 SMP preempt mod_unload modversions '"]
+    );
+    assert_eq!(status(&r, "vermagic"), CheckStatus::Failed);
+    // The kernel stops there: what follows is listed but not reached.
+    assert_eq!(status(&r, "unresolved_symbols"), CheckStatus::NotReached);
+}
+
+#[test]
+fn another_release_passes_vermagic_when_the_module_has_symbol_versions() {
+    let spec = ModSpec {
+        vermagic: "6.1.0-58-amd64 SMP preempt mod_unload modversions ",
+        ..versioned()
+    };
+    let r = loader_check(
+        &spec,
+        true,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, None),
+        ],
+    );
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+    // Without __versions the whole string is compared (after module_layout, which a
+    // CONFIG_MODVERSIONS kernel force-loads only with CONFIG_MODULE_FORCE_LOAD).
+    let spec = ModSpec {
+        vermagic: "6.1.0-58-amd64 SMP preempt mod_unload modversions ",
+        ..ModSpec::default()
+    };
+    let r = loader_check_with(&spec, true, true, &[("module_layout", 0x1111, None)]);
+    assert_eq!(only_problem(&r).kind, ProblemKind::VermagicMismatch);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("module_layout: kernel tainted")),
+        "{:?}",
+        r.warnings
+    );
+    let r = loader_check_with(&spec, true, false, &[("module_layout", 0x1111, None)]);
+    assert_eq!(only_problem(&r).kind, ProblemKind::ForceLoadRequired);
+    assert_eq!(r.verdict.errno, Some(8));
+}
+
+/// Regression: ACCEPTED on a kernel built without CONFIG_LIVEPATCH.
+#[test]
+fn a_kernel_without_livepatch_refuses_a_livepatch() {
+    let r = loader_check(
+        &versioned(),
+        false,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, None),
+        ],
+    );
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::LivepatchDisabled);
+    assert_eq!(
+        p.log,
+        ["lp: module is marked as livepatch module, but livepatch support is disabled"]
+    );
+    assert_eq!(r.verdict.errno, Some(8));
+}
+
+#[test]
+fn symbol_versions_and_namespaces_as_resolve_symbol_checks_them() {
+    // A CRC that disagrees: two lines, -EINVAL.
+    let r = loader_check(
+        &versioned(),
+        true,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x9999, None),
+        ],
+    );
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::SymbolVersionMismatch);
+    assert_eq!(
+        p.log,
+        [
+            "lp: disagrees about version of symbol klp_enable_patch",
+            "lp: Unknown symbol klp_enable_patch (err -22)"
+        ]
+    );
+    assert_eq!(r.verdict.errno, Some(22));
+    assert_eq!(status(&r, "symbol_versions"), CheckStatus::Failed);
+    // module_layout: -ENOEXEC, one line, and the load stops before vermagic.
+    let r = loader_check(
+        &versioned(),
+        true,
+        &[
+            ("module_layout", 0x7777, None),
+            ("klp_enable_patch", 0x2222, None),
+        ],
+    );
+    assert_eq!(
+        only_problem(&r).log,
+        ["lp: disagrees about version of symbol module_layout"]
+    );
+    assert_eq!(r.verdict.errno, Some(8));
+    assert_eq!(status(&r, "vermagic"), CheckStatus::NotReached);
+    // A namespaced export the module does not import.
+    let r = loader_check(
+        &versioned(),
+        true,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, Some("KLP")),
+        ],
+    );
+    assert_eq!(
+        only_problem(&r).log,
+        [
+            "lp: module uses symbol (klp_enable_patch) from namespace KLP, but does not import it.",
+            "lp: Unknown symbol klp_enable_patch (err -22)"
+        ]
+    );
+    // All matching: every check passed.
+    let r = loader_check(
+        &versioned(),
+        true,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, None),
+        ],
+    );
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    for c in &r.loader_checks {
+        assert_eq!(c.status, CheckStatus::Passed, "{c:?}");
+    }
+}
+
+/// Unknown facts are "not checked", never "passed".
+#[test]
+fn unknown_target_facts_are_not_checked() {
+    let r = check61(&build_module(&versioned()));
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    for name in [
+        "signature",
+        "vermagic",
+        "livepatch_support",
+        "symbol_versions",
+        "unresolved_symbols",
+    ] {
+        assert_eq!(status(&r, name), CheckStatus::NotChecked, "{name}");
+    }
+}
+
+/// A plain module: modinfo, `struct module`, an init calling `printk`; nothing of livepatch.
+fn ordinary_module(livepatch_call: bool) -> Vec<u8> {
+    use object::write::{Object, Relocation, StandardSection, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind};
+    use object::{SymbolFlags, SymbolKind, SymbolScope};
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let modinfo = obj.add_section(vec![], b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+    obj.append_section_data(
+        modinfo,
+        b"name=dummy\0vermagic=6.1.0-57-amd64 SMP preempt mod_unload modversions \0",
+        1,
+    );
+    let this = obj.add_section(
+        vec![],
+        b".gnu.linkonce.this_module".to_vec(),
+        SectionKind::Data,
+    );
+    let mut tm = vec![0u8; 0x380];
+    tm[24..29].copy_from_slice(b"dummy");
+    obj.append_section_data(this, &tm, 64);
+    let text = obj.section_id(StandardSection::Text);
+    let at = obj.append_section_data(text, &[0xe8, 0, 0, 0, 0, 0xc3], 16);
+    obj.add_symbol(Symbol {
+        name: b"init_module".to_vec(),
+        value: at,
+        size: 6,
+        kind: SymbolKind::Text,
+        scope: SymbolScope::Linkage,
+        weak: false,
+        section: SymbolSection::Section(text),
+        flags: SymbolFlags::None,
+    });
+    let callee = obj.add_symbol(Symbol {
+        name: if livepatch_call {
+            b"klp_enable_patch".to_vec()
+        } else {
+            b"printk".to_vec()
+        },
+        value: 0,
+        size: 0,
+        kind: SymbolKind::Text,
+        scope: SymbolScope::Dynamic,
+        weak: false,
+        section: SymbolSection::Undefined,
+        flags: SymbolFlags::None,
+    });
+    obj.add_relocation(
+        text,
+        Relocation {
+            offset: at + 1,
+            symbol: callee,
+            addend: -4,
+            flags: RelocationFlags::Elf {
+                r_type: object::elf::RelocationType(elf::R_X86_64_PLT32),
+            },
+        },
+    )
+    .unwrap();
+    obj.write().unwrap()
+}
+
+/// Regression: an ordinary module was reported as a refused livepatch.
+#[test]
+fn an_ordinary_module_is_said_to_be_one() {
+    let r = check61(&ordinary_module(false));
+    assert_eq!(
+        r.verdict.kind,
+        VerdictKind::OrdinaryModule,
+        "{:#?}",
+        r.problems
+    );
+    assert!(r.problems.is_empty());
+    assert!(r.kernel_log.is_empty());
+    // With a klp_enable_patch() call it is a livepatch missing its tag.
+    let r = check61(&ordinary_module(true));
+    assert_eq!(only_problem(&r).kind, ProblemKind::NotLivepatchModule);
+}
+
+#[test]
+fn an_accepted_patch_logs_what_the_kernel_logs() {
+    let r = check61(&build_module(&ModSpec::default()));
+    let lines: Vec<&str> = r.kernel_log.iter().map(|l| l.line.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "livepatch: enabling patch 'lp'",
+            "livepatch: 'lp': starting patching transition",
+            "livepatch: 'lp': patching complete"
+        ]
+    );
+}
