@@ -169,6 +169,14 @@ fn files_from_debug(
     // Files borrowed from `d` only, so `k`'s table can take them afterwards.
     let files: Vec<Option<&str>> = {
         let table = &k.table;
+        // How often each name is in vmlinux, counted once (not a lookup per symbol).
+        let mut total: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for s in table.iter() {
+            rs.tick()?;
+            if s.object == ObjectId::VMLINUX {
+                *total.entry(s.name).or_default() += 1;
+            }
+        }
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         let mut files = Vec::with_capacity(table.len());
         for s in table.iter() {
@@ -180,8 +188,7 @@ fn files_from_debug(
             let n = seen.entry(s.name).or_default();
             let defs = by_name.get(s.name);
             // Only where both list the name as often can the positions be paired.
-            let same = defs
-                .is_some_and(|v| v.len() == table.by_name_in(s.name, ObjectId::VMLINUX).count());
+            let same = defs.is_some_and(|v| Some(&v.len()) == total.get(s.name));
             files.push(if same { defs.and_then(|v| v[*n]) } else { None });
             *n += 1;
         }
