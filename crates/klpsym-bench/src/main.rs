@@ -2,11 +2,13 @@
 //!
 //! - `latency`: the seed's experiment (CPU hogging by symbol walks), four strategies side by side.
 //! - `resched`: the longest stretch between reschedule points, per operation, on real inputs.
+//! - `names`: variant hints for missing names and `search` matching, side by side.
 //! - `sweep`: the CPU cost of reschedule points per interval (the default's justification).
 
 mod bound;
 mod job;
 mod latency;
+mod names;
 mod plot;
 mod resolve;
 mod sys;
@@ -97,6 +99,19 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Hints for names missing everywhere (compiler-made variants) through the stem index,
+    /// against a walk per name and one pass over the table; `search` against grep.
+    Names {
+        /// Symbol source.
+        #[arg(long, default_value = "/proc/kallsyms")]
+        kernel: PathBuf,
+        /// Missing names in the generated patch.
+        #[arg(long, default_value_t = 21_000)]
+        missing: usize,
+        /// Runs (medians are reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
     /// The CPU cost of reschedule points per interval (10-200 µs): the measurement behind the
     /// default interval.
     Sweep {
@@ -161,6 +176,11 @@ fn main() -> std::process::ExitCode {
                 Err("some operation is over the bound in every run".into())
             }
         }),
+        Cmd::Names {
+            kernel,
+            missing,
+            reps,
+        } => names::run(&kernel, missing, reps),
         Cmd::Sweep { kernel, runs } => bound::sweep(&kernel, runs),
     };
     match r {

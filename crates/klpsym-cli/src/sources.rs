@@ -123,11 +123,14 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         k.index_time = t0.elapsed();
         Ok(k)
     };
-    let out: Vec<LoadedKernel> = if paths.len() == 1 {
+    let mut out: Vec<LoadedKernel> = if paths.len() == 1 {
         vec![one(&paths[0], &mut rs)?]
     } else {
         load_parallel(&paths, args, &one)?
     };
+    if let (Some(d), [k]) = (debug, out.as_mut_slice()) {
+        k.debug = Some(Box::new(d));
+    }
     for k in &out {
         if k.table.addresses_hidden() {
             warn_hidden(k);

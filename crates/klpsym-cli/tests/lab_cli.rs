@@ -470,6 +470,14 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     let c = &v["results"][0]["candidates"];
     assert_eq!(c.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(c[0]["file"], "fs/inode.c");
+    // The declaration line from DWARF (judged against llvm-dwarfdump for every duplicated
+    // function by klpsym-loader's lab_facts); the human table shows file:line.
+    let line = c[0]["line"].as_u64().expect("a line from the -dbg vmlinux's DWARF");
+    assert_eq!(c[0]["decl_file"], "fs/inode.c");
+    let human = run(&["sympos", "init_once", "--kernel", &dbg, "--file", "inode.c"]);
+    let human = text(&human.stdout);
+    assert!(human.contains(&format!("fs/inode.c:{line}")), "{human}");
+    assert!(human.contains("fs/proc/inode.c:"), "{human}");
     let addr = c[0]["address"]
         .as_str()
         .unwrap()
@@ -510,6 +518,21 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("-dbg"), "{}", text(&o.stderr));
+    // The image with its -dbg vmlinux: positions from the image, lines from the vmlinux.
+    let o = run(&[
+        "sympos",
+        "init_once",
+        "--kernel",
+        &l.vmlinuz,
+        "--debug-vmlinux",
+        &dbg,
+        "--file",
+        "fs/inode.c",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["results"][0]["candidates"][0]["line"].as_u64(), Some(line));
 }
 
 /// `--debug-vmlinux`: positions from the image, source files from the -dbg vmlinux of the

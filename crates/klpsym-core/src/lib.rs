@@ -19,6 +19,7 @@ mod name_index;
 mod object;
 pub mod resched;
 mod scan;
+mod search;
 mod stem_index;
 mod symbolize;
 mod table;
@@ -30,6 +31,7 @@ pub use resched::{
     yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US,
 };
 pub use scan::{ChunkedFinder, SCAN_CHUNK};
+pub use search::{search_names, NameMatch, NamePattern};
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{
     file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,

@@ -127,3 +127,171 @@ fn read(dwarf: &gimli::Dwarf<Slice<'_>>, resched: &mut Resched) -> Result<Option
     }
     Ok(Some(out))
 }
+
+/// Where a function is declared, from its DWARF subprogram entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclLine {
+    /// `DW_AT_decl_file`: the compilation unit's own file, or a header for a `static inline`
+    /// copy; relative to the build directory when it lies under it.
+    pub file: String,
+    /// `DW_AT_decl_line`.
+    pub line: u64,
+}
+
+/// The declaration line of the function whose code starts at each of `addrs` (`DW_AT_low_pc`
+/// of a `DW_TAG_subprogram`, following `DW_AT_abstract_origin`/`DW_AT_specification` to the
+/// entry that holds `DW_AT_decl_line`, as an out-of-line copy of an inlined function needs).
+/// Only the compilation units holding the addresses are read (found through
+/// `.debug_aranges`). `None` where the DWARF does not tell; malformed DWARF tells nothing.
+pub fn decl_lines(
+    data: &[u8],
+    addrs: &[u64],
+    resched: &mut Resched,
+) -> Result<Vec<Option<DeclLine>>, Cancelled> {
+    let mut out = vec![None; addrs.len()];
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(out);
+    };
+    if file.section_by_name(".debug_aranges").is_none() || !file.is_little_endian() {
+        return Ok(out);
+    }
+    let load = |id: gimli::SectionId| -> Result<Slice<'_>, gimli::Error> {
+        let d = file
+            .section_by_name(id.name())
+            .and_then(|s| s.data().ok())
+            .unwrap_or(&[]);
+        Ok(EndianSlice::new(d, LittleEndian))
+    };
+    let Ok(dwarf) = gimli::Dwarf::load(load) else {
+        return Ok(out);
+    };
+    match read_lines(&dwarf, addrs, &mut out, resched) {
+        Ok(()) | Err(Stop::Dwarf) => Ok(out),
+        Err(Stop::Cancelled) => Err(Cancelled),
+    }
+}
+
+fn read_lines(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    addrs: &[u64],
+    out: &mut [Option<DeclLine>],
+    resched: &mut Resched,
+) -> Result<(), Stop> {
+    // The units owning the addresses: unit offset -> indexes into `addrs`.
+    let mut units: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut sorted: Vec<usize> = (0..addrs.len()).collect();
+    sorted.sort_unstable_by_key(|&i| addrs[i]);
+    let mut headers = dwarf.debug_aranges.headers();
+    while let Some(h) = headers.next()? {
+        resched.tick()?;
+        let mut entries = h.entries();
+        while let Some(e) = entries.next()? {
+            resched.tick()?;
+            let (start, end) = (e.address(), e.address().saturating_add(e.length()));
+            let first = sorted.partition_point(|&i| addrs[i] < start);
+            for &i in sorted[first..].iter().take_while(|&&i| addrs[i] < end) {
+                let off = h.debug_info_offset().0;
+                match units.iter_mut().find(|(o, _)| *o == off) {
+                    Some((_, v)) => v.push(i),
+                    None => units.push((off, vec![i])),
+                }
+            }
+        }
+    }
+    for (off, wanted) in units {
+        let header = dwarf
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(off))?;
+        let unit = dwarf.unit(header)?;
+        let comp_dir = unit
+            .comp_dir
+            .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
+        let mut cursor = unit.entries();
+        while let Some(entry) = cursor.next_dfs()? {
+            resched.tick()?;
+            if entry.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let Some(v) = entry.attr_value(gimli::DW_AT_low_pc) else {
+                continue;
+            };
+            let Some(pc) = dwarf.attr_address(&unit, v)? else {
+                continue;
+            };
+            let hits: Vec<usize> = wanted.iter().copied().filter(|&i| addrs[i] == pc).collect();
+            if hits.is_empty() {
+                continue;
+            }
+            let decl = declaration(dwarf, &unit, entry.clone(), comp_dir.as_deref())?;
+            for i in hits {
+                out[i] = decl.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `DW_AT_decl_file`/`DW_AT_decl_line` of `entry`, or of the entry it is a concrete copy or
+/// definition of (a few hops at most, within the unit).
+fn declaration<'a>(
+    dwarf: &gimli::Dwarf<Slice<'a>>,
+    unit: &gimli::Unit<Slice<'a>>,
+    mut entry: gimli::DebuggingInformationEntry<Slice<'a>>,
+    comp_dir: Option<&str>,
+) -> Result<Option<DeclLine>, Stop> {
+    for _ in 0..4 {
+        if let Some(gimli::AttributeValue::Udata(line)) = entry.attr_value(gimli::DW_AT_decl_line) {
+            let file = match entry.attr_value(gimli::DW_AT_decl_file) {
+                Some(gimli::AttributeValue::FileIndex(i)) => file_name(dwarf, unit, i, comp_dir)?,
+                _ => None,
+            };
+            return Ok(file.map(|file| DeclLine { file, line }));
+        }
+        let next = entry
+            .attr_value(gimli::DW_AT_abstract_origin)
+            .or_else(|| entry.attr_value(gimli::DW_AT_specification));
+        match next {
+            Some(gimli::AttributeValue::UnitRef(o)) => entry = unit.entry(o)?,
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// The path of file `index` of the unit's line program, relative to `comp_dir` when under it.
+fn file_name(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &gimli::Unit<Slice<'_>>,
+    index: u64,
+    comp_dir: Option<&str>,
+) -> Result<Option<String>, Stop> {
+    let Some(program) = &unit.line_program else {
+        return Ok(None);
+    };
+    let header = program.header();
+    let Some(f) = header.file(index) else {
+        return Ok(None);
+    };
+    let name = dwarf.attr_string(unit, f.path_name())?;
+    let name = String::from_utf8_lossy(name.slice()).into_owned();
+    let full = if name.starts_with('/') {
+        name
+    } else {
+        match f.directory(header) {
+            Some(d) => {
+                let d = dwarf.attr_string(unit, d)?;
+                let d = String::from_utf8_lossy(d.slice());
+                if d.is_empty() {
+                    name
+                } else {
+                    format!("{}/{name}", d.trim_end_matches('/'))
+                }
+            }
+            None => name,
+        }
+    };
+    Ok(Some(match comp_dir.and_then(|c| full.strip_prefix(c)) {
+        Some(rel) if rel.starts_with('/') => rel.trim_start_matches('/').to_string(),
+        _ => full,
+    }))
+}

@@ -23,7 +23,7 @@ mod symbol;
 mod testutil;
 mod vmlinux;
 
-pub use dwarf::{cu_paths, CuPaths};
+pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
 pub use layout::layout_core_sections;

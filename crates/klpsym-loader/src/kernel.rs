@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use klpsym_core::resched::{Cancelled, Resched};
-use klpsym_core::{ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
+use klpsym_core::{ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolTableBuilder};
 use klpsym_sources::{parse_text, TextKind};
 
 use crate::detect::{detect, Detected};
@@ -109,11 +109,70 @@ pub struct LoadedKernel {
     pub bytes: u64,
     /// Time spent building the indexes, when the caller built them eagerly.
     pub index_time: Duration,
+    /// The same build's vmlinux with debug info, when its source files were attached from it
+    /// (`--debug-vmlinux`): where declaration lines are read (see [`LoadedKernel::decl_lines`]).
+    pub debug: Option<Box<LoadedKernel>>,
 }
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`.
 impl LoadedKernel {
+    /// The DWARF declaration line (`fs/inode.c:432`) of each of `ids` (vmlinux symbols of this
+    /// kernel's table); `None` where no vmlinux with DWARF is at hand or it does not tell. The
+    /// vmlinux is this kernel itself when it was one, else its `debug` vmlinux, where the n-th
+    /// definition of a name stands for the n-th here (both in kallsyms order). Only the
+    /// compilation units holding the functions are read.
+    pub fn decl_lines(
+        &self,
+        ids: &[SymbolId],
+        limit: u64,
+        resched: &mut Resched,
+    ) -> Result<Vec<Option<klpsym_elf::DeclLine>>, LoadError> {
+        let none = vec![None; ids.len()];
+        let (elf, addrs): (&Path, Vec<Option<u64>>) = if self.kind == SourceKind::VmlinuxElf {
+            let addrs = ids
+                .iter()
+                .map(|&id| Some(self.table.symbol(id).addr))
+                .collect();
+            (&self.path, addrs)
+        } else if let Some(d) = &self.debug {
+            let mut addrs = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let s = self.table.symbol(id);
+                let here: Vec<SymbolId> = self
+                    .table
+                    .by_name_in(s.name, ObjectId::VMLINUX)
+                    .map(|o| o.id)
+                    .collect();
+                let there: Vec<u64> = d
+                    .table
+                    .by_name_in(s.name, ObjectId::VMLINUX)
+                    .map(|o| o.addr)
+                    .collect();
+                // Paired by position only where both list the name as often.
+                let there = (here.len() == there.len())
+                    .then(|| here.iter().position(|&o| o == id).map(|n| there[n]))
+                    .flatten();
+                addrs.push(there);
+            }
+            (&d.path, addrs)
+        } else {
+            return Ok(none);
+        };
+        if addrs.iter().all(Option::is_none) {
+            return Ok(none);
+        }
+        let bytes = read_bounded(elf, limit, resched)?;
+        let wanted: Vec<u64> = addrs.iter().map(|a| a.unwrap_or(0)).collect();
+        let lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
+            .map_err(klpsym_core::BuildError::from)?;
+        Ok(lines
+            .into_iter()
+            .zip(&addrs)
+            .map(|(l, a)| a.and(l))
+            .collect())
+    }
+
     /// Frees everything in steps with reschedule points (see [`SymbolTable::free_with`]):
     /// dropping a loaded kernel gives megabytes back to the system at once.
     pub fn free_with(self, resched: &mut Resched) -> Result<(), klpsym_core::Cancelled> {
@@ -152,6 +211,7 @@ pub fn load(
         parse_time: t1.elapsed(),
         bytes: n,
         index_time: Duration::ZERO,
+        debug: None,
     })
 }
 

@@ -225,3 +225,92 @@ fn source_files_of_duplicated_names_agree_with_readelfs_dwarf() {
     );
     eprintln!("{compared} definitions of duplicated names: files agree with readelf's DWARF");
 }
+
+/// The declaration line klpsym gives each definition of a duplicated vmlinux function agrees
+/// with llvm-dwarfdump's reading of the same DWARF (`--name` for every such name: each
+/// subprogram entry's `DW_AT_low_pc`, `DW_AT_decl_file` and `DW_AT_decl_line`).
+#[test]
+fn declaration_lines_of_duplicated_functions_agree_with_llvm_dwarfdump() {
+    let Some(vmlinux) = lab("KLPSYM_TEST_VMLINUX") else {
+        return;
+    };
+    let k = load(&vmlinux, &LoadOptions::default(), &mut Resched::none()).unwrap();
+    let t = &k.table;
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for s in t
+        .iter()
+        .filter(|s| s.object == klpsym_core::ObjectId::VMLINUX && matches!(s.kind, 't' | 'T'))
+    {
+        *counts.entry(s.name).or_default() += 1;
+    }
+    let mut names: Vec<&str> = counts
+        .iter()
+        .filter(|(_, &n)| n > 1)
+        .map(|(&s, _)| s)
+        .collect();
+    names.sort_unstable();
+    let mut cmd = std::process::Command::new("llvm-dwarfdump");
+    for n in &names {
+        cmd.arg(format!("--name={n}"));
+    }
+    let o = cmd.arg(&vmlinux).output().expect("llvm-dwarfdump runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // low_pc -> (decl_file, decl_line), from each DIE's attribute lines.
+    let mut want: HashMap<u64, (String, u64)> = HashMap::new();
+    let (mut file, mut line, mut pc) = (None, None, None);
+    let value = |l: &str| {
+        l.split_once('(')
+            .map(|(_, v)| v.trim_end_matches(')').trim_matches('"').to_string())
+    };
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        if l.contains(": DW_TAG_") {
+            if let (Some(f), Some(n), Some(p)) = (file.take(), line.take(), pc.take()) {
+                want.insert(p, (f, n));
+            }
+            (file, line, pc) = (None, None, None);
+        } else if l.contains("DW_AT_decl_file") {
+            file = value(l);
+        } else if l.contains("DW_AT_decl_line") {
+            line = value(l).and_then(|v| v.parse().ok());
+        } else if l.contains("DW_AT_low_pc") {
+            pc = value(l).and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+        }
+    }
+    if let (Some(f), Some(n), Some(p)) = (file, line, pc) {
+        want.insert(p, (f, n));
+    }
+    let ids: Vec<klpsym_core::SymbolId> = names
+        .iter()
+        .flat_map(|n| {
+            t.by_name_in(n, klpsym_core::ObjectId::VMLINUX)
+                .map(|s| s.id)
+        })
+        .collect();
+    let got = k.decl_lines(&ids, u64::MAX, &mut Resched::none()).unwrap();
+    let (mut compared, mut differ) = (0, Vec::new());
+    for (&id, got) in ids.iter().zip(&got) {
+        let s = t.symbol(id);
+        let Some((wf, wl)) = want.get(&s.addr) else {
+            continue;
+        };
+        compared += 1;
+        // klpsym's file is relative to the build directory; llvm-dwarfdump joins it.
+        let same = got.as_ref().is_some_and(|g| {
+            g.line == *wl && (g.file == *wf || wf.ends_with(&format!("/{}", g.file)))
+        });
+        if !same {
+            differ.push(format!(
+                "{} at {:#x}: llvm-dwarfdump {wf}:{wl}, klpsym {got:?}",
+                s.name, s.addr
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(10)]
+    );
+    assert!(compared > 500, "only {compared} definitions compared");
+    eprintln!("{compared} definitions of duplicated functions: lines agree with llvm-dwarfdump");
+}

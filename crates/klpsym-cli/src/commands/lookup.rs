@@ -108,6 +108,8 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
         object_name.clone_from(&o.object);
         all_found &= o.verdict == Verdict::Found;
         let sym = o.symbol.map(|id| (t.symbol(id), t.size(id)));
+        let mut cands = candidates(t, &o.candidates);
+        super::add_lines(k, &mut cands, &args.source)?;
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
             verdict: o.verdict,
@@ -136,7 +138,7 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                 let a = klpsym_core::address_text(t, id);
                 a.strip_prefix("0x").map_or(a.clone(), str::to_string)
             }),
-            candidates: candidates(t, &o.candidates),
+            candidates: cands,
         });
     }
     if args.source.json {

@@ -14,7 +14,10 @@ use serde::Serialize;
 
 use klpsym_core::{SymbolId, SymbolTable, SIZE_UNKNOWN};
 
-use crate::output::hex;
+use klpsym_loader::{LoadedKernel, SourceKind};
+
+use crate::cli::SourceArgs;
+use crate::output::{hex, CliError};
 
 /// One definition of a name, as JSON and the tables print it.
 #[derive(Debug, Serialize)]
@@ -38,6 +41,14 @@ pub struct Candidate {
     /// The source file of its translation unit (STT_FILE: `inode.c`), when the source has
     /// FILE entries (a vmlinux with .symtab, a module); null otherwise.
     pub file: Option<String>,
+    /// The declaration line in `decl_file`, from DWARF (a vmlinux with debug info given as
+    /// --kernel or --debug-vmlinux); null otherwise.
+    pub line: Option<u64>,
+    /// The file holding that line: `file` itself, or a header for a `static inline` copy.
+    pub decl_file: Option<String>,
+    /// The symbol, for what is added afterwards (lines).
+    #[serde(skip)]
+    pub id: SymbolId,
     /// The address as the human output prints it (`0x...`, `+0x...`, `(hidden)`).
     #[serde(skip)]
     pub text: String,
@@ -67,10 +78,50 @@ pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
                 unplaced: relative,
                 relative,
                 file: table.file(id).map(str::to_string),
+                line: None,
+                decl_file: None,
+                id,
                 text: klpsym_core::address_text(table, id),
             }
         })
         .collect()
+}
+
+/// Adds DWARF declaration lines to vmlinux candidates that have a source file, when `k` is a
+/// vmlinux with debug info or has one attached (`--debug-vmlinux`). Reads that vmlinux again:
+/// only the compilation units holding the candidates are decoded.
+pub fn add_lines(
+    k: &LoadedKernel,
+    cands: &mut [Candidate],
+    args: &SourceArgs,
+) -> Result<(), CliError> {
+    let wanted: Vec<usize> = (0..cands.len())
+        .filter(|&i| cands[i].file.is_some() && cands[i].object == "vmlinux")
+        .collect();
+    if wanted.is_empty() || (k.kind != SourceKind::VmlinuxElf && k.debug.is_none()) {
+        return Ok(());
+    }
+    let ids: Vec<SymbolId> = wanted.iter().map(|&i| cands[i].id).collect();
+    let mut rs = crate::sources::resched(args);
+    let lines = k.decl_lines(&ids, args.max_input_size, &mut rs)?;
+    for (i, l) in wanted.into_iter().zip(lines) {
+        if let Some(l) = l {
+            cands[i].line = Some(l.line);
+            cands[i].decl_file = Some(l.file);
+        }
+    }
+    Ok(())
+}
+
+/// How the FILE column shows a candidate: `fs/inode.c:432`, or the unit's file with the
+/// header that declares a `static inline` copy: `fs/inode.c (include/linux/fs.h:12)`.
+fn file_text(c: &Candidate) -> Option<String> {
+    let f = c.file.as_deref()?;
+    Some(match (&c.decl_file, c.line) {
+        (Some(d), Some(l)) if klpsym_core::file_matches(d, f) => format!("{d}:{l}"),
+        (Some(d), Some(l)) => format!("{f} ({d}:{l})"),
+        _ => f.to_string(),
+    })
 }
 
 /// Prints candidates as an aligned table (with a FILE column when any has a file).
@@ -92,7 +143,7 @@ pub fn print_candidates(cands: &[Candidate], indent: &str) {
             c.kind,
             c.size.as_deref().unwrap_or("?"),
             c.object,
-            match (&c.file, files) {
+            match (file_text(c), files) {
                 (Some(f), _) => format!("  {f}"),
                 (None, true) => "  ?".to_string(),
                 (None, false) => String::new(),

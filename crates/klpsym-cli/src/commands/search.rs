@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use klpsym_core::{normalize_module_name, ObjectKind, SymbolTable};
+use klpsym_core::{normalize_module_name, search_names, NamePattern};
 
 use crate::cli::SearchArgs;
 use crate::output::{print_json, CliError, Outcome};
@@ -36,78 +36,9 @@ struct NameMatch {
     objects: Vec<String>,
 }
 
-/// How a pattern matches a name.
-enum Matcher {
-    Glob(globset::GlobMatcher),
-    Substring(String),
-}
-
-impl Matcher {
-    fn new(pattern: &str) -> Result<Matcher, CliError> {
-        if pattern.contains(['*', '?', '[']) {
-            let g = globset::GlobBuilder::new(pattern)
-                .literal_separator(false)
-                .backslash_escape(true)
-                .build()
-                .map_err(|e| format!("PATTERN '{pattern}': {e}"))?;
-            Ok(Matcher::Glob(g.compile_matcher()))
-        } else {
-            Ok(Matcher::Substring(pattern.to_string()))
-        }
-    }
-
-    fn mode(&self) -> &'static str {
-        match self {
-            Matcher::Glob(_) => "glob",
-            Matcher::Substring(_) => "substring",
-        }
-    }
-
-    fn is_match(&self, name: &str) -> bool {
-        match self {
-            Matcher::Glob(g) => g.is_match(name),
-            Matcher::Substring(s) => name.contains(s.as_str()),
-        }
-    }
-}
-
-/// Every matching name with its count and objects, in first-seen (kallsyms) order.
-fn search(
-    t: &SymbolTable,
-    m: &Matcher,
-    object: Option<klpsym_core::ObjectId>,
-    rs: &mut klpsym_core::Resched,
-) -> Result<Vec<NameMatch>, CliError> {
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut out: Vec<NameMatch> = Vec::new();
-    for s in t.iter() {
-        rs.tick()?;
-        if object.is_some_and(|o| o != s.object)
-            || t.object_info(s.object).kind == ObjectKind::Pseudo
-            || !m.is_match(s.name)
-        {
-            continue;
-        }
-        let obj = &t.object_info(s.object).name;
-        let i = *seen.entry(s.name).or_insert_with(|| {
-            out.push(NameMatch {
-                name: s.name.to_string(),
-                count: 0,
-                objects: Vec::new(),
-            });
-            out.len() - 1
-        });
-        let e = &mut out[i];
-        e.count += 1;
-        if !e.objects.contains(obj) {
-            e.objects.push(obj.clone());
-        }
-    }
-    Ok(out)
-}
-
 pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
-    let m = Matcher::new(&args.pattern)?;
+    let m =
+        NamePattern::new(&args.pattern).map_err(|e| format!("PATTERN '{}': {e}", args.pattern))?;
     let kernels = load_all(&args.source)?;
     let mut rs = resched(&args.source);
     let mut results = Vec::new();
@@ -123,7 +54,19 @@ pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
                 )
             }
         };
-        let mut all = search(&k.table, &m, object, &mut rs)?;
+        let t = &k.table;
+        let mut all: Vec<NameMatch> = search_names(t, &m, object, &mut rs)?
+            .into_iter()
+            .map(|x| NameMatch {
+                name: x.name.to_string(),
+                count: x.count,
+                objects: x
+                    .objects
+                    .iter()
+                    .map(|&o| t.object_info(o).name.clone())
+                    .collect(),
+            })
+            .collect();
         let names = all.len();
         all.truncate(args.limit);
         results.push(KernelMatches {

@@ -60,6 +60,7 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             }
             cands.retain(|c| c.file.as_deref().is_some_and(|x| super::file_matches(x, f)));
         }
+        super::add_lines(k, &mut cands, &args.source)?;
         results.push(KernelSympos {
             kernel: k.path.display().to_string(),
             count: cands.len(),
