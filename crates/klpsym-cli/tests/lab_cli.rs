@@ -472,7 +472,9 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     assert_eq!(c[0]["file"], "fs/inode.c");
     // The declaration line from DWARF (judged against llvm-dwarfdump for every duplicated
     // function by klpsym-loader's lab_facts); the human table shows file:line.
-    let line = c[0]["line"].as_u64().expect("a line from the -dbg vmlinux's DWARF");
+    let line = c[0]["line"]
+        .as_u64()
+        .expect("a line from the -dbg vmlinux's DWARF");
     assert_eq!(c[0]["decl_file"], "fs/inode.c");
     let human = run(&["sympos", "init_once", "--kernel", &dbg, "--file", "inode.c"]);
     let human = text(&human.stdout);
@@ -532,7 +534,10 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v = json(&o);
-    assert_eq!(v["results"][0]["candidates"][0]["line"].as_u64(), Some(line));
+    assert_eq!(
+        v["results"][0]["candidates"][0]["line"].as_u64(),
+        Some(line)
+    );
 }
 
 /// `--debug-vmlinux`: positions from the image, source files from the -dbg vmlinux of the

@@ -46,9 +46,7 @@ impl NamePattern {
     /// True when `name` matches.
     pub fn is_match(&self, name: &str) -> bool {
         match self {
-            NamePattern::Glob(g, lit) => {
-                lit.find(name.as_bytes()).is_some() && g.is_match(name)
-            }
+            NamePattern::Glob(g, lit) => lit.find(name.as_bytes()).is_some() && g.is_match(name),
             NamePattern::Substring(_, f) => f.find(name.as_bytes()).is_some(),
         }
     }

@@ -39,26 +39,53 @@ type Slice<'a> = EndianSlice<'a, LittleEndian>;
 /// `.debug_aranges`/`.debug_info` or they do not parse. Paths are relative to the source tree
 /// when it can be told (the directory holding `init/main.c`), else as the compiler wrote them.
 pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, Cancelled> {
-    let Ok(file) = object::File::parse(data) else {
+    let Some(sections) = DebugSections::read(data) else {
         return Ok(None);
     };
-    if file.section_by_name(".debug_aranges").is_none() || file.is_little_endian().eq(&false) {
-        return Ok(None);
-    }
-    let load = |id: gimli::SectionId| -> Result<Slice<'_>, gimli::Error> {
-        let d = file
-            .section_by_name(id.name())
-            .and_then(|s| s.data().ok())
-            .unwrap_or(&[]);
-        Ok(EndianSlice::new(d, LittleEndian))
-    };
-    let Ok(dwarf) = gimli::Dwarf::load(load) else {
+    let Some(dwarf) = sections.dwarf() else {
         return Ok(None);
     };
     match read(&dwarf, resched) {
         Ok(r) => Ok(r),
         Err(Stop::Cancelled) => Err(Cancelled),
         Err(Stop::Dwarf) => Ok(None),
+    }
+}
+
+/// A little-endian ELF's `.debug_*` sections, decompressed when compressed (`SHF_COMPRESSED`,
+/// zlib or zstd, as `--compress-debug-sections` and distributions' debuginfo make them);
+/// uncompressed ones are borrowed, not copied. `None` without `.debug_aranges`.
+struct DebugSections<'d> {
+    sections: Vec<(String, std::borrow::Cow<'d, [u8]>)>,
+}
+
+impl<'d> DebugSections<'d> {
+    fn read(data: &'d [u8]) -> Option<DebugSections<'d>> {
+        let file = object::File::parse(data).ok()?;
+        if !file.is_little_endian() || file.section_by_name(".debug_aranges").is_none() {
+            return None;
+        }
+        let sections = file
+            .sections()
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                name.starts_with(".debug_")
+                    .then(|| Some((name.to_string(), s.uncompressed_data().ok()?)))?
+            })
+            .collect();
+        Some(DebugSections { sections })
+    }
+
+    fn dwarf(&self) -> Option<gimli::Dwarf<Slice<'_>>> {
+        let load = |id: gimli::SectionId| -> Result<Slice<'_>, gimli::Error> {
+            let d = self
+                .sections
+                .iter()
+                .find(|(n, _)| n == id.name())
+                .map_or(&[][..], |(_, d)| d.as_ref());
+            Ok(EndianSlice::new(d, LittleEndian))
+        };
+        gimli::Dwarf::load(load).ok()
     }
 }
 
@@ -149,20 +176,10 @@ pub fn decl_lines(
     resched: &mut Resched,
 ) -> Result<Vec<Option<DeclLine>>, Cancelled> {
     let mut out = vec![None; addrs.len()];
-    let Ok(file) = object::File::parse(data) else {
+    let Some(sections) = DebugSections::read(data) else {
         return Ok(out);
     };
-    if file.section_by_name(".debug_aranges").is_none() || !file.is_little_endian() {
-        return Ok(out);
-    }
-    let load = |id: gimli::SectionId| -> Result<Slice<'_>, gimli::Error> {
-        let d = file
-            .section_by_name(id.name())
-            .and_then(|s| s.data().ok())
-            .unwrap_or(&[]);
-        Ok(EndianSlice::new(d, LittleEndian))
-    };
-    let Ok(dwarf) = gimli::Dwarf::load(load) else {
+    let Some(dwarf) = sections.dwarf() else {
         return Ok(out);
     };
     match read_lines(&dwarf, addrs, &mut out, resched) {
