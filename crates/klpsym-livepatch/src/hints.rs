@@ -17,6 +17,8 @@ pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> 
                 unplaced: table.object_info(s.object).relative,
                 kind: s.kind,
                 file: table.file(id).map(str::to_string),
+                line: None,
+                decl_file: None,
             }
         })
         .collect()

@@ -126,6 +126,10 @@ pub struct Candidate {
     /// The source file of its translation unit (STT_FILE), when the target's table knows it
     /// (a vmlinux with .symtab, a module).
     pub file: Option<String>,
+    /// The declaration line from DWARF, added by a caller that has the vmlinux's debug info.
+    pub line: Option<u64>,
+    /// The file holding `line`: `file`, or a header for a `static inline` copy.
+    pub decl_file: Option<String>,
 }
 
 /// The overall outcome.

@@ -143,7 +143,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         for &(i, a) in &bases {
             target = target.with_section_base(i, a);
         }
-        let report = check_with(&module, &target, rs)?;
+        let mut report = check_with(&module, &target, rs)?;
+        add_candidate_lines(k, &mut report, &args.source)?;
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
             unchecked: unchecked(&report),
@@ -272,7 +273,10 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
                         c.object.clone()
                     },
                     match (&c.file, files) {
-                        (Some(f), _) => format!("  {f}"),
+                        (Some(f), _) => format!(
+                            "  {}",
+                            crate::commands::file_line_text(f, c.decl_file.as_deref(), c.line)
+                        ),
                         (None, true) => "  ?".to_string(),
                         (None, false) => String::new(),
                     }
@@ -421,6 +425,47 @@ fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancel
             kinds.join(",")
         };
         println!("  {:<width$}  {verdict:<14}  {cell}", r.kernel);
+    }
+    Ok(())
+}
+
+/// DWARF declaration lines for the vmlinux candidates of ambiguity reports, when `k` is (or
+/// has) a vmlinux with debug info: the n-th candidate is the n-th definition of the name.
+fn add_candidate_lines(
+    k: &klpsym_loader::LoadedKernel,
+    report: &mut klpsym_livepatch::CheckReport,
+    args: &crate::cli::SourceArgs,
+) -> Result<(), CliError> {
+    use klpsym_core::ObjectId;
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    let mut ids = Vec::new();
+    for (pi, p) in report.problems.iter().enumerate() {
+        let Some(name) = &p.symbol else { continue };
+        let defs: Vec<klpsym_core::SymbolId> = k
+            .table
+            .by_name_in(name, ObjectId::VMLINUX)
+            .map(|s| s.id)
+            .collect();
+        for (ci, c) in p.candidates.iter().enumerate() {
+            if c.object == "vmlinux" && c.file.is_some() {
+                if let Some(&id) = defs.get(c.position as usize - 1) {
+                    at.push((pi, ci));
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut rs = crate::sources::resched(args);
+    let lines = k.decl_lines(&ids, args.max_input_size, &mut rs)?;
+    for ((pi, ci), l) in at.into_iter().zip(lines) {
+        if let Some(l) = l {
+            let c = &mut report.problems[pi].candidates[ci];
+            c.line = Some(l.line);
+            c.decl_file = Some(l.file);
+        }
     }
     Ok(())
 }

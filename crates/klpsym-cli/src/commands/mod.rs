@@ -117,11 +117,16 @@ pub fn add_lines(
 /// header that declares a `static inline` copy: `fs/inode.c (include/linux/fs.h:12)`.
 fn file_text(c: &Candidate) -> Option<String> {
     let f = c.file.as_deref()?;
-    Some(match (&c.decl_file, c.line) {
-        (Some(d), Some(l)) if klpsym_core::file_matches(d, f) => format!("{d}:{l}"),
-        (Some(d), Some(l)) => format!("{f} ({d}:{l})"),
-        _ => f.to_string(),
-    })
+    Some(file_line_text(f, c.decl_file.as_deref(), c.line))
+}
+
+/// `fs/inode.c:432`, `fs/inode.c (include/linux/fs.h:12)`, or the file alone.
+pub fn file_line_text(file: &str, decl_file: Option<&str>, line: Option<u64>) -> String {
+    match (decl_file, line) {
+        (Some(d), Some(l)) if klpsym_core::file_matches(d, file) => format!("{d}:{l}"),
+        (Some(d), Some(l)) => format!("{file} ({d}:{l})"),
+        _ => file.to_string(),
+    }
 }
 
 /// Prints candidates as an aligned table (with a FILE column when any has a file).
