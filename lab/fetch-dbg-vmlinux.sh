@@ -2,17 +2,14 @@
 # Fetch the unstripped vmlinux (with .symtab) of the lab kernel from Debian's -dbg package.
 #
 # The -dbg package is ~860 MB; only its vmlinux is extracted (to $KLPSYM_LAB_DIR/vmlinux-dbg),
-# the .deb is kept in $CACHE/debs like the others. Prints VMLINUX_DBG=<path>.
+# the .deb is kept in $CACHE/debs like the others (the package tests read it in place).
+# Prints VMLINUX_DBG=<path> and DBG_DEB=<path>.
 # Needs fetch-kernel.sh's outputs (it runs it).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set -euo pipefail
 
 eval "$("$(dirname "${BASH_SOURCE[0]}")/fetch-kernel.sh")"
 out="$KLPSYM_LAB_DIR/vmlinux-dbg"
-if [ -s "$out" ]; then
-	echo "VMLINUX_DBG=$out"
-	exit 0
-fi
 pkg="linux-image-${KERNEL_RELEASE}-dbg"
 deb="$LAB_CACHE/debs/${pkg}_${KLPSYM_LAB_VERSION//:/%3a}_amd64.deb"
 if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
@@ -27,7 +24,10 @@ if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
 	mv "$tmp"/*.deb "$deb"
 	rmdir "$tmp"
 fi
-log "extracting vmlinux from $(basename "$deb")"
-dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/lib/debug/boot/vmlinux-${KERNEL_RELEASE}" >"$out.tmp"
-mv "$out.tmp" "$out"
+if [ ! -s "$out" ]; then
+	log "extracting vmlinux from $(basename "$deb")"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/lib/debug/boot/vmlinux-${KERNEL_RELEASE}" >"$out.tmp"
+	mv "$out.tmp" "$out"
+fi
 echo "VMLINUX_DBG=$out"
+echo "DBG_DEB=$deb"

@@ -213,6 +213,10 @@ main() {
 	for f in "$root/boot/vmlinuz-$release" "$dir/vmlinux" "$root/lib/modules/$release" "$hdr/Makefile"; do
 		[ -e "$f" ] || die "expected $f after unpacking; remove $dir and retry"
 	done
+	# The image package itself, read in place by the package tests (kept from the unpacking;
+	# fetched again only if it was removed).
+	local image_deb
+	image_deb="$(fetch_deb "linux-image-$release" "$ver")" || die "download of linux-image-$release ($ver) failed"
 	log "kernel $release ($ver) ready in $(elapsed "$t0")s"
 	cat <<EOF
 KLPSYM_LAB_DIR=$dir
@@ -225,6 +229,7 @@ MODULES_DIR=$root/lib/modules/$release
 HEADERS_DIR=$hdr
 SYSTEM_MAP=$root/boot/System.map-$release
 CONFIG=$root/boot/config-$release
+IMAGE_DEB=$image_deb
 EOF
 }
 

@@ -32,6 +32,8 @@ else
 	export KLPSYM_TEST_MODULES_DIR="$MODULES_DIR"
 	export KLPSYM_TEST_VMLINUX="$VMLINUX_DBG"
 	export KLPSYM_TEST_LAB_DIR="$KLPSYM_LAB_DIR"
+	export KLPSYM_TEST_IMAGE_DEB="$IMAGE_DEB"
+	export KLPSYM_TEST_DBG_DEB="$DBG_DEB"
 	# The livepatch oracle: C livepatch modules built with the kernel's headers, converted by
 	# this tree's klpsym where a case needs klp relocations, loaded in the real kernel.
 	echo "== livepatch oracle (real kernel)" >&2

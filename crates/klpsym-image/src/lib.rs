@@ -20,6 +20,7 @@ mod error;
 mod identity;
 mod kallsyms;
 mod layout;
+mod stream;
 mod tables;
 #[cfg(test)]
 mod test_encoder;
@@ -33,6 +34,7 @@ pub use identity::{banner_release, find_build_id, find_vermagic};
 pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
 use klpsym_core::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
+pub use stream::{is_cancelled, sniff_compression, StreamDecoder};
 
 /// One kallsyms entry of vmlinux.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,228 @@
+//! Decompressing readers for archives' compressed members (a package's `data.tar.xz`, an RPM's
+//! payload), read through `std::io::Read` by archive crates: each `read` produces at most
+//! [`STEP`](crate::codecs::STEP) bytes and is a reschedule point, and the total output is
+//! bounded, as for kernel payloads.
+
+use std::io::{self, Read};
+
+use klpsym_core::resched::{Cancelled, Resched};
+
+use crate::codecs::STEP;
+use crate::Compression;
+
+/// A decompressing reader over a whole compressed stream in memory. Errors are `io::Error`s;
+/// a cancelled reschedule point is one whose inner error is [`Cancelled`] (see
+/// [`is_cancelled`]); output past the limit is an `InvalidData` error saying so.
+pub struct StreamDecoder<'a, 'r> {
+    inner: Inner<'a>,
+    resched: &'r mut Resched,
+    limit: u64,
+    produced: u64,
+}
+
+impl std::fmt::Debug for StreamDecoder<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamDecoder")
+            .field("limit", &self.limit)
+            .field("produced", &self.produced)
+            .finish()
+    }
+}
+
+enum Inner<'a> {
+    Plain(&'a [u8]),
+    Xz {
+        dec: Option<crate::xz::Decoder>,
+        input: &'a [u8],
+    },
+    Other(Box<dyn Read + 'a>),
+}
+
+/// True when `e` is a cancelled reschedule point passed through `Read`.
+pub fn is_cancelled(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<Cancelled>())
+}
+
+impl<'a, 'r> StreamDecoder<'a, 'r> {
+    /// A reader of `input` decompressed with `compression` (`None`: stored as is), at most
+    /// `limit` bytes of output.
+    pub fn new(
+        compression: Option<Compression>,
+        input: &'a [u8],
+        limit: u64,
+        resched: &'r mut Resched,
+    ) -> io::Result<StreamDecoder<'a, 'r>> {
+        let other = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
+        let inner = match compression {
+            None => Inner::Plain(input),
+            Some(Compression::Xz) => Inner::Xz {
+                dec: Some(crate::xz::Decoder::new(crate::xz::Kind::Xz).map_err(other)?),
+                input,
+            },
+            Some(Compression::Lzma) => Inner::Xz {
+                dec: Some(crate::xz::Decoder::new(crate::xz::Kind::Lzma).map_err(other)?),
+                input,
+            },
+            Some(Compression::Gzip) => {
+                Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
+            }
+            Some(Compression::Bzip2) => {
+                Inner::Other(Box::new(bzip2::bufread::MultiBzDecoder::new(input)))
+            }
+            Some(Compression::Zstd) => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(input)?;
+                d.window_log_max(31)?;
+                Inner::Other(Box::new(d))
+            }
+            Some(c @ (Compression::Lz4Legacy | Compression::Lzo)) => {
+                return Err(other(format!("{c} is not used by archives")))
+            }
+        };
+        Ok(StreamDecoder {
+            inner,
+            resched,
+            limit,
+            produced: 0,
+        })
+    }
+
+    /// Bytes produced so far.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+}
+
+impl Read for StreamDecoder<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.resched.tick_step().map_err(io::Error::other)?;
+        let n = buf.len().min(STEP);
+        let buf = &mut buf[..n];
+        let got = match &mut self.inner {
+            Inner::Plain(rest) => {
+                let k = rest.len().min(buf.len());
+                buf[..k].copy_from_slice(&rest[..k]);
+                *rest = &rest[k..];
+                k
+            }
+            Inner::Xz { dec, input } => {
+                let Some(d) = dec.as_mut() else {
+                    return Ok(0);
+                };
+                let mut got = 0;
+                // A step may consume input without output (block headers): go on until some
+                // output or the end.
+                while got == 0 {
+                    let step = d
+                        .step(input, buf, self.resched)
+                        .map_err(io::Error::other)?
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    *input = &input[step.consumed..];
+                    got = step.produced;
+                    if step.stream_end {
+                        if let Some(d) = dec.take() {
+                            d.finish(self.resched).map_err(io::Error::other)?;
+                        }
+                        break;
+                    }
+                    if step.consumed == 0 && step.produced == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "XZ stream ends without its end marker",
+                        ));
+                    }
+                }
+                got
+            }
+            Inner::Other(r) => r.read(buf)?,
+        };
+        self.produced += got as u64;
+        if self.produced > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("decompresses to more than {} bytes", self.limit),
+            ));
+        }
+        Ok(got)
+    }
+}
+
+/// The compression of a stream, told by its magic.
+pub fn sniff_compression(data: &[u8]) -> Option<Compression> {
+    match data {
+        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some(Compression::Xz),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Compression::Zstd),
+        [0x1f, 0x8b, ..] => Some(Compression::Gzip),
+        [b'B', b'Z', b'h', ..] => Some(Compression::Bzip2),
+        [0x5d, 0, 0, ..] => Some(Compression::Lzma),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn roundtrip(c: Option<Compression>, data: &[u8]) -> Vec<u8> {
+        let enc: Vec<u8> = match c {
+            None => data.to_vec(),
+            Some(Compression::Xz) => {
+                let mut e = xz2::write::XzEncoder::new(Vec::new(), 6);
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
+            Some(Compression::Gzip) => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
+            Some(Compression::Zstd) => zstd::encode_all(data, 3).unwrap(),
+            Some(Compression::Bzip2) => {
+                let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
+            _ => unreachable!(),
+        };
+        if c.is_some() {
+            assert_eq!(sniff_compression(&enc), c);
+        }
+        let mut rs = Resched::none();
+        let mut d = StreamDecoder::new(c, &enc, 1 << 30, &mut rs).unwrap();
+        let mut out = Vec::new();
+        d.read_to_end(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn every_archive_compression_round_trips_in_steps() {
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        for c in [
+            None,
+            Some(Compression::Xz),
+            Some(Compression::Gzip),
+            Some(Compression::Zstd),
+            Some(Compression::Bzip2),
+        ] {
+            assert_eq!(roundtrip(c, &data), data, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn output_past_the_limit_and_truncated_streams_are_errors() {
+        let data = vec![7u8; 100_000];
+        let mut e = xz2::write::XzEncoder::new(Vec::new(), 6);
+        e.write_all(&data).unwrap();
+        let enc = e.finish().unwrap();
+        let mut rs = Resched::none();
+        let mut d = StreamDecoder::new(Some(Compression::Xz), &enc, 10_000, &mut rs).unwrap();
+        let err = d.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("more than 10000"), "{err}");
+        let mut rs = Resched::none();
+        let cut = &enc[..enc.len() / 2];
+        let mut d = StreamDecoder::new(Some(Compression::Xz), cut, 1 << 20, &mut rs).unwrap();
+        assert!(d.read_to_end(&mut Vec::new()).is_err());
+    }
+}

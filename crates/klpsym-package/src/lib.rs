@@ -1,0 +1,403 @@
+//! Distribution kernel packages to the kernel files they hold, read from the package's bytes
+//! as downloaded, never unpacked to disk.
+//!
+//! - Debian/Ubuntu `.deb`: an `ar` archive whose `data.tar` (xz, zstd, gzip, bzip2 or none)
+//!   holds the files, and whose `control.tar` names the package.
+//! - RPM: a lead, a signature header and a main header (name, version, release, arch), then a
+//!   cpio (newc) payload compressed with xz, zstd, gzip or bzip2.
+//!
+//! The data is streamed: every member is decompressed in bounded steps with a reschedule point
+//! each (see [`klpsym_image::StreamDecoder`]), only the members asked for are kept, and reading
+//! stops as soon as everything asked for was found (a Debian image package lists /boot before
+//! its modules; a -dbg package its vmlinux before the debug modules).
+//!
+//! What a member is comes from its path, as the distributions lay kernels out:
+//! `boot/vmlinuz-REL` (Debian to 6.x, RPM), `usr/lib/modules/REL/vmlinuz` (Debian 7.x,
+//! Fedora's `lib/modules/REL/vmlinuz`), `boot/config-REL` or `.../modules/REL/config`,
+//! `System.map` likewise, `usr/lib/debug/boot/vmlinux-REL` (Debian -dbg, Ubuntu -dbgsym) or
+//! `usr/lib/debug/lib/modules/REL/vmlinux` (RPM debuginfo), modules under
+//! `(usr/)lib/modules/REL/` (not under `usr/lib/debug`), and `Module.symvers` or
+//! `symvers*.gz`.
+
+mod deb;
+mod rpm;
+
+use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_image::StreamDecoder;
+
+/// The two package formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackageFormat {
+    /// Debian/Ubuntu `.deb`.
+    Deb,
+    /// RPM.
+    Rpm,
+}
+
+impl std::fmt::Display for PackageFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PackageFormat::Deb => "Debian package",
+            PackageFormat::Rpm => "RPM package",
+        })
+    }
+}
+
+/// Tells a package from its first bytes.
+pub fn detect(bytes: &[u8]) -> Option<PackageFormat> {
+    if bytes.starts_with(b"!<arch>\ndebian-binary") {
+        Some(PackageFormat::Deb)
+    } else if bytes.starts_with(&[0xed, 0xab, 0xee, 0xdb]) {
+        Some(PackageFormat::Rpm)
+    } else {
+        None
+    }
+}
+
+/// What a member of a kernel package is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemberKind {
+    /// The kernel image (vmlinuz, Image).
+    Image,
+    /// The build's configuration.
+    Config,
+    /// System.map.
+    SystemMap,
+    /// A vmlinux with its symbol table and debug info (debug packages).
+    Vmlinux,
+    /// A kernel module (`.ko`, possibly compressed).
+    Module,
+    /// Module.symvers (or a distribution's gzip-compressed symvers).
+    Symvers,
+}
+
+/// Which members to keep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Want {
+    /// Image, config and System.map.
+    pub image: bool,
+    /// The debug vmlinux.
+    pub vmlinux: bool,
+    /// Every module.
+    pub modules: bool,
+    /// Module.symvers.
+    pub symvers: bool,
+}
+
+impl Want {
+    /// Everything.
+    pub fn all() -> Want {
+        Want {
+            image: true,
+            vmlinux: true,
+            modules: true,
+            symvers: true,
+        }
+    }
+
+    fn keeps(&self, k: MemberKind) -> bool {
+        match k {
+            MemberKind::Image | MemberKind::Config | MemberKind::SystemMap => self.image,
+            MemberKind::Vmlinux => self.vmlinux,
+            MemberKind::Module => self.modules,
+            MemberKind::Symvers => self.symvers,
+        }
+    }
+
+    /// True when what was found so far is all there is to find: every single-file kind asked
+    /// for was seen, and no open-ended kind (modules, symvers) was asked for.
+    fn satisfied(&self, found: &[Member]) -> bool {
+        let has = |k| found.iter().any(|m| m.kind == k);
+        !self.modules
+            && !self.symvers
+            && (!self.image
+                || (has(MemberKind::Image)
+                    && has(MemberKind::Config)
+                    && has(MemberKind::SystemMap)))
+            && (!self.vmlinux || has(MemberKind::Vmlinux))
+            && (self.image || self.vmlinux)
+    }
+}
+
+/// One kept member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its path in the package, without a leading `./` or `/`.
+    pub path: String,
+    /// What it is.
+    pub kind: MemberKind,
+    /// The kernel release its path names (`6.1.0-57-amd64`), when it names one.
+    pub release: Option<String>,
+    /// Its bytes, as stored (a `.ko.xz` stays compressed).
+    pub data: Vec<u8>,
+}
+
+/// A package read: its identity and the members kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    /// The format.
+    pub format: PackageFormat,
+    /// Package name (`linux-image-6.1.0-57-amd64`, `kernel-core`), when the metadata says.
+    pub name: Option<String>,
+    /// Version (`6.1.192-3`; RPM: `VERSION-RELEASE`), when the metadata says.
+    pub version: Option<String>,
+    /// Architecture (`amd64`, `x86_64`), when the metadata says.
+    pub arch: Option<String>,
+    /// The members kept, in archive order.
+    pub members: Vec<Member>,
+    /// Every kernel release named by a member path of a kind klpsym knows (kept or not), in
+    /// order of first appearance: what groups the packages of one kernel.
+    pub releases: Vec<String>,
+    /// True when reading stopped before the end (everything asked for was found).
+    pub stopped_early: bool,
+}
+
+impl Package {
+    /// The first kept member of `kind`.
+    pub fn first(&self, kind: MemberKind) -> Option<&Member> {
+        self.members.iter().find(|m| m.kind == kind)
+    }
+
+    /// The kernel release of the package: the first one its paths name.
+    pub fn release(&self) -> Option<&str> {
+        self.releases.first().map(String::as_str)
+    }
+}
+
+/// A package that cannot be read, with where.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    /// A structural problem: which archive layer and member, and what.
+    #[error("{format}: {place}: {what}")]
+    Malformed {
+        /// The package format.
+        format: PackageFormat,
+        /// Where: `ar member data.tar.xz`, `data.tar.xz: member ./boot/vmlinuz-...`, `header`.
+        place: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The operation was cancelled at a reschedule point.
+    #[error("operation cancelled")]
+    Cancelled(#[from] Cancelled),
+}
+
+/// Reads `bytes` (a whole package), keeping the members `want` asks for, never more than
+/// `limit` bytes decompressed from one compressed stream.
+pub fn read_package(
+    bytes: &[u8],
+    want: Want,
+    limit: u64,
+    resched: &mut Resched,
+) -> Result<Package, PackageError> {
+    match detect(bytes) {
+        Some(PackageFormat::Deb) => deb::read(bytes, want, limit, resched),
+        Some(PackageFormat::Rpm) => rpm::read(bytes, want, limit, resched),
+        None => Err(PackageError::Malformed {
+            format: PackageFormat::Deb,
+            place: "start".into(),
+            what: "neither a Debian package (ar archive starting with debian-binary) nor an RPM (lead magic ed ab ee db)".into(),
+        }),
+    }
+}
+
+/// What a member path is, and the release it names.
+pub fn classify(path: &str) -> Option<(MemberKind, Option<String>)> {
+    let p = path.trim_start_matches("./").trim_start_matches('/');
+    let rel = |s: &str| Some(s.to_string()).filter(|r| !r.is_empty() && !r.contains('/'));
+    // The debug vmlinux of -dbg / -dbgsym / debuginfo packages.
+    if let Some(r) = p.strip_prefix("usr/lib/debug/boot/vmlinux-") {
+        return Some((MemberKind::Vmlinux, rel(r)));
+    }
+    if let Some(rest) = p.strip_prefix("usr/lib/debug/lib/modules/") {
+        if let Some(r) = rest.strip_suffix("/vmlinux") {
+            return Some((MemberKind::Vmlinux, rel(r)));
+        }
+    }
+    if p.starts_with("usr/lib/debug/") {
+        return None;
+    }
+    for (prefix, kind) in [
+        ("boot/vmlinuz-", MemberKind::Image),
+        ("boot/vmlinux-", MemberKind::Image),
+        ("boot/Image-", MemberKind::Image),
+        ("boot/config-", MemberKind::Config),
+        ("boot/System.map-", MemberKind::SystemMap),
+    ] {
+        if let Some(r) = p.strip_prefix(prefix) {
+            return Some((kind, rel(r)));
+        }
+    }
+    let rest = p
+        .strip_prefix("usr/lib/modules/")
+        .or_else(|| p.strip_prefix("lib/modules/"))?;
+    let (r, file) = rest.split_once('/')?;
+    let release = rel(r);
+    let kind = match file {
+        "vmlinuz" | "Image" | "vmlinux" => MemberKind::Image,
+        "config" => MemberKind::Config,
+        "System.map" => MemberKind::SystemMap,
+        "Module.symvers" | "build/Module.symvers" => MemberKind::Symvers,
+        f if f.starts_with("symvers") && f.ends_with(".gz") && !f.contains('/') => {
+            MemberKind::Symvers
+        }
+        f if [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+            .iter()
+            .any(|s| f.ends_with(s)) =>
+        {
+            MemberKind::Module
+        }
+        _ => return None,
+    };
+    Some((kind, release))
+}
+
+/// Reads entries of an uncompressed tar or cpio stream into `found`: shared bookkeeping.
+struct Collector {
+    want: Want,
+    members: Vec<Member>,
+    releases: Vec<String>,
+}
+
+impl Collector {
+    fn new(want: Want) -> Collector {
+        Collector {
+            want,
+            members: Vec::new(),
+            releases: Vec::new(),
+        }
+    }
+
+    /// The member's kind when it is to be kept (its release is noted either way).
+    fn wants(&mut self, path: &str) -> Option<(MemberKind, Option<String>)> {
+        let (kind, release) = classify(path)?;
+        if let Some(r) = &release {
+            if kind != MemberKind::Module && !self.releases.contains(r) {
+                self.releases.push(r.clone());
+            }
+        }
+        self.want.keeps(kind).then_some((kind, release))
+    }
+
+    fn keep(&mut self, path: &str, kind: MemberKind, release: Option<String>, data: Vec<u8>) {
+        self.members.push(Member {
+            path: path
+                .trim_start_matches("./")
+                .trim_start_matches('/')
+                .to_string(),
+            kind,
+            release,
+            data,
+        });
+    }
+
+    fn done(&self) -> bool {
+        self.want.satisfied(&self.members)
+    }
+}
+
+/// A decompressing reader for a compressed archive member (told by its magic).
+fn decoder<'a, 'r>(
+    data: &'a [u8],
+    limit: u64,
+    resched: &'r mut Resched,
+) -> std::io::Result<StreamDecoder<'a, 'r>> {
+    StreamDecoder::new(klpsym_image::sniff_compression(data), data, limit, resched)
+}
+
+/// Maps an I/O error of a streamed layer to the package error (or the cancellation).
+fn io_error(format: PackageFormat, place: String, e: std::io::Error) -> PackageError {
+    if klpsym_image::is_cancelled(&e) {
+        return PackageError::Cancelled(Cancelled);
+    }
+    PackageError::Malformed {
+        format,
+        place,
+        what: e.to_string(),
+    }
+}
+
+/// Reads a whole member body of `size` bytes from `r` in steps (a reschedule point per step
+/// comes from the decoder underneath).
+fn read_body(r: &mut impl std::io::Read, size: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    if size > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("member of {size} bytes is over the limit of {limit}"),
+        ));
+    }
+    let mut data = Vec::with_capacity(size as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, size), &mut data)?;
+    if (data.len() as u64) < size {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("member ends after {} of its {size} bytes", data.len()),
+        ));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_of_every_layout_are_classified() {
+        let c = |p| classify(p).map(|(k, r)| (k, r.unwrap_or_default()));
+        let r = "6.1.0-57-amd64".to_string();
+        assert_eq!(
+            c("./boot/vmlinuz-6.1.0-57-amd64"),
+            Some((MemberKind::Image, r.clone()))
+        );
+        assert_eq!(
+            c("./boot/config-6.1.0-57-amd64"),
+            Some((MemberKind::Config, r.clone()))
+        );
+        assert_eq!(
+            c("./boot/System.map-6.1.0-57-amd64"),
+            Some((MemberKind::SystemMap, r.clone()))
+        );
+        assert_eq!(
+            c("./usr/lib/modules/7.0.1-amd64/vmlinuz"),
+            Some((MemberKind::Image, "7.0.1-amd64".into()))
+        );
+        assert_eq!(
+            c("/lib/modules/6.12.0-55.el10.x86_64/vmlinuz"),
+            Some((MemberKind::Image, "6.12.0-55.el10.x86_64".into()))
+        );
+        assert_eq!(
+            c("./usr/lib/debug/boot/vmlinux-6.1.0-57-amd64"),
+            Some((MemberKind::Vmlinux, r.clone()))
+        );
+        assert_eq!(
+            c("/usr/lib/debug/lib/modules/6.12.0-55.el10.x86_64/vmlinux"),
+            Some((MemberKind::Vmlinux, "6.12.0-55.el10.x86_64".into()))
+        );
+        assert_eq!(
+            c("./lib/modules/6.1.0-57-amd64/kernel/fs/ext4/ext4.ko"),
+            Some((MemberKind::Module, r.clone()))
+        );
+        assert_eq!(
+            c("./usr/lib/modules/7.0.1-amd64/kernel/fs/ext4/ext4.ko.xz"),
+            Some((MemberKind::Module, "7.0.1-amd64".into()))
+        );
+        assert_eq!(
+            c("/lib/modules/6.12.0-55.el10.x86_64/symvers.gz"),
+            Some((MemberKind::Symvers, "6.12.0-55.el10.x86_64".into()))
+        );
+        // Debug modules are not modules to load; other files are nothing.
+        assert_eq!(
+            c("./usr/lib/debug/lib/modules/6.1.0-57-amd64/kernel/fs/ext4/ext4.ko"),
+            None
+        );
+        assert_eq!(c("./lib/modules/6.1.0-57-amd64/modules.dep"), None);
+        assert_eq!(c("./usr/share/doc/linux-image/changelog.gz"), None);
+    }
+
+    #[test]
+    fn garbage_is_neither_format() {
+        assert_eq!(detect(b"\x7fELF"), None);
+        let e = read_package(b"hello", Want::all(), 1 << 20, &mut Resched::none()).unwrap_err();
+        assert!(e.to_string().contains("neither a Debian package"), "{e}");
+    }
+}
