@@ -20,8 +20,9 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DOWNLOAD_FAILED=75
-# binutils (readelf) and llvm (llvm-dwarfdump): the independent DWARF readers of the lab tests.
-HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils libelf1 zlib1g gcc libc6-dev make kmod binutils llvm)
+# binutils (readelf) and llvm (llvm-dwarfdump): the independent DWARF readers of the lab tests;
+# rpm (rpmbuild): the package tests build RPMs of the lab kernel.
+HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
 
 # discover_abi: the ABI that linux-image-amd64 currently depends on, e.g. "6.1.0-57".
 # apt-cache takes over a second here (no binary package cache), so the answer is memoised

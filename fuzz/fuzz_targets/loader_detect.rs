@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         max_input_size: 1 << 20,
         max_decompressed_size: 64 << 20,
         kallsyms_all: None,
+        package_modules: true,
     };
     // Images may decompress up to max_decompressed_size: that much on top of the budget.
     let _ = with_budget(data.len(), 3 * (64 << 20), || {

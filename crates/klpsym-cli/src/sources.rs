@@ -16,6 +16,7 @@ pub fn load_options(args: &SourceArgs) -> LoadOptions {
         max_input_size: args.max_input_size,
         max_decompressed_size: args.max_decompressed_size,
         kallsyms_all: args.kallsyms_all.map(|v| v == YesNo::Y),
+        package_modules: false,
     }
 }
 
@@ -46,12 +47,24 @@ pub fn modules_dir(args: &SourceArgs) -> Option<PathBuf> {
 /// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
 /// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
+    load_all_with(args, false)
+}
+
+/// [`load_all`], reading packages' modules and Module.symvers too when `package_modules`
+/// (the verbs that check a patch against what the module loader sees).
+pub fn load_all_with(
+    args: &SourceArgs,
+    package_modules: bool,
+) -> Result<Vec<LoadedKernel>, CliError> {
     let paths: Vec<PathBuf> = if args.kernels.is_empty() {
         vec![PathBuf::from(DEFAULT_SOURCE)]
     } else {
         args.kernels.clone()
     };
-    let opts = load_options(args);
+    let opts = LoadOptions {
+        package_modules,
+        ..load_options(args)
+    };
     let mut rs = resched(args);
     let tree = match &args.modules {
         Some(dir) => {
@@ -123,13 +136,34 @@ pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
         k.index_time = t0.elapsed();
         Ok(k)
     };
-    let mut out: Vec<LoadedKernel> = if paths.len() == 1 {
-        vec![one(&paths[0], &mut rs)?]
-    } else {
-        load_parallel(&paths, args, &one)?
+    // Packages given together (or found in one directory) form one kernel per release.
+    let (packages, paths): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .into_iter()
+        .partition(|p| klpsym_loader::is_package(p));
+    let mut out: Vec<LoadedKernel> = match paths.len() {
+        0 => Vec::new(),
+        1 => vec![one(&paths[0], &mut rs)?],
+        _ => load_parallel(&paths, args, &one)?,
     };
+    if !packages.is_empty() {
+        for mut k in klpsym_loader::load_packages(&packages, &opts, &mut rs)? {
+            if let Some(d) = k.debug.take() {
+                files_from_debug(&mut k, &d, &mut rs)?;
+                k.debug = Some(d);
+            }
+            if !loaded.is_empty() {
+                k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut rs)?;
+            }
+            let t0 = std::time::Instant::now();
+            k.table.build_indexes(&mut rs)?;
+            k.index_time = t0.elapsed();
+            out.push(k);
+        }
+    }
     if let (Some(d), [k]) = (debug, out.as_mut_slice()) {
-        k.debug = Some(Box::new(d));
+        if k.debug.is_none() {
+            k.debug = Some(Box::new(d));
+        }
     }
     for k in &out {
         if k.table.addresses_hidden() {

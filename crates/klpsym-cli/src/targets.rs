@@ -102,22 +102,31 @@ pub fn layouts_for(
     }
 }
 
+/// The module tree of kernel `k`: `--modules` (or the running kernel's), else the modules
+/// of the packages `k` came from. Scanned once per kernel and shared by every step.
+pub fn module_tree(k: &LoadedKernel, source: &SourceArgs) -> Result<Option<ModuleTree>, CliError> {
+    if let Some(dir) = modules_dir(source) {
+        return Ok(Some(ModuleTree::scan(&dir)?));
+    }
+    Ok(k.package.as_ref().and_then(|p| p.modules.clone()))
+}
+
 /// Tables of the patch's objects that are not loaded on `table`, from the module tree.
 pub fn offline_tables(
     source: &SourceArgs,
+    tree: Option<&ModuleTree>,
     names: &[String],
     table: &SymbolTable,
     rs: &mut Resched,
 ) -> Result<Vec<(String, SymbolTable)>, CliError> {
-    let Some(dir) = modules_dir(source) else {
+    let Some(tree) = tree else {
         return Ok(Vec::new());
     };
-    let tree = ModuleTree::scan(&dir)?;
     let opts = load_options(source);
     let mut out = Vec::new();
     for n in names {
         rs.tick()?;
-        if n == "vmlinux" || table.object_by_name(n).is_some() || tree.path(n).is_none() {
+        if n == "vmlinux" || table.object_by_name(n).is_some() || tree.file(n).is_none() {
             continue;
         }
         let m = tree.load(n, &opts, rs)?;
@@ -159,21 +168,24 @@ impl LoaderInputs {
     /// the tree), its configuration, its exports' CRCs, whether vmlinux has livepatch.
     pub fn gather(
         k: &LoadedKernel,
+        tree: Option<&ModuleTree>,
         source: &SourceArgs,
         args: &TargetArgs,
         rs: &mut Resched,
     ) -> Result<LoaderInputs, CliError> {
         let mut out = LoaderInputs::default();
         let dir = modules_dir(source);
+        let package = k.package.as_ref();
         out.vermagic = match &k.facts.vermagic {
             Some(v) => Some(Fact::new(v.clone(), format!("{}", k.path.display()))),
-            None => match &dir {
-                Some(d) => tree_vermagic(d, source, rs)?,
+            None => match tree {
+                Some(t) => tree_vermagic(t, source, rs)?,
                 None => None,
             },
         };
         let config = match &args.kernel_config {
             Some(p) => Some(p.clone()),
+            None if package.is_some_and(|p| p.config.is_some()) => None,
             None => find_config(k),
         };
         if let Some(p) = config {
@@ -181,6 +193,8 @@ impl LoaderInputs {
                 KernelConfig::read(&p, rs)
                     .map_err(|e| format!("--kernel-config {}: {e}", p.display()))?,
             );
+        } else if let Some(c) = package.and_then(|p| p.config.clone()) {
+            out.config = Some(c);
         }
         if out.vermagic.is_none() {
             if let (Some(c), Some(r)) = (&out.config, release_of(k)) {
@@ -198,7 +212,9 @@ impl LoaderInputs {
         };
         out.exports = match symvers {
             Some(p) => Some(read_symvers(&p, source.max_input_size, rs)?),
-            None => k.facts.exports.clone(),
+            None => package
+                .and_then(|p| p.symvers.clone())
+                .or_else(|| k.facts.exports.clone()),
         };
         if is_live(&k.path) {
             out.sig_enforce_live = live_sig_enforce();
@@ -283,18 +299,17 @@ impl LoaderInputs {
 
 /// The vermagic of the kernel a module tree belongs to: every in-tree module carries it.
 fn tree_vermagic(
-    dir: &Path,
+    tree: &ModuleTree,
     source: &SourceArgs,
     rs: &mut Resched,
 ) -> Result<Option<Fact<String>>, CliError> {
-    let tree = ModuleTree::scan(dir)?;
     let opts = load_options(source);
     // The first module that parses and has one (a tree may hold odd files).
-    for p in tree.paths().take(8) {
+    for f in tree.files().take(8) {
         rs.tick()?;
-        if let Ok(m) = klpsym_loader::load_module_file(p, &opts, rs) {
+        if let Ok(m) = f.load(&opts, rs) {
             if let Some(v) = m.vermagic {
-                return Ok(Some(Fact::new(v, format!("{}", p.display()))));
+                return Ok(Some(Fact::new(v, format!("{}", f.label().display()))));
             }
         }
     }

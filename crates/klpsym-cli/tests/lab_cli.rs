@@ -6,26 +6,9 @@
 //! without them unless KLPSYM_REQUIRE_LAB is set.
 
 mod common;
-use common::lab;
+use common::{json, lab, run, text};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_klpsym"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)))
-}
 
 struct Lab {
     vmlinuz: String,

@@ -29,6 +29,14 @@ pub enum LoadError {
         /// What is wrong.
         source: klpsym_image::ImageError,
     },
+    /// A distribution package could not be read.
+    #[error("{path}: {source}")]
+    Package {
+        /// The package file.
+        path: PathBuf,
+        /// What is wrong, with the archive member.
+        source: klpsym_package::PackageError,
+    },
     /// An ELF object (vmlinux or module) could not be read.
     #[error("{path}: {source}")]
     Elf {

@@ -43,9 +43,18 @@ impl KernelConfig {
     /// Parses a .config (plain text, or gzip as /proc/config.gz is).
     pub fn read(path: &Path, resched: &mut Resched) -> Result<KernelConfig, LoadError> {
         let raw = read_bounded(path, 64 << 20, resched)?;
+        KernelConfig::parse(&raw, path, resched)
+    }
+
+    /// Parses a .config's bytes; `path` names it (a file, or `PACKAGE:MEMBER`).
+    pub fn parse(
+        raw: &[u8],
+        path: &Path,
+        resched: &mut Resched,
+    ) -> Result<KernelConfig, LoadError> {
         let text = if raw.starts_with(&[0x1f, 0x8b]) {
             let mut s = String::new();
-            flate2::read::GzDecoder::new(&raw[..])
+            flate2::read::GzDecoder::new(raw)
                 .take(64 << 20)
                 .read_to_string(&mut s)
                 .map_err(|source| LoadError::Io {
@@ -54,7 +63,7 @@ impl KernelConfig {
                 })?;
             s
         } else {
-            String::from_utf8_lossy(&raw).into_owned()
+            String::from_utf8_lossy(raw).into_owned()
         };
         let mut options = HashMap::new();
         for (i, line) in text.lines().enumerate() {
@@ -199,6 +208,27 @@ pub struct Exports {
 /// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
 pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
     let raw = read_bounded(path, limit, resched)?;
+    parse_symvers(&raw, path, resched)
+}
+
+/// Parses a Module.symvers' bytes (gzip-compressed as some distributions ship it, or plain);
+/// `path` names it.
+pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
+    let unzipped;
+    let raw = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut v = Vec::new();
+        flate2::read::GzDecoder::new(raw)
+            .take(256 << 20)
+            .read_to_end(&mut v)
+            .map_err(|source| LoadError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        unzipped = v;
+        &unzipped[..]
+    } else {
+        raw
+    };
     let mut symbols = HashMap::new();
     for (i, line) in raw.split(|&b| b == b'\n').enumerate() {
         resched

@@ -53,6 +53,10 @@ pub struct LoadOptions {
     pub max_decompressed_size: u64,
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF: `None` = detect from the image.
     pub kallsyms_all: Option<bool>,
+    /// Read a package's modules and Module.symvers too (the whole package: seconds for a
+    /// Debian image package), for verbs that check a patch; else only the image, its config
+    /// and System.map, or a debug package's vmlinux (reading stops once they are found).
+    pub package_modules: bool,
 }
 
 impl Default for LoadOptions {
@@ -61,6 +65,7 @@ impl Default for LoadOptions {
             max_input_size: 1 << 30,
             max_decompressed_size: 1 << 30,
             kallsyms_all: None,
+            package_modules: false,
         }
     }
 }
@@ -112,6 +117,8 @@ pub struct LoadedKernel {
     /// The same build's vmlinux with debug info, when its source files were attached from it
     /// (`--debug-vmlinux`): where declaration lines are read (see [`LoadedKernel::decl_lines`]).
     pub debug: Option<Box<LoadedKernel>>,
+    /// What the kernel's packages held besides its table, when it came from packages.
+    pub package: Option<crate::package::PackageParts>,
 }
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
@@ -162,7 +169,20 @@ impl LoadedKernel {
         if addrs.iter().all(Option::is_none) {
             return Ok(none);
         }
-        let bytes = read_bounded(elf, limit, resched)?;
+        let elf_kernel = if self.kind == SourceKind::VmlinuxElf {
+            self
+        } else {
+            self.debug.as_deref().unwrap_or(self)
+        };
+        let kept = elf_kernel.package.as_ref().and_then(|p| p.elf.clone());
+        let bytes = match kept {
+            Some(b) => b,
+            None => std::sync::Arc::new(crate::package::elf_of(
+                elf,
+                read_bounded(elf, limit, resched)?,
+                resched,
+            )?),
+        };
         let wanted: Vec<u64> = addrs.iter().map(|a| a.unwrap_or(0)).collect();
         let lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
             .map_err(klpsym_core::BuildError::from)?;
@@ -191,7 +211,22 @@ pub fn load(
 ) -> Result<LoadedKernel, LoadError> {
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
-    let read_time = t0.elapsed();
+    if klpsym_package::detect(&bytes).is_some() {
+        let mut k = crate::package::load_one(path, &bytes, opts, resched)?;
+        k.read_time = t0.elapsed();
+        return Ok(k);
+    }
+    from_bytes(path, bytes, t0.elapsed(), opts, resched)
+}
+
+/// A kernel from bytes already read (`read_time` is what reading them took); `path` names it.
+pub(crate) fn from_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    read_time: Duration,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
     let n = bytes.len() as u64;
     let t1 = Instant::now();
     let (kind, table, mut facts, module) = decode(path, bytes, opts, resched)?;
@@ -212,6 +247,39 @@ pub fn load(
         bytes: n,
         index_time: Duration::ZERO,
         debug: None,
+        package: None,
+    })
+}
+
+/// A kernel from the bytes of a binary source (an image, a vmlinux) that the caller keeps.
+pub(crate) fn from_binary(
+    path: &Path,
+    bytes: &[u8],
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
+    let t1 = Instant::now();
+    let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
+    let kind = detect(bytes);
+    if kind == Detected::Text {
+        return Err(LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: "text where a kernel image or vmlinux was expected".into(),
+        });
+    }
+    let (kind, table, facts, module) = decode_binary(path, kind, bytes, opts, limit, resched)?;
+    Ok(LoadedKernel {
+        path: path.to_path_buf(),
+        kind,
+        table,
+        facts,
+        module,
+        read_time: Duration::ZERO,
+        parse_time: t1.elapsed(),
+        bytes: bytes.len() as u64,
+        index_time: Duration::ZERO,
+        debug: None,
+        package: None,
     })
 }
 

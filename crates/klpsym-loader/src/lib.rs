@@ -8,19 +8,21 @@ mod facts;
 mod kernel;
 mod modules;
 mod output;
+mod package;
 
 pub use detect::{detect, Detected};
 pub use error::LoadError;
 pub use facts::{
-    find_config, find_symvers, is_live, live_release, live_sig_enforce, read_btf, read_symvers,
-    release_of, ExportEntry, Exports, KernelConfig,
+    find_config, find_symvers, is_live, live_release, live_sig_enforce, parse_symvers, read_btf,
+    read_symvers, release_of, ExportEntry, Exports, KernelConfig,
 };
 pub use kernel::{
     load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
     DEFAULT_SOURCE,
 };
-pub use modules::{compose, load_module_file, LoadedSpec, ModuleTree, Placement};
+pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use output::{write_atomically, write_atomically_with};
+pub use package::{is_package, load_packages, PackageParts};
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files
 /// next to latency-sensitive work (the `klpsym` binary calls it first thing). With glibc's

@@ -15,18 +15,53 @@ use crate::detect::{detect, Detected};
 use crate::error::LoadError;
 use crate::kernel::{elf_error, image_error, read_bounded, LoadOptions};
 
-/// Every module file under a directory, by the name the kernel gives it.
+/// Every module file under a directory (or in a package), by the name the kernel gives it.
 #[derive(Debug, Clone, Default)]
 pub struct ModuleTree {
-    /// The directory scanned.
+    /// The directory scanned (for a package: the package).
     pub root: PathBuf,
-    by_name: BTreeMap<String, PathBuf>,
+    by_name: BTreeMap<String, ModuleFile>,
     /// Names found more than once (the first path, in sorted order, wins).
     pub duplicates: Vec<String>,
 }
 
 const MODULE_SUFFIXES: &[&str] = &[".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
 
+/// Where a module's bytes are: a file, or a member of a package already read into memory.
+#[derive(Debug, Clone)]
+pub enum ModuleFile {
+    /// A file on disk.
+    Path(PathBuf),
+    /// A package member: `PACKAGE:PATH` names it.
+    Member {
+        /// The name shown: `linux-image-...deb:lib/modules/.../ext4.ko`.
+        label: PathBuf,
+        /// Its bytes as stored (possibly compressed).
+        data: std::sync::Arc<Vec<u8>>,
+    },
+}
+
+impl ModuleFile {
+    /// The path or `PACKAGE:MEMBER` label, for messages.
+    pub fn label(&self) -> &Path {
+        match self {
+            ModuleFile::Path(p) => p,
+            ModuleFile::Member { label, .. } => label,
+        }
+    }
+
+    /// Reads (for a file), decompresses and parses the module.
+    pub fn load(
+        &self,
+        opts: &LoadOptions,
+        resched: &mut Resched,
+    ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+        match self {
+            ModuleFile::Path(p) => load_module_file(p, opts, resched),
+            ModuleFile::Member { label, data } => module_from_bytes(label, data, opts, resched),
+        }
+    }
+}
 impl ModuleTree {
     /// Walks `dir` (e.g. /lib/modules/VERSION) for `.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`.
     pub fn scan(dir: &Path) -> Result<ModuleTree, LoadError> {
@@ -68,16 +103,45 @@ impl ModuleTree {
                     tree.duplicates.push(e.key().clone())
                 }
                 std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(p);
+                    e.insert(ModuleFile::Path(p));
                 }
             }
         }
         Ok(tree)
     }
 
+    /// The modules of a package (members `(path, bytes)`), named `PACKAGE:PATH`.
+    pub fn from_members(
+        package: &Path,
+        members: impl IntoIterator<Item = (String, Vec<u8>)>,
+    ) -> ModuleTree {
+        let mut tree = ModuleTree {
+            root: package.to_path_buf(),
+            ..ModuleTree::default()
+        };
+        let mut members: Vec<(String, Vec<u8>)> = members.into_iter().collect();
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, data) in members {
+            let name = normalize_module_name(&path);
+            let file = ModuleFile::Member {
+                label: PathBuf::from(format!("{}:{path}", package.display())),
+                data: std::sync::Arc::new(data),
+            };
+            match tree.by_name.entry(name) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    tree.duplicates.push(e.key().clone())
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(file);
+                }
+            }
+        }
+        tree
+    }
+
     /// Every module's file, in module-name order.
-    pub fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.by_name.values().map(PathBuf::as_path)
+    pub fn files(&self) -> impl Iterator<Item = &ModuleFile> {
+        self.by_name.values()
     }
 
     /// Number of modules found.
@@ -91,10 +155,8 @@ impl ModuleTree {
     }
 
     /// The file of module `name` (any spelling).
-    pub fn path(&self, name: &str) -> Option<&Path> {
-        self.by_name
-            .get(&normalize_module_name(name))
-            .map(PathBuf::as_path)
+    pub fn file(&self, name: &str) -> Option<&ModuleFile> {
+        self.by_name.get(&normalize_module_name(name))
     }
 
     /// Reads, decompresses and parses module `name`.
@@ -104,7 +166,7 @@ impl ModuleTree {
         opts: &LoadOptions,
         resched: &mut Resched,
     ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
-        let path = self.path(name).ok_or_else(|| {
+        let file = self.file(name).ok_or_else(|| {
             LoadError::Setup(format!(
                 "module '{}' is not in {} ({} modules there)",
                 normalize_module_name(name),
@@ -112,7 +174,7 @@ impl ModuleTree {
                 self.len()
             ))
         })?;
-        load_module_file(path, opts, resched)
+        file.load(opts, resched)
     }
 }
 
@@ -123,15 +185,25 @@ pub fn load_module_file(
     resched: &mut Resched,
 ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
+    module_from_bytes(path, &bytes, opts, resched)
+}
+
+/// A module's bytes (a `.ko`, or compressed) to its kallsyms; `path` names it in errors.
+fn module_from_bytes(
+    path: &Path,
+    bytes: &[u8],
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     let parse = |b: &[u8], resched: &mut Resched| {
         klpsym_elf::module_kallsyms_with_resched(b, klpsym_elf::ModuleOptions::default(), resched)
             .map_err(|source| elf_error(path, source))
     };
-    match detect(&bytes) {
-        Detected::ElfRelocatable => parse(&bytes, resched),
+    match detect(bytes) {
+        Detected::ElfRelocatable => parse(bytes, resched),
         Detected::Compressed(_) => {
-            let d = klpsym_image::decompress_image_with_resched(&bytes, limit, resched)
+            let d = klpsym_image::decompress_image_with_resched(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             parse(&d.data, resched)
         }
@@ -274,7 +346,10 @@ pub fn compose(
                     .filter(|s| s.object == oid)
                     .map(|s| (s.addr, s.kind as u8, s.name))
                     .collect();
-                let path = tree.path(name).unwrap_or(Path::new(name)).to_path_buf();
+                let path = tree
+                    .file(name)
+                    .map_or(Path::new(name), ModuleFile::label)
+                    .to_path_buf();
                 Some(
                     klpsym_elf::place_module(&m, &lines)
                         .map_err(|source| LoadError::Elf { path, source })?,
@@ -332,8 +407,8 @@ mod tests {
         std::fs::write(dir.path().join("kernel/lib/readme.txt"), b"x").unwrap();
         let t = ModuleTree::scan(dir.path()).unwrap();
         assert_eq!(t.len(), 2);
-        assert!(t.path("crc_itu_t").is_some());
-        assert!(t.path("zz").is_some());
+        assert!(t.file("crc_itu_t").is_some());
+        assert!(t.file("zz").is_some());
         let e = t
             .load("nope", &LoadOptions::default(), &mut Resched::none())
             .unwrap_err()

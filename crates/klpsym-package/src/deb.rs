@@ -7,7 +7,10 @@ use std::rc::Rc;
 
 use klpsym_core::resched::Resched;
 
-use crate::{decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want};
+use crate::{
+    decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,
+    STREAM_FACTOR,
+};
 
 const FORMAT: PackageFormat = PackageFormat::Deb;
 
@@ -104,6 +107,7 @@ pub(crate) fn read(
             control(&id, data, limit, resched, &mut pkg)?;
         } else if id.starts_with("data.tar") {
             saw_data = true;
+            let want = want.for_package(pkg.name.as_deref());
             let (members, releases, early) = data_tar(&id, data, want, limit, resched)?;
             pkg.members = members;
             pkg.releases = releases;
@@ -161,7 +165,8 @@ fn data_tar(
     limit: u64,
     resched: &mut Resched,
 ) -> Result<DataTar, PackageError> {
-    let dec = decoder(data, limit, resched).map_err(|e| io_error(FORMAT, id.into(), e))?;
+    let dec = decoder(data, limit.saturating_mul(STREAM_FACTOR), resched)
+        .map_err(|e| io_error(FORMAT, id.into(), e))?;
     let mut tar = tar::Archive::new(dec);
     let mut col = Collector::new(want);
     let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;

@@ -104,18 +104,34 @@ impl Want {
         }
     }
 
-    /// True when what was found so far is all there is to find: every single-file kind asked
-    /// for was seen, and no open-ended kind (modules, symvers) was asked for.
+    /// True when what was found so far is all there is to find: no open-ended kind (modules,
+    /// symvers) is asked for, and the kernel asked for was found: the image with its config
+    /// and System.map, or the debug vmlinux (asked for both, a package holds one or the other).
     fn satisfied(&self, found: &[Member]) -> bool {
         let has = |k| found.iter().any(|m| m.kind == k);
-        !self.modules
-            && !self.symvers
-            && (!self.image
-                || (has(MemberKind::Image)
-                    && has(MemberKind::Config)
-                    && has(MemberKind::SystemMap)))
-            && (!self.vmlinux || has(MemberKind::Vmlinux))
-            && (self.image || self.vmlinux)
+        let image = self.image
+            && has(MemberKind::Image)
+            && has(MemberKind::Config)
+            && has(MemberKind::SystemMap);
+        let vmlinux = self.vmlinux && has(MemberKind::Vmlinux);
+        !self.modules && !self.symvers && (image || vmlinux)
+    }
+
+    /// What to look for in a package named `name`: a debug package (`-dbg`, `-dbgsym`,
+    /// `-debuginfo`) holds debug copies of the modules, never modules to load or symvers.
+    pub fn for_package(self, name: Option<&str>) -> Want {
+        let debug = name.is_some_and(|n| {
+            n.ends_with("-dbg") || n.ends_with("-dbgsym") || n.contains("-debuginfo")
+        });
+        if debug {
+            Want {
+                modules: false,
+                symvers: false,
+                ..self
+            }
+        } else {
+            self
+        }
     }
 }
 
@@ -182,8 +198,14 @@ pub enum PackageError {
     Cancelled(#[from] Cancelled),
 }
 
-/// Reads `bytes` (a whole package), keeping the members `want` asks for, never more than
-/// `limit` bytes decompressed from one compressed stream.
+/// How much larger than the member limit a whole archive stream may decompress to: a
+/// package's data can hold thousands of members (a -dbg package's is several GB), each
+/// bounded by the limit itself.
+pub const STREAM_FACTOR: u64 = 16;
+
+/// Reads `bytes` (a whole package), keeping the members `want` asks for: no member larger
+/// than `limit` bytes, no archive stream decompressing to more than [`STREAM_FACTOR`] times
+/// that.
 pub fn read_package(
     bytes: &[u8],
     want: Want,
@@ -216,6 +238,12 @@ pub fn classify(path: &str) -> Option<(MemberKind, Option<String>)> {
     }
     if p.starts_with("usr/lib/debug/") {
         return None;
+    }
+    // A headers package's Module.symvers (Debian: usr/src/linux-headers-REL/Module.symvers).
+    if let Some(rest) = p.strip_prefix("usr/src/linux-headers-") {
+        if let Some(r) = rest.strip_suffix("/Module.symvers") {
+            return Some((MemberKind::Symvers, rel(r)));
+        }
     }
     for (prefix, kind) in [
         ("boot/vmlinuz-", MemberKind::Image),
@@ -391,6 +419,10 @@ mod tests {
             None
         );
         assert_eq!(c("./lib/modules/6.1.0-57-amd64/modules.dep"), None);
+        assert_eq!(
+            c("./usr/src/linux-headers-6.1.0-57-amd64/Module.symvers"),
+            Some((MemberKind::Symvers, r.clone()))
+        );
         assert_eq!(c("./usr/share/doc/linux-image/changelog.gz"), None);
     }
 

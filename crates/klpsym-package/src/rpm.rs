@@ -5,7 +5,10 @@
 
 use klpsym_core::resched::Resched;
 
-use crate::{decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want};
+use crate::{
+    decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,
+    STREAM_FACTOR,
+};
 
 const FORMAT: PackageFormat = PackageFormat::Rpm;
 const LEAD: usize = 96;
@@ -95,9 +98,9 @@ pub(crate) fn read(
         (v, _) => v,
     };
     let payload = &bytes[main.end..];
-    let mut col = Collector::new(want);
-    let mut reader =
-        decoder(payload, limit, resched).map_err(|e| io_error(FORMAT, "payload".into(), e))?;
+    let mut col = Collector::new(want.for_package(main.string(TAG_NAME).as_deref()));
+    let mut reader = decoder(payload, limit.saturating_mul(STREAM_FACTOR), resched)
+        .map_err(|e| io_error(FORMAT, "payload".into(), e))?;
     let mut early = false;
     loop {
         let r = cpio::NewcReader::new(reader)

@@ -42,6 +42,10 @@ mod elf_fixture;
 #[path = "../../../crates/klpsym-livepatch/src/testutil.rs"]
 mod lp_fixture;
 
+#[allow(dead_code, clippy::all)]
+#[path = "../../../crates/klpsym-package/tests/build/mod.rs"]
+mod pkg_fixture;
+
 use elf_fixture::{At, Fixture};
 use image_encoder::{encode, symbols, Options, Sym};
 use klpsym_image::LayoutEra;
@@ -72,6 +76,7 @@ fn main() {
     elf_seeds(&mut out);
     livepatch_seeds(&mut out);
     btf_seeds(&mut out);
+    package_seeds(&mut out);
     eprintln!(
         "gen_corpus: {} seeds under {}",
         out.count,
@@ -491,4 +496,19 @@ fn btf_seeds(out: &mut Out) {
         "klp-partial",
         &build_btf(&[("klp_func", 152, &[("old_name", 0)])]),
     );
+}
+
+fn package_seeds(out: &mut Out) {
+    let files: [(&str, &[u8]); 5] = [
+        ("./boot/vmlinuz-1.0.0-1-amd64", b"not really an image"),
+        ("./boot/config-1.0.0-1-amd64", b"CONFIG_MODULES=y\n"),
+        ("./boot/System.map-1.0.0-1-amd64", b"ffffffff81000000 T _text\n"),
+        ("./lib/modules/1.0.0-1-amd64/kernel/fs/x.ko", b"\x7fELF"),
+        ("./usr/share/doc/readme", b"ignored"),
+    ];
+    for c in pkg_fixture::Comp::ALL {
+        let name = format!("{c:?}").to_lowercase();
+        out.put("package", &format!("deb-{name}"), &pkg_fixture::deb(c, &files));
+        out.put("package", &format!("rpm-{name}"), &pkg_fixture::rpm(c, &files));
+    }
 }

@@ -15,10 +15,10 @@ use klpsym_livepatch::{
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
-use crate::sources::{load_all, resched};
+use crate::sources::{load_all_with, resched};
 use crate::targets::{
-    btf_path, exported_by, knows_exports, layouts_for, offline_tables, rules_for, LoaderInputs,
-    TargetArgs,
+    btf_path, exported_by, knows_exports, layouts_for, module_tree, offline_tables, rules_for,
+    LoaderInputs, TargetArgs,
 };
 
 /// `klpsym check`.
@@ -122,13 +122,14 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             .collect(),
         Err(_) => Vec::new(),
     };
-    let kernels = load_all(&args.source)?;
+    let kernels = load_all_with(&args.source, true)?;
     let mut results = Vec::new();
     // One check per kernel (the compatibility matrix), all through the user's driver.
     for k in &kernels {
         let rules = rules_for(k, args.target.kernel_version.as_deref())?;
-        let offline = offline_tables(&args.source, &objects, &k.table, rs)?;
-        let inputs = LoaderInputs::gather(k, &args.source, &args.target, rs)?;
+        let tree = module_tree(k, &args.source)?;
+        let offline = offline_tables(&args.source, tree.as_ref(), &objects, &k.table, rs)?;
+        let inputs = LoaderInputs::gather(k, tree.as_ref(), &args.source, &args.target, rs)?;
         let export_info = |n: &str| -> Option<ExportInfo> { inputs.export_info(n) };
         let exported = |n: &str| exported_by(&k.table, n);
         let mut target = Target::new(&k.table, rules, module.arch)

@@ -16,8 +16,8 @@ use klpsym_loader::{read_bounded, write_atomically_with};
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
-use crate::sources::{load_all, resched};
-use crate::targets::{exported_by, offline_tables, rules_for, TargetArgs};
+use crate::sources::{load_all_with, resched};
+use crate::targets::{exported_by, module_tree, offline_tables, rules_for, TargetArgs};
 
 /// `klpsym convert`.
 #[derive(Debug, Args)]
@@ -136,7 +136,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         }
         None => Default::default(),
     };
-    let kernels = load_all(&args.source)?;
+    let kernels = load_all_with(&args.source, true)?;
     let [k] = kernels.as_slice() else {
         return Err("convert needs exactly one --kernel (the target)".into());
     };
@@ -150,7 +150,8 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     }
     let arch = module.arch;
     module.drop_with_points(rs)?;
-    let offline = offline_tables(&args.source, &names, &k.table, rs)?;
+    let tree = module_tree(k, &args.source)?;
+    let offline = offline_tables(&args.source, tree.as_ref(), &names, &k.table, rs)?;
     let mut target = Target::new(&k.table, rules, arch);
     for (n, t) in &offline {
         target = target.with_offline_module(n, t);

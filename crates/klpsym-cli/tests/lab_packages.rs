@@ -1,0 +1,210 @@
+//! Kernels straight from their packages: the lab's own Debian packages as downloaded, and RPMs
+//! built here with rpmbuild (Debian's `rpm` package) from the same kernel's files, judged by
+//! what klpsym answers from the unpacked files (which the other lab tests judge against the
+//! real kernel).
+//!
+//! Inputs from scripts/test.sh: KLPSYM_TEST_IMAGE_DEB, KLPSYM_TEST_DBG_DEB,
+//! KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_MODULES_DIR, KLPSYM_TEST_LIVEPATCH_DIR, KLPSYM_TEST_LAB_DIR.
+
+mod common;
+use common::{json, lab, run, text};
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("klpsym-pkg-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn an_image_package_is_a_kernel() {
+    let (Some(deb), Some(vmlinuz)) = (lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_VMLINUZ"))
+    else {
+        return;
+    };
+    let from_deb = run(&["dump", "--kernel", &s(&deb)]);
+    assert_eq!(
+        from_deb.status.code(),
+        Some(0),
+        "{}",
+        text(&from_deb.stderr)
+    );
+    let from_image = run(&["dump", "--kernel", &s(&vmlinuz)]);
+    assert!(from_deb.stdout.len() > 1_000_000);
+    assert!(
+        from_deb.stdout == from_image.stdout,
+        "dump differs from the unpacked image's"
+    );
+    let info = run(&["info", "--kernel", &s(&deb)]);
+    let out = text(&info.stdout);
+    assert!(out.contains("package linux-image-"), "{out}");
+    assert!(out.contains(":boot/vmlinuz-"), "{out}");
+}
+
+/// The author's question from the packages alone: a folder holding the image and -dbg
+/// packages is one kernel (grouped by release), positions from the image, files and lines from
+/// the -dbg vmlinux, the same as from the unpacked files.
+#[test]
+fn a_folder_of_one_kernels_packages_answers_the_authors_question() {
+    let (Some(image), Some(dbg), Some(vmlinux)) = (
+        lab("KLPSYM_TEST_IMAGE_DEB"),
+        lab("KLPSYM_TEST_DBG_DEB"),
+        lab("KLPSYM_TEST_VMLINUX"),
+    ) else {
+        return;
+    };
+    let dir = tempdir("folder");
+    for p in [&image, &dbg] {
+        std::os::unix::fs::symlink(p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    let args = ["sympos", "init_once", "--file", "inode.c", "--json"];
+    let o = run(&[&args[..], &["--kernel", &s(&dir)]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["results"].as_array().unwrap().len(), 1, "one kernel: {v}");
+    assert!(text(&o.stderr).contains("build id"), "{}", text(&o.stderr));
+    let want = json(&run(&[&args[..], &["--kernel", &s(&vmlinux)]].concat()));
+    let strip = |v: &serde_json::Value| v["results"][0]["candidates"].clone();
+    assert_eq!(strip(&v), strip(&want));
+    assert!(strip(&v)[0]["line"].as_u64().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `check --kernel IMAGE.deb` uses the package's config and modules: the same verdict, loader
+/// checks and kernel log as the unpacked image with --modules (which the oracle judges).
+#[test]
+fn check_against_an_image_package_uses_its_config_and_modules() {
+    let (Some(deb), Some(vmlinuz), Some(mods), Some(lp)) = (
+        lab("KLPSYM_TEST_IMAGE_DEB"),
+        lab("KLPSYM_TEST_VMLINUZ"),
+        lab("KLPSYM_TEST_MODULES_DIR"),
+        lab("KLPSYM_TEST_LIVEPATCH_DIR"),
+    ) else {
+        return;
+    };
+    let ko = s(&lp.join("module-missing-after/klp_module_missing_after.ko"));
+    let a = json(&run(&["check", &ko, "--kernel", &s(&deb), "--json"]));
+    let b = json(&run(&[
+        "check",
+        &ko,
+        "--kernel",
+        &s(&vmlinuz),
+        "--modules",
+        &s(&mods),
+        "--json",
+    ]));
+    let (ra, rb) = (&a["results"][0]["report"], &b["results"][0]["report"]);
+    assert_eq!(ra["verdict"], rb["verdict"]);
+    assert_eq!(ra["verdict"]["kind"], "refused_when_module_loads", "{ra}");
+    assert_eq!(ra["kernel_log"], rb["kernel_log"]);
+    let statuses = |r: &serde_json::Value| -> Vec<(String, String)> {
+        r["loader_checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["check"].to_string(), c["status"].to_string()))
+            .collect()
+    };
+    assert_eq!(statuses(ra), statuses(rb));
+    assert!(
+        statuses(ra).iter().all(|(_, st)| st == "\"passed\""),
+        "{:?}",
+        statuses(ra)
+    );
+}
+
+/// An RPM built with rpmbuild from the lab kernel's files, with an xz and a zstd payload.
+fn build_rpm(dir: &Path, payload: &str) -> Option<PathBuf> {
+    let vmlinuz = lab("KLPSYM_TEST_VMLINUZ")?;
+    let labdir = lab("KLPSYM_TEST_LAB_DIR")?;
+    let release = vmlinuz
+        .file_name()?
+        .to_str()?
+        .strip_prefix("vmlinuz-")?
+        .to_string();
+    let boot = labdir.join("root/boot");
+    let spec = format!(
+        "Name: kernel-core\nVersion: 6.1.0\nRelease: 1\nSummary: klpsym test kernel\nLicense: GPL-2.0\n\
+         %description\nThe lab kernel, packaged as an RPM for klpsym's tests.\n\
+         %install\nmkdir -p %{{buildroot}}/lib/modules/{release}\n\
+         cp {} %{{buildroot}}/lib/modules/{release}/vmlinuz\n\
+         cp {} %{{buildroot}}/lib/modules/{release}/config\n\
+         cp {} %{{buildroot}}/lib/modules/{release}/System.map\n\
+         %files\n/lib/modules/{release}/vmlinuz\n/lib/modules/{release}/config\n/lib/modules/{release}/System.map\n",
+        s(&vmlinuz),
+        s(&boot.join(format!("config-{release}"))),
+        s(&boot.join(format!("System.map-{release}"))),
+    );
+    let top = dir.join(payload.replace('.', "_"));
+    std::fs::create_dir_all(&top).unwrap();
+    std::fs::write(top.join("k.spec"), spec).unwrap();
+    let o = Command::new("rpmbuild")
+        .args(["-bb", "--quiet", "--target", "x86_64"])
+        .arg("--define")
+        .arg(format!("_topdir {}", s(&top)))
+        .arg("--define")
+        .arg(format!("_binary_payload {payload}"))
+        .args(["--define", "__os_install_post %{nil}"])
+        .args(["--define", "_build_id_links none"])
+        .arg(top.join("k.spec"))
+        .output()
+        .expect("rpmbuild (Debian's rpm package; scripts/test.sh installs it) runs");
+    assert!(o.status.success(), "rpmbuild: {}", text(&o.stderr));
+    let rpm = top.join("RPMS/x86_64/kernel-core-6.1.0-1.x86_64.rpm");
+    assert!(rpm.is_file(), "{}", text(&o.stderr));
+    Some(rpm)
+}
+
+#[test]
+fn an_rpm_built_with_rpmbuild_is_a_kernel() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("rpm");
+    let want = run(&["dump", "--kernel", &s(&vmlinuz)]).stdout;
+    for payload in ["w6.xzdio", "w19.zstdio", "w9.gzdio"] {
+        let Some(rpm) = build_rpm(&dir, payload) else {
+            return;
+        };
+        let o = run(&["dump", "--kernel", &s(&rpm)]);
+        assert_eq!(o.status.code(), Some(0), "{payload}: {}", text(&o.stderr));
+        assert!(o.stdout == want, "{payload}: dump differs");
+        let info = text(&run(&["info", "--kernel", &s(&rpm)]).stdout);
+        assert!(
+            info.contains("package kernel-core 6.1.0-1 (x86_64)"),
+            "{info}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A damaged package is an error naming the archive layer and member, never a panic.
+#[test]
+fn a_truncated_package_names_what_is_missing() {
+    let Some(deb) = lab("KLPSYM_TEST_IMAGE_DEB") else {
+        return;
+    };
+    let dir = tempdir("bad");
+    let bytes = std::fs::read(&deb).unwrap();
+    for (name, cut) in [("short.deb", 100_000), ("head.deb", 2_000)] {
+        let p = dir.join(name);
+        std::fs::write(&p, &bytes[..cut]).unwrap();
+        let o = run(&["dump", "--kernel", &s(&p)]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&s(&p)), "{err}");
+        assert!(
+            err.contains("data.tar") || err.contains("ar member"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,252 @@
+//! Kernels from distribution packages, read in place (see `klpsym_package`): the packages of
+//! one kernel release form one kernel, the image giving the table, a debug package the source
+//! files and lines, the config, Module.symvers and modules what the module loader checks.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use klpsym_core::resched::Resched;
+use klpsym_package::{read_package, MemberKind, Package, Want};
+
+use crate::error::LoadError;
+use crate::facts::{parse_symvers, Exports, KernelConfig};
+use crate::kernel::{from_binary, from_bytes, read_bounded, LoadOptions, LoadedKernel};
+use crate::modules::ModuleTree;
+
+/// What a kernel's packages held besides its table.
+#[derive(Debug, Default)]
+pub struct PackageParts {
+    /// The packages, in the order given.
+    pub packages: Vec<PathBuf>,
+    /// The kernel release they name.
+    pub release: Option<String>,
+    /// The build's config.
+    pub config: Option<KernelConfig>,
+    /// Module.symvers (headers packages; RPM's symvers.gz).
+    pub symvers: Option<Exports>,
+    /// The modules, when read ([`LoadOptions::package_modules`]).
+    pub modules: Option<ModuleTree>,
+    /// The debug vmlinux's bytes, kept when the kernel (or its debug part) is one: reading
+    /// declaration lines later must not decompress the package again.
+    pub elf: Option<std::sync::Arc<Vec<u8>>>,
+}
+
+/// True when `path` is a .deb or an RPM (by its first bytes).
+pub fn is_package(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 24];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .is_ok_and(|n| klpsym_package::detect(&head[..n]).is_some())
+}
+
+fn want(opts: &LoadOptions) -> Want {
+    Want {
+        image: true,
+        vmlinux: true,
+        modules: opts.package_modules,
+        symvers: opts.package_modules,
+    }
+}
+
+fn read(
+    path: &Path,
+    bytes: &[u8],
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Package, LoadError> {
+    read_package(bytes, want(opts), opts.max_decompressed_size, rs).map_err(|source| {
+        LoadError::Package {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// One package as `--kernel`: the kernel it holds.
+pub(crate) fn load_one(
+    path: &Path,
+    bytes: &[u8],
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
+    let p = read(path, bytes, opts, rs)?;
+    let mut ks = kernels_of(vec![(path.to_path_buf(), p)], opts, rs)?;
+    Ok(ks.remove(0))
+}
+
+/// Packages given together: grouped by the kernel release their paths name (packages naming
+/// none join the first group), one kernel per release, in the order of first appearance.
+pub fn load_packages(
+    paths: &[PathBuf],
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Vec<LoadedKernel>, LoadError> {
+    let mut read_all = Vec::new();
+    for p in paths {
+        let bytes = read_bounded(p, opts.max_input_size, rs)?;
+        read_all.push((p.clone(), read(p, &bytes, opts, rs)?));
+    }
+    kernels_of(read_all, opts, rs)
+}
+
+fn label(pkg: &Path, member: &str) -> PathBuf {
+    PathBuf::from(format!("{}:{member}", pkg.display()))
+}
+
+/// The packages of one kernel release, each with its path.
+type Group = Vec<(PathBuf, Package)>;
+
+fn kernels_of(
+    packages: Vec<(PathBuf, Package)>,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Vec<LoadedKernel>, LoadError> {
+    let mut groups: Vec<(Option<String>, Group)> = Vec::new();
+    for (path, p) in packages {
+        let r = p.release().map(str::to_string);
+        match groups
+            .iter_mut()
+            .find(|(g, _)| r.is_none() || g.is_none() || *g == r)
+        {
+            Some((g, v)) => {
+                if g.is_none() {
+                    *g = r;
+                }
+                v.push((path, p));
+            }
+            None => groups.push((r, vec![(path, p)])),
+        }
+    }
+    let mut out = Vec::new();
+    for (release, group) in groups {
+        out.push(kernel_of(release, group, opts, rs)?);
+    }
+    Ok(out)
+}
+
+fn kernel_of(
+    release: Option<String>,
+    mut group: Group,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
+    let packages: Vec<PathBuf> = group.iter().map(|(p, _)| p.clone()).collect();
+    let described: Vec<String> = group
+        .iter()
+        .map(|(p, pkg)| {
+            format!(
+                "package {} {}{}: {}",
+                pkg.name.as_deref().unwrap_or("(unnamed)"),
+                pkg.version.as_deref().unwrap_or("(no version)"),
+                pkg.arch
+                    .as_deref()
+                    .map_or(String::new(), |a| format!(" ({a})")),
+                p.display()
+            )
+        })
+        .collect();
+    let take = |group: &mut Group, kind| {
+        group.iter_mut().find_map(|(p, pkg)| {
+            let i = pkg.members.iter().position(|m| m.kind == kind)?;
+            Some((p.clone(), pkg.members.remove(i)))
+        })
+    };
+    let image = take(&mut group, MemberKind::Image);
+    let vmlinux = take(&mut group, MemberKind::Vmlinux);
+    let load_member = |pkg: &Path, m: klpsym_package::Member, rs: &mut Resched| {
+        let name = label(pkg, &m.path);
+        let mut k = if m.kind == MemberKind::Vmlinux {
+            // Kept for the declaration lines (see `PackageParts::elf`).
+            let mut k = from_binary(&name, &m.data, opts, rs)?;
+            k.package = Some(PackageParts {
+                packages: vec![pkg.to_path_buf()],
+                elf: Some(std::sync::Arc::new(m.data)),
+                ..PackageParts::default()
+            });
+            k
+        } else {
+            from_bytes(&name, m.data, Duration::ZERO, opts, rs)?
+        };
+        // The package names the kernel; the member is in the notes.
+        k.facts
+            .notes
+            .push(format!("read from {}:{}", pkg.display(), m.path));
+        k.path = pkg.to_path_buf();
+        Ok::<_, LoadError>(k)
+    };
+    let mut k = match (image, vmlinux) {
+        (Some((ip, im)), v) => {
+            let mut k = load_member(&ip, im, rs)?;
+            if let Some((vp, vm)) = v {
+                k.debug = Some(Box::new(load_member(&vp, vm, rs)?));
+            }
+            k
+        }
+        (None, Some((vp, vm))) => load_member(&vp, vm, rs)?,
+        (None, None) => {
+            let list: Vec<String> = packages.iter().map(|p| p.display().to_string()).collect();
+            return Err(LoadError::Unrecognized {
+                path: packages[0].clone(),
+                what: format!(
+                    "no kernel image (boot/vmlinuz-*, usr/lib/modules/*/vmlinuz) or debug vmlinux (usr/lib/debug/...) in {}{}",
+                    list.join(", "),
+                    release.as_deref().map_or(String::new(), |r| format!(" (release {r})"))
+                ),
+            });
+        }
+    };
+    k.facts.notes.extend(described);
+    let mut parts = PackageParts {
+        elf: k.package.take().and_then(|p| p.elf),
+        packages,
+        release,
+        ..PackageParts::default()
+    };
+    if let Some((p, m)) = take(&mut group, MemberKind::Config) {
+        parts.config = Some(KernelConfig::parse(&m.data, &label(&p, &m.path), rs)?);
+    }
+    if let Some((p, m)) = take(&mut group, MemberKind::Symvers) {
+        parts.symvers = Some(parse_symvers(&m.data, &label(&p, &m.path), rs)?);
+    }
+    if opts.package_modules {
+        let mut mods = Vec::new();
+        let mut root = None;
+        for (p, pkg) in &mut group {
+            for m in std::mem::take(&mut pkg.members) {
+                if m.kind == MemberKind::Module {
+                    root.get_or_insert_with(|| p.clone());
+                    mods.push((m.path, m.data));
+                }
+            }
+        }
+        if let Some(root) = root {
+            parts.modules = Some(ModuleTree::from_members(&root, mods));
+        }
+    }
+    k.package = Some(parts);
+    Ok(k)
+}
+
+/// The ELF to read debug info from: `bytes` itself, or the debug vmlinux of a package.
+pub(crate) fn elf_of(path: &Path, bytes: Vec<u8>, rs: &mut Resched) -> Result<Vec<u8>, LoadError> {
+    if klpsym_package::detect(&bytes).is_none() {
+        return Ok(bytes);
+    }
+    let want = Want {
+        vmlinux: true,
+        ..Want::default()
+    };
+    let p = read_package(&bytes, want, u64::MAX >> 1, rs).map_err(|source| LoadError::Package {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    p.members
+        .into_iter()
+        .find(|m| m.kind == MemberKind::Vmlinux)
+        .map(|m| m.data)
+        .ok_or_else(|| LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: "no debug vmlinux in the package".into(),
+        })
+}

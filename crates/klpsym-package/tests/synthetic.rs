@@ -1,0 +1,125 @@
+//! Small packages built here (see build/): every payload compression of both formats, the
+//! members kept by kind, early stopping, the limits, and damaged archives.
+
+mod build;
+use build::{cpio_of, deb, rpm, tar_of, Comp};
+
+use klpsym_core::resched::Resched;
+use klpsym_package::{read_package, MemberKind, PackageError, PackageFormat, Want};
+
+const FILES: [(&str, &[u8]); 6] = [
+    (
+        "./boot/System.map-1.0.0-1-amd64",
+        b"ffffffff81000000 T _text\n",
+    ),
+    ("./boot/config-1.0.0-1-amd64", b"CONFIG_MODULES=y\n"),
+    ("./boot/vmlinuz-1.0.0-1-amd64", b"the image"),
+    ("./lib/modules/1.0.0-1-amd64/kernel/fs/a.ko", b"module a"),
+    ("./lib/modules/1.0.0-1-amd64/kernel/fs/b.ko.xz", b"module b"),
+    ("./usr/share/doc/readme", b"not kept"),
+];
+
+fn read(bytes: &[u8], want: Want) -> Result<klpsym_package::Package, PackageError> {
+    read_package(bytes, want, 1 << 20, &mut Resched::none())
+}
+
+#[test]
+fn both_formats_with_every_compression_keep_what_is_asked() {
+    for c in Comp::ALL {
+        for (format, bytes) in [
+            (PackageFormat::Deb, deb(c, &FILES)),
+            (PackageFormat::Rpm, rpm(c, &FILES)),
+        ] {
+            let what = format!("{format} {c:?}");
+            let p = read(&bytes, Want::all()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(p.format, format);
+            assert_eq!(p.release(), Some("1.0.0-1-amd64"), "{what}");
+            let kinds: Vec<MemberKind> = p.members.iter().map(|m| m.kind).collect();
+            use MemberKind::*;
+            assert_eq!(kinds, [SystemMap, Config, Image, Module, Module], "{what}");
+            assert_eq!(p.first(Image).unwrap().data, b"the image", "{what}");
+            assert!(!p.stopped_early);
+            let name = if format == PackageFormat::Deb {
+                "linux-image-1.0.0-1-amd64"
+            } else {
+                "kernel-core"
+            };
+            assert_eq!(p.name.as_deref(), Some(name), "{what}");
+            // The image alone: reading stops after the three /boot files.
+            let p = read(
+                &bytes,
+                Want {
+                    image: true,
+                    ..Want::default()
+                },
+            )
+            .unwrap();
+            assert!(p.stopped_early, "{what}");
+            assert_eq!(p.members.len(), 3, "{what}");
+        }
+    }
+}
+
+#[test]
+fn members_over_the_limit_and_damaged_archives_are_errors_with_their_place() {
+    let big = vec![0u8; 4 << 20];
+    let files: [(&str, &[u8]); 1] = [("./boot/vmlinuz-1", &big)];
+    for bytes in [deb(Comp::Xz, &files), rpm(Comp::Zst, &files)] {
+        let e = read(&bytes, Want::all()).unwrap_err().to_string();
+        assert!(e.contains("over the limit"), "{e}");
+        assert!(e.contains("vmlinuz-1"), "{e}");
+    }
+    // Cut short: the ar member, the tar member, the RPM payload.
+    let d = deb(Comp::Plain, &FILES);
+    let e = read(&d[..d.len() - 700], Want::all())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ar member data.tar"), "{e}");
+    let r = rpm(Comp::Plain, &FILES);
+    let e = read(&r[..r.len() - 700], Want::all())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RPM package: payload"), "{e}");
+    let e = read(&r[..120], Want::all()).unwrap_err().to_string();
+    assert!(e.contains("header"), "{e}");
+    // A .deb without data.tar.
+    let mut a = ar::Builder::new(Vec::new());
+    a.append(
+        &ar::Header::new(b"debian-binary".to_vec(), 4),
+        &b"2.0\n"[..],
+    )
+    .unwrap();
+    let e = read(&a.into_inner().unwrap(), Want::all())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no data.tar member"), "{e}");
+    // The raw archives alone are no package.
+    assert!(read(&tar_of(&FILES), Want::all()).is_err());
+    assert!(read(&cpio_of(&FILES), Want::all()).is_err());
+}
+
+#[test]
+fn debug_packages_stop_at_their_vmlinux() {
+    let files: [(&str, &[u8]); 2] = [
+        (
+            "./usr/lib/debug/boot/vmlinux-1.0.0-1-amd64",
+            b"\x7fELF debug",
+        ),
+        (
+            "./usr/lib/debug/lib/modules/1.0.0-1-amd64/kernel/fs/a.ko",
+            b"debug module",
+        ),
+    ];
+    let p = read(
+        &deb(Comp::Xz, &files),
+        Want {
+            image: true,
+            vmlinux: true,
+            ..Want::default()
+        },
+    )
+    .unwrap();
+    assert!(p.stopped_early);
+    assert_eq!(p.first(MemberKind::Vmlinux).unwrap().data, b"\x7fELF debug");
+    assert!(p.first(MemberKind::Module).is_none());
+}
