@@ -12,6 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The tests get a cache folder of their own (decoded tables; see `klpsym cache`): they meet
+# both a cold and a warm cache, and never read or fill the user's.
+XDG_CACHE_HOME="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-test-cache.XXXXXX")"
+export XDG_CACHE_HOME
+trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
+
 if [ "${KLPSYM_SKIP_LAB:-0}" = 1 ] && [ "${CI:-}" != true ]; then
 	echo "scripts/test.sh: KLPSYM_SKIP_LAB=1: real-kernel tests will skip" >&2
 else

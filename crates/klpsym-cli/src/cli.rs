@@ -61,6 +61,8 @@ pub enum Command {
     /// Describe a source: its kind, version, architecture, symbol and object counts, where the
     /// tables were found, whether addresses are hidden, and the time taken.
     Info(InfoArgs),
+    /// Show the cache of decoded tables (entries, sizes, their inputs) or prune it.
+    Cache(crate::commands::cache::CacheArgs),
 }
 
 /// Options every verb takes.
@@ -68,8 +70,9 @@ pub enum Command {
 pub struct SourceArgs {
     /// A symbol source, told apart by content: /proc/kallsyms (the default) or a saved copy, a
     /// System.map, a vmlinux ELF, a kernel image (vmlinuz/bzImage, arm64 Image; its compressed
-    /// kallsyms tables are decoded), or a module (.ko, .ko.xz, .ko.zst, .ko.gz). Repeat to ask
-    /// several kernels.
+    /// kallsyms tables are decoded), a module (.ko, .ko.xz, .ko.zst, .ko.gz), or a package
+    /// (.deb, .rpm; several of one kernel, or a folder of them, form one kernel per release).
+    /// Repeat to ask several kernels.
     #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
     pub kernels: Vec<PathBuf>,
     /// A module tree (e.g. /lib/modules/VERSION): every module in it is available by its kernel
@@ -109,6 +112,14 @@ pub struct SourceArgs {
     /// Microseconds of work between reschedule points.
     #[arg(long, value_name = "US", default_value_t = 50)]
     pub resched_us: u64,
+    /// Where decoded tables of images, vmlinux files and packages are kept between runs
+    /// (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym). Entries are checked against
+    /// the input's identity and content hash on every use; `klpsym cache` shows and prunes.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
 }
 
 /// A yes/no flag value.

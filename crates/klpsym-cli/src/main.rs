@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Check(a) => commands::check::run(&a),
         Command::Convert(a) => commands::convert::run(&a),
         Command::Status(a) => commands::status::run(&a),
+        Command::Cache(a) => commands::cache::run(&a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -17,7 +17,19 @@ pub fn load_options(args: &SourceArgs) -> LoadOptions {
         max_decompressed_size: args.max_decompressed_size,
         kallsyms_all: args.kallsyms_all.map(|v| v == YesNo::Y),
         package_modules: false,
+        cache: cache_of(args),
     }
+}
+
+/// The cache the command line asks for: none with --no-cache, else --cache-dir or the default.
+pub fn cache_of(args: &SourceArgs) -> Option<klpsym_loader::Cache> {
+    if args.no_cache {
+        return None;
+    }
+    args.cache_dir
+        .clone()
+        .or_else(klpsym_loader::Cache::default_dir)
+        .map(|dir| klpsym_loader::Cache { dir })
 }
 
 /// The reschedule-point driver the command line asks for.

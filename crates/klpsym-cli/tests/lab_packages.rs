@@ -208,3 +208,74 @@ fn a_truncated_package_names_what_is_missing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The cache from the command line: a second run reads the table from the cache (info says
+/// so), `klpsym cache` lists the entry with its input, --no-cache neither reads nor writes,
+/// `--prune 0` empties it.
+#[test]
+fn the_cache_from_the_command_line() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("cli-cache");
+    let cache = s(&dir.join("c"));
+    let k = s(&vmlinuz);
+    // One kernel's info is the object itself.
+    let info = |extra: &[&str]| {
+        json(&run(
+            &[&["info", "--kernel", &k, "--json"][..], extra].concat()
+        ))
+    };
+    let cold = info(&["--cache-dir", &cache]);
+    assert!(cold["cache_entry"].is_null(), "{cold}");
+    let warm = info(&["--cache-dir", &cache]);
+    assert!(warm["cache_entry"].is_string(), "{warm}");
+    for f in ["symbols", "version", "build_id", "vermagic", "format"] {
+        assert_eq!(warm[f], cold[f], "{f}");
+    }
+    let o = run(&[
+        "lookup",
+        "init_once",
+        "--sympos",
+        "1",
+        "--kernel",
+        &k,
+        "--cache-dir",
+        &cache,
+    ]);
+    let o2 = run(&[
+        "lookup",
+        "init_once",
+        "--sympos",
+        "1",
+        "--kernel",
+        &k,
+        "--no-cache",
+    ]);
+    assert_eq!(o.stdout, o2.stdout);
+    let listed = json(&run(&["cache", "--cache-dir", &cache, "--json"]));
+    let entries = listed["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{listed}");
+    assert_eq!(entries[0]["source"], k.as_str());
+    assert!(entries[0]["bytes"].as_u64().unwrap() < std::fs::metadata(&vmlinuz).unwrap().len());
+    let human = text(&run(&["cache", "--cache-dir", &cache]).stdout);
+    assert!(human.contains("1 entry") && human.contains(&k), "{human}");
+    let pruned = json(&run(&[
+        "cache",
+        "--cache-dir",
+        &cache,
+        "--prune",
+        "0",
+        "--json",
+    ]));
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 1, "{pruned}");
+    assert_eq!(pruned["entries"].as_array().unwrap().len(), 0);
+    let none = s(&dir.join("none"));
+    let o = run(&["info", "--kernel", &k, "--cache-dir", &none, "--no-cache"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--cache-dir and --no-cache conflict"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

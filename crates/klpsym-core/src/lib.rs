@@ -23,6 +23,7 @@ mod search;
 mod stem_index;
 mod symbolize;
 mod table;
+mod table_io;
 
 pub use format::{address_text, write_kallsyms, KallsymsWriter};
 pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
@@ -36,3 +37,4 @@ pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{
     file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,
 };
+pub use table_io::DecodeError;

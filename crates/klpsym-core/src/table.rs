@@ -62,15 +62,15 @@ pub struct SymbolTable {
     pub(crate) names: String,
     pub(crate) syms: Vec<SymRec>,
     pub(crate) objects: Vec<ObjectInfo>,
-    source_sizes: Option<Vec<u64>>,
+    pub(crate) source_sizes: Option<Vec<u64>>,
     /// Source files of symbols, when the source knows them: per symbol an index into
     /// `file_names` (`u32::MAX` for none).
-    source_files: Option<(Vec<u32>, Vec<String>)>,
-    addr_width: u8,
-    addresses_hidden: bool,
-    name_index: OnceLock<NameIndex>,
-    addr_index: OnceLock<AddrIndex>,
-    stem_index: OnceLock<StemIndex>,
+    pub(crate) source_files: Option<(Vec<u32>, Vec<String>)>,
+    pub(crate) addr_width: u8,
+    pub(crate) addresses_hidden: bool,
+    pub(crate) name_index: OnceLock<NameIndex>,
+    pub(crate) addr_index: OnceLock<AddrIndex>,
+    pub(crate) stem_index: OnceLock<StemIndex>,
 }
 
 /// Per symbol an index into the file names (`u32::MAX`: none), the names, and their indices.

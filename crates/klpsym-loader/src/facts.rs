@@ -32,7 +32,7 @@ pub fn release_of(k: &LoadedKernel) -> Option<String> {
 }
 
 /// A kernel's build configuration (`CONFIG_X=y` lines).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct KernelConfig {
     /// Where it was read.
     pub path: PathBuf,
@@ -186,7 +186,7 @@ pub fn find_config(k: &LoadedKernel) -> Option<PathBuf> {
 }
 
 /// One exported symbol as Module.symvers lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExportEntry {
     /// The CRC, when the kernel uses CONFIG_MODVERSIONS (0 and absent otherwise).
     pub crc: Option<u32>,
@@ -197,7 +197,7 @@ pub struct ExportEntry {
 }
 
 /// Exported symbols by name, and where they came from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Exports {
     /// What was read (`Module.symvers`, `vmlinux __crc_*`, `image __kcrctab`).
     pub source: String,

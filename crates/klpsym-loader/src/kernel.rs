@@ -16,7 +16,7 @@ use crate::error::LoadError;
 pub const DEFAULT_SOURCE: &str = "/proc/kallsyms";
 
 /// What kind of source a file turned out to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SourceKind {
     /// /proc/kallsyms or a copy of it.
     Kallsyms,
@@ -53,6 +53,8 @@ pub struct LoadOptions {
     pub max_decompressed_size: u64,
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF: `None` = detect from the image.
     pub kallsyms_all: Option<bool>,
+    /// Where decoded tables are kept between runs (`None`: no cache).
+    pub cache: Option<crate::Cache>,
     /// Read a package's modules and Module.symvers too (the whole package: seconds for a
     /// Debian image package), for verbs that check a patch; else only the image, its config
     /// and System.map, or a debug package's vmlinux (reading stops once they are found).
@@ -66,12 +68,13 @@ impl Default for LoadOptions {
             max_decompressed_size: 1 << 30,
             kallsyms_all: None,
             package_modules: false,
+            cache: None,
         }
     }
 }
 
 /// What a source told about itself besides its symbols.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SourceFacts {
     /// The "Linux version ..." banner, when the source has one.
     pub version: Option<String>,
@@ -119,6 +122,8 @@ pub struct LoadedKernel {
     pub debug: Option<Box<LoadedKernel>>,
     /// What the kernel's packages held besides its table, when it came from packages.
     pub package: Option<crate::package::PackageParts>,
+    /// The cache entry the table was read from, when it was (see [`crate::Cache`]).
+    pub cached: Option<PathBuf>,
 }
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
@@ -209,14 +214,32 @@ pub fn load(
     opts: &LoadOptions,
     resched: &mut Resched,
 ) -> Result<LoadedKernel, LoadError> {
+    let cache = opts
+        .cache
+        .as_ref()
+        .filter(|_| crate::Cache::applies_to(path));
+    if let Some(c) = cache {
+        if let Some(k) = c.get(path, opts, resched)? {
+            return Ok(k);
+        }
+    }
+    let input_meta = std::fs::metadata(path).ok();
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
-    if klpsym_package::detect(&bytes).is_some() {
+    let content = cache.map(|_| crate::content_hash(&bytes));
+    let mut k = if klpsym_package::detect(&bytes).is_some() {
         let mut k = crate::package::load_one(path, &bytes, opts, resched)?;
         k.read_time = t0.elapsed();
-        return Ok(k);
+        k
+    } else {
+        from_bytes(path, bytes, t0.elapsed(), opts, resched)?
+    };
+    if let (Some(c), Some(h), Some(m)) = (cache, content, input_meta) {
+        if let Err(e) = c.put(path, &m, h, &k, opts, resched) {
+            k.facts.notes.push(format!("not cached: {e}"));
+        }
     }
-    from_bytes(path, bytes, t0.elapsed(), opts, resched)
+    Ok(k)
 }
 
 /// A kernel from bytes already read (`read_time` is what reading them took); `path` names it.
@@ -248,6 +271,7 @@ pub(crate) fn from_bytes(
         index_time: Duration::ZERO,
         debug: None,
         package: None,
+        cached: None,
     })
 }
 
@@ -280,6 +304,7 @@ pub(crate) fn from_binary(
         index_time: Duration::ZERO,
         debug: None,
         package: None,
+        cached: None,
     })
 }
 

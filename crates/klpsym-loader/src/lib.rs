@@ -2,6 +2,7 @@
 //! tells a source's kind from its content. Parsers below it take bytes; the CLI above it takes
 //! loaded kernels.
 
+mod cache;
 mod detect;
 mod error;
 mod facts;
@@ -10,6 +11,7 @@ mod modules;
 mod output;
 mod package;
 
+pub use cache::{content_hash, Cache, EntryInfo};
 pub use detect::{detect, Detected};
 pub use error::LoadError;
 pub use facts::{

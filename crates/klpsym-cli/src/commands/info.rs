@@ -33,6 +33,8 @@ struct InfoJson {
     objects: Vec<ObjectJson>,
     read_ms: f64,
     parse_ms: f64,
+    /// The cache entry the table was read from (null: decoded from the source).
+    cache_entry: Option<String>,
     index_ms: f64,
 }
 
@@ -90,6 +92,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
                 })
                 .collect(),
             read_ms: k.read_time.as_secs_f64() * 1e3,
+            cache_entry: k.cached.as_ref().map(|p| p.display().to_string()),
             parse_ms: k.parse_time.as_secs_f64() * 1e3,
             index_ms,
         });
@@ -181,8 +184,15 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
             }
         }
         println!(
-            "time:            read {:.1} ms, parse/decode {:.1} ms, indexes {:.1} ms",
-            i.read_ms, i.parse_ms, i.index_ms
+            "time:            read {:.1} ms, parse/decode {:.1} ms, indexes {:.1} ms{}",
+            i.read_ms,
+            i.parse_ms,
+            i.index_ms,
+            if i.cache_entry.is_some() {
+                " (table from the cache)"
+            } else {
+                ""
+            }
         );
     }
     Ok(Outcome::Ok)

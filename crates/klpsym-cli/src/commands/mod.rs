@@ -1,6 +1,7 @@
 //! One file per verb.
 
 pub mod addr;
+pub mod cache;
 pub mod check;
 pub mod convert;
 pub mod dump;

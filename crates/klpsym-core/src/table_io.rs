@@ -1,0 +1,318 @@
+//! A table as bytes and back, for caches: fixed-width little-endian records read back with
+//! bounds checks and no text parsing. Every field is validated on the way in (offsets inside
+//! the arena, object ids inside the object list, UTF-8 names), so a damaged or foreign buffer
+//! is an error, never a panic or a wrong table.
+
+use std::sync::OnceLock;
+
+use crate::resched::{Cancelled, Resched};
+use crate::table::{SymRec, SymbolTable};
+use crate::{ObjectInfo, ObjectKind};
+
+const MAGIC: &[u8; 8] = b"KSYMTAB1";
+
+/// Why bytes are not a table.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes are damaged, truncated or of another format.
+    #[error("not a klpsym table encoding: {0}")]
+    Invalid(String),
+    /// The operation was cancelled at a reschedule point.
+    #[error(transparent)]
+    Cancelled(#[from] Cancelled),
+}
+
+fn bad(what: impl Into<String>) -> DecodeError {
+    DecodeError::Invalid(what.into())
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| bad(format!("truncated in {what}")))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn str(&mut self, what: &str) -> Result<String, DecodeError> {
+        let n = self.u32(what)? as usize;
+        let s = self.take(n, what)?;
+        String::from_utf8(s.to_vec()).map_err(|_| bad(format!("{what} is not UTF-8")))
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+const SYM_BYTES: usize = 21;
+
+impl SymbolTable {
+    /// Appends the table's encoding to `out` (indexes are not kept: they are rebuilt).
+    pub fn encode(&self, out: &mut Vec<u8>, resched: &mut Resched) -> Result<(), Cancelled> {
+        out.extend_from_slice(MAGIC);
+        out.push(self.addr_width);
+        out.push(self.addresses_hidden as u8);
+        out.push(self.source_sizes.is_some() as u8);
+        out.push(self.source_files.is_some() as u8);
+        out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
+        for o in &self.objects {
+            put_str(out, &o.name);
+            out.push(match o.kind {
+                ObjectKind::Vmlinux => 0,
+                ObjectKind::Module => 1,
+                ObjectKind::Pseudo => 2,
+            });
+            out.extend_from_slice(&o.symbol_count.to_le_bytes());
+            out.push(o.relative as u8);
+        }
+        out.extend_from_slice(&(self.names.len() as u64).to_le_bytes());
+        out.extend_from_slice(self.names.as_bytes());
+        out.extend_from_slice(&(self.syms.len() as u32).to_le_bytes());
+        out.reserve(self.syms.len() * SYM_BYTES);
+        for r in &self.syms {
+            resched.tick()?;
+            out.extend_from_slice(&r.addr.to_le_bytes());
+            out.extend_from_slice(&r.name_off.to_le_bytes());
+            out.extend_from_slice(&r.name_len.to_le_bytes());
+            out.extend_from_slice(&r.object.to_le_bytes());
+            out.push(r.kind);
+        }
+        if let Some(sizes) = &self.source_sizes {
+            for s in sizes {
+                resched.tick()?;
+                out.extend_from_slice(&s.to_le_bytes());
+            }
+        }
+        if let Some((idx, names)) = &self.source_files {
+            out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+            for n in names {
+                put_str(out, n);
+            }
+            for i in idx {
+                resched.tick()?;
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a table [`encode`](Self::encode) wrote; returns it and the bytes it used.
+    pub fn decode(
+        bytes: &[u8],
+        resched: &mut Resched,
+    ) -> Result<(SymbolTable, usize), DecodeError> {
+        let mut r = Reader { b: bytes, at: 0 };
+        if r.take(8, "magic")? != MAGIC {
+            return Err(bad("wrong magic"));
+        }
+        let addr_width = r.u8("header")?;
+        let hidden = r.u8("header")? != 0;
+        let has_sizes = r.u8("header")? != 0;
+        let has_files = r.u8("header")? != 0;
+        if !matches!(addr_width, 8 | 16) {
+            return Err(bad(format!("address width {addr_width}")));
+        }
+        let n_objects = r.u32("objects")? as usize;
+        if n_objects == 0 || n_objects > bytes.len() {
+            return Err(bad(format!("{n_objects} objects")));
+        }
+        let mut objects = Vec::with_capacity(n_objects);
+        for _ in 0..n_objects {
+            resched.tick()?;
+            let name = r.str("object name")?;
+            let kind = match r.u8("object kind")? {
+                0 => ObjectKind::Vmlinux,
+                1 => ObjectKind::Module,
+                2 => ObjectKind::Pseudo,
+                k => return Err(bad(format!("object kind {k}"))),
+            };
+            let symbol_count = r.u32("object")?;
+            let relative = r.u8("object")? != 0;
+            objects.push(ObjectInfo {
+                name,
+                kind,
+                symbol_count,
+                relative,
+            });
+        }
+        let names_len = usize::try_from(r.u64("names")?).map_err(|_| bad("names length"))?;
+        let arena = r.take(names_len, "names")?;
+        if crate::bulk::validate_utf8(arena, resched)?.is_err() {
+            return Err(bad("names are not UTF-8"));
+        }
+        let names = String::from_utf8(arena.to_vec()).map_err(|_| bad("names are not UTF-8"))?;
+        let n = r.u32("symbols")? as usize;
+        let recs = r.take(
+            n.checked_mul(SYM_BYTES)
+                .ok_or_else(|| bad("symbol count"))?,
+            "symbols",
+        )?;
+        let mut syms = Vec::with_capacity(n);
+        let mut counts = vec![0u32; n_objects];
+        for rec in recs.chunks_exact(SYM_BYTES) {
+            resched.tick()?;
+            let le32 = |at: usize| u32::from_le_bytes(rec[at..at + 4].try_into().expect("4"));
+            let s = SymRec {
+                addr: u64::from_le_bytes(rec[..8].try_into().expect("8")),
+                name_off: le32(8),
+                name_len: le32(12),
+                object: le32(16),
+                kind: rec[20],
+            };
+            let end = s.name_off as usize + s.name_len as usize;
+            if end > names.len()
+                || !names.is_char_boundary(s.name_off as usize)
+                || !names.is_char_boundary(end)
+            {
+                return Err(bad("a symbol name lies outside the names"));
+            }
+            let c = counts
+                .get_mut(s.object as usize)
+                .ok_or_else(|| bad("a symbol's object is not listed"))?;
+            *c += 1;
+            syms.push(s);
+        }
+        if objects
+            .iter()
+            .zip(&counts)
+            .any(|(o, &c)| o.symbol_count != c)
+        {
+            return Err(bad("object symbol counts disagree with the symbols"));
+        }
+        let source_sizes = if has_sizes {
+            let raw = r.take(n * 8, "sizes")?;
+            let mut v = Vec::with_capacity(n);
+            for c in raw.chunks_exact(8) {
+                resched.tick()?;
+                v.push(u64::from_le_bytes(c.try_into().expect("8")));
+            }
+            Some(v)
+        } else {
+            None
+        };
+        let source_files = if has_files {
+            let k = r.u32("files")? as usize;
+            if k > bytes.len() {
+                return Err(bad("file count"));
+            }
+            let mut fnames = Vec::with_capacity(k);
+            for _ in 0..k {
+                resched.tick()?;
+                fnames.push(r.str("file name")?);
+            }
+            let raw = r.take(n * 4, "file indexes")?;
+            let mut idx = Vec::with_capacity(n);
+            for c in raw.chunks_exact(4) {
+                resched.tick()?;
+                let i = u32::from_le_bytes(c.try_into().expect("4"));
+                if i != u32::MAX && i as usize >= k {
+                    return Err(bad("a file index is out of range"));
+                }
+                idx.push(i);
+            }
+            Some((idx, fnames))
+        } else {
+            None
+        };
+        Ok((
+            SymbolTable {
+                names,
+                syms,
+                objects,
+                source_sizes,
+                source_files,
+                addr_width,
+                addresses_hidden: hidden,
+                name_index: OnceLock::new(),
+                addr_index: OnceLock::new(),
+                stem_index: OnceLock::new(),
+            },
+            r.at,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ObjectId, SymbolTableBuilder};
+
+    fn table() -> SymbolTable {
+        let mut b = SymbolTableBuilder::with_capacity(8, 64);
+        b.push(ObjectId::VMLINUX, 0xffffffff81000000, b'T', "_text")
+            .unwrap();
+        b.set_last_file("init/main.c");
+        b.push(ObjectId::VMLINUX, 0xffffffff81000100, b't', "init_once")
+            .unwrap();
+        b.set_last_size(0x10);
+        let m = b.object("ext4", ObjectKind::Module);
+        b.set_relative(m, true);
+        b.push(m, 0x40, b't', "init_once").unwrap();
+        b.build()
+    }
+
+    fn lines(t: &SymbolTable) -> Vec<String> {
+        t.iter()
+            .map(|s| {
+                format!(
+                    "{:x} {} {} {:?} {:?} {}",
+                    s.addr,
+                    s.kind,
+                    s.name,
+                    t.file(s.id),
+                    t.size(s.id),
+                    t.object_info(s.object).name
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_table_round_trips_and_damage_is_an_error() {
+        let t = table();
+        let mut out = Vec::new();
+        t.encode(&mut out, &mut Resched::none()).unwrap();
+        let (back, used) = SymbolTable::decode(&out, &mut Resched::none()).unwrap();
+        assert_eq!(used, out.len());
+        assert_eq!(lines(&back), lines(&t));
+        assert_eq!(back.object_info(ObjectId(1)).relative, true);
+        assert_eq!(back.by_name("init_once").count(), 2);
+        // Every truncation and every single-byte change is caught or decodes to a valid table.
+        for cut in 0..out.len() {
+            assert!(
+                SymbolTable::decode(&out[..cut], &mut Resched::none()).is_err(),
+                "cut {cut}"
+            );
+        }
+        for i in 0..out.len() {
+            let mut d = out.clone();
+            d[i] ^= 0xa5;
+            if let Ok((t2, _)) = SymbolTable::decode(&d, &mut Resched::none()) {
+                let _ = lines(&t2);
+            }
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The index cache: decoded tables of kernel images, vmlinux ELFs and packages, kept so a
+//! repeat run reads a few megabytes instead of decompressing and decoding again.
+//!
+//! An entry is named by the input's identity as the file system tells it (device, inode,
+//! size, mtime, ctime: the fast key) and records the xxh3-128 hash of the input's bytes, which
+//! is checked on every use (a file rewritten in place within one mtime tick is still caught).
+//! The entry holds the table in fixed-width records ([`SymbolTable::encode`]), the facts as
+//! JSON, and ends with the xxh3-128 of everything before it: a truncated, corrupt or
+//! foreign-version entry is ignored and rebuilt, never trusted. Entries are written to a
+//! temporary file and renamed, so concurrent runs never see half an entry; they are read
+//! through a read-only memory map (entries are never written in place, only replaced).
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use klpsym_core::resched::Resched;
+use klpsym_core::SymbolTable;
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::error::LoadError;
+use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
+
+const MAGIC: &[u8; 8] = b"KLPSYMC\0";
+/// Bumped whenever the entry layout or what the decoders produce changes.
+const FORMAT: u32 = 1;
+/// Entry file suffix.
+pub const SUFFIX: &str = ".klpc";
+
+/// Where entries live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    /// The cache folder.
+    pub dir: PathBuf,
+}
+
+/// One entry as `klpsym cache` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EntryInfo {
+    /// The entry file.
+    pub file: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The input it was made from (as first named).
+    pub source: Option<String>,
+    /// The input's size when cached.
+    pub source_bytes: Option<u64>,
+    /// Whether the entry is of this klpsym's format (others are ignored and rebuilt).
+    pub current: bool,
+    /// Seconds since the entry was last written.
+    pub age_secs: u64,
+}
+
+/// What an entry records besides the table.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Meta {
+    source: String,
+    source_bytes: u64,
+    kind: SourceKind,
+    facts: SourceFacts,
+    package: Option<PackageMeta>,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct PackageMeta {
+    packages: Vec<PathBuf>,
+    release: Option<String>,
+    config: Option<crate::facts::KernelConfig>,
+    symvers: Option<crate::facts::Exports>,
+}
+
+/// The fast key: what the file system says about the input, and the options that change
+/// what decoding produces.
+fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
+    let mut k = Vec::with_capacity(48);
+    for v in [
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime() as u64,
+        meta.mtime_nsec() as u64,
+        meta.ctime() as u64,
+        meta.ctime_nsec() as u64,
+    ] {
+        k.extend_from_slice(&v.to_le_bytes());
+    }
+    k.push(match opts.kallsyms_all {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
+    // A package read with its modules is a different kernel (and never cached).
+    k.push(opts.package_modules as u8);
+    k
+}
+
+impl Cache {
+    /// `$XDG_CACHE_HOME/klpsym`, else `$HOME/.cache/klpsym`.
+    pub fn default_dir() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".cache"))
+            })?;
+        Some(base.join("klpsym"))
+    }
+
+    /// True for inputs worth caching: regular files outside /proc and /sys.
+    pub fn applies_to(path: &Path) -> bool {
+        !(path.starts_with("/proc") || path.starts_with("/sys"))
+            && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+    }
+
+    fn entry_path(&self, key: &[u8]) -> PathBuf {
+        self.dir.join(format!("{:032x}{SUFFIX}", xxh3_128(key)))
+    }
+
+    /// The cached kernel of `path`, when a valid entry matches its identity and content.
+    /// `Ok(None)` for every kind of miss (none, stale, corrupt, other format).
+    pub fn get(
+        &self,
+        path: &Path,
+        opts: &LoadOptions,
+        rs: &mut Resched,
+    ) -> Result<Option<LoadedKernel>, LoadError> {
+        let t0 = Instant::now();
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(None);
+        };
+        let key = fast_key(&meta, opts);
+        let entry = self.entry_path(&key);
+        let Ok(f) = File::open(&entry) else {
+            return Ok(None);
+        };
+        // SAFETY: the map is read-only and klpsym never writes an entry in place (entries are
+        // written to a temporary file and renamed over), so the mapped bytes do not change
+        // under the map; everything read from it is bounds-checked and hash-verified below.
+        #[allow(unsafe_code)]
+        let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
+            return Ok(None);
+        };
+        let Some(parsed) = parse_entry(&map, &key) else {
+            return Ok(None);
+        };
+        // The content must be what was cached: the fast key alone trusts the file system.
+        let bytes = crate::kernel::read_bounded(path, opts.max_input_size, rs)?;
+        if xxh3_128(&bytes) != parsed.content {
+            return Ok(None);
+        }
+        let read_time = t0.elapsed();
+        let t1 = Instant::now();
+        let Ok(meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
+            return Ok(None);
+        };
+        let table = match SymbolTable::decode(parsed.table, rs) {
+            Ok((t, used)) if used == parsed.table.len() => t,
+            Ok(_) => return Ok(None),
+            Err(klpsym_core::DecodeError::Cancelled(c)) => {
+                return Err(klpsym_core::BuildError::from(c).into())
+            }
+            Err(_) => return Ok(None),
+        };
+        Ok(Some(LoadedKernel {
+            cached: Some(entry),
+            path: path.to_path_buf(),
+            kind: meta.kind,
+            table,
+            facts: meta.facts,
+            module: None,
+            read_time,
+            parse_time: t1.elapsed(),
+            bytes: bytes.len() as u64,
+            index_time: Duration::ZERO,
+            debug: None,
+            package: meta.package.map(|p| crate::package::PackageParts {
+                packages: p.packages,
+                release: p.release,
+                config: p.config,
+                symvers: p.symvers,
+                ..crate::package::PackageParts::default()
+            }),
+        }))
+    }
+
+    /// Keeps `k` (decoded from `input`, whose bytes hash to `content`) for next time. Kernels
+    /// with parts an entry does not hold (a module's own description, package modules or a
+    /// debug vmlinux) are not kept. Failing to write is not an error: the cache is an
+    /// optimisation, and the reason is returned for a note.
+    pub fn put(
+        &self,
+        path: &Path,
+        input_meta: &std::fs::Metadata,
+        content: u128,
+        k: &LoadedKernel,
+        opts: &LoadOptions,
+        rs: &mut Resched,
+    ) -> Result<(), String> {
+        if k.module.is_some()
+            || k.debug.is_some()
+            || k.package
+                .as_ref()
+                .is_some_and(|p| p.modules.is_some() || p.elf.is_some())
+            || !matches!(k.kind, SourceKind::KernelImage | SourceKind::VmlinuxElf)
+        {
+            return Ok(());
+        }
+        let key = fast_key(input_meta, opts);
+        let meta = Meta {
+            source: path.display().to_string(),
+            source_bytes: input_meta.size(),
+            kind: k.kind,
+            facts: k.facts.clone(),
+            package: k.package.as_ref().map(|p| PackageMeta {
+                packages: p.packages.clone(),
+                release: p.release.clone(),
+                config: p.config.clone(),
+                symvers: p.symvers.clone(),
+            }),
+        };
+        let meta = serde_json::to_vec(&meta).map_err(|e| e.to_string())?;
+        let mut table = Vec::new();
+        k.table.encode(&mut table, rs).map_err(|e| e.to_string())?;
+        let mut out = Vec::with_capacity(table.len() + meta.len() + 128);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT.to_le_bytes());
+        let version = env!("CARGO_PKG_VERSION").as_bytes();
+        out.extend_from_slice(&(version.len() as u32).to_le_bytes());
+        out.extend_from_slice(version);
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(&key);
+        out.extend_from_slice(&content.to_le_bytes());
+        out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+        out.extend_from_slice(&meta);
+        out.extend_from_slice(&(table.len() as u64).to_le_bytes());
+        out.extend_from_slice(&table);
+        let trailer = xxh3_128(&out);
+        out.extend_from_slice(&trailer.to_le_bytes());
+        if out.len() as u64 > input_meta.size() {
+            // An entry larger than its input saves nothing (a tiny System.map, say).
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let entry = self.entry_path(&key);
+        crate::output::write_atomically(&entry, |w| w.write_all(&out))
+            .map_err(|e| format!("{}: {e}", entry.display()))
+    }
+
+    /// Every entry file, with what it says about itself.
+    pub fn list(&self) -> std::io::Result<Vec<EntryInfo>> {
+        let mut out = Vec::new();
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e),
+        };
+        for e in rd {
+            let e = e?;
+            let p = e.path();
+            if !p.to_string_lossy().ends_with(SUFFIX) {
+                continue;
+            }
+            let m = e.metadata()?;
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            let meta = parse_entry_any(&bytes).and_then(|m| serde_json::from_slice::<Meta>(m).ok());
+            out.push(EntryInfo {
+                file: p,
+                bytes: m.len(),
+                current: meta.is_some(),
+                source: meta.as_ref().map(|m| m.source.clone()),
+                source_bytes: meta.as_ref().map(|m| m.source_bytes),
+                age_secs: m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .map_or(0, |d| d.as_secs()),
+            });
+        }
+        out.sort_by(|a, b| a.file.cmp(&b.file));
+        Ok(out)
+    }
+}
+
+struct Parsed<'a> {
+    version: &'a [u8],
+    content: u128,
+    meta: &'a [u8],
+    table: &'a [u8],
+}
+
+fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if b.len() < n {
+        return None;
+    }
+    let (h, t) = b.split_at(n);
+    *b = t;
+    Some(h)
+}
+
+fn u32_at(b: &mut &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(split(b, 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &mut &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(split(b, 8)?.try_into().ok()?))
+}
+
+/// The parts of an entry of this format whose trailer checks out, whatever its key.
+fn parse_entry_with(all: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
+    let body_len = all.len().checked_sub(16)?;
+    let (body, trailer) = all.split_at(body_len);
+    if u128::from_le_bytes(trailer.try_into().ok()?) != xxh3_128(body) {
+        return None;
+    }
+    let mut b = body;
+    if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != FORMAT {
+        return None;
+    }
+    let vlen = u32_at(&mut b)? as usize;
+    let version = split(&mut b, vlen)?;
+    let klen = u32_at(&mut b)? as usize;
+    let key = split(&mut b, klen)?.to_vec();
+    let content = u128::from_le_bytes(split(&mut b, 16)?.try_into().ok()?);
+    let mlen = usize::try_from(u64_at(&mut b)?).ok()?;
+    let meta = split(&mut b, mlen)?;
+    let tlen = usize::try_from(u64_at(&mut b)?).ok()?;
+    let table = split(&mut b, tlen)?;
+    b.is_empty().then_some((
+        key,
+        Parsed {
+            version,
+            content,
+            meta,
+            table,
+        },
+    ))
+}
+
+fn parse_entry<'a>(all: &'a [u8], key: &[u8]) -> Option<Parsed<'a>> {
+    let (k, p) = parse_entry_with(all)?;
+    // Another klpsym version may decode differently: rebuild rather than trust.
+    (k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()).then_some(p)
+}
+
+/// An entry's metadata, when it is one of this klpsym's.
+fn parse_entry_any(all: &[u8]) -> Option<&[u8]> {
+    parse_entry_with(all)
+        .filter(|(_, p)| p.version == env!("CARGO_PKG_VERSION").as_bytes())
+        .map(|(_, p)| p.meta)
+}
+
+/// The xxh3-128 hash the cache records for an input's bytes.
+pub fn content_hash(bytes: &[u8]) -> u128 {
+    xxh3_128(bytes)
+}

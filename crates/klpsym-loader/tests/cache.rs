@@ -1,0 +1,212 @@
+//! The index cache on the lab's real kernel files: a hit gives the same table and facts as a
+//! decode; a changed input is re-read; a corrupt, truncated or foreign-version entry is ignored
+//! and rebuilt; an entry whose recorded content hash does not match the input is not trusted;
+//! concurrent runs leave a valid entry; entries are smaller than their inputs.
+//!
+//! Inputs from scripts/test.sh: KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_VMLINUX_STRIPPED.
+
+use std::path::{Path, PathBuf};
+
+use klpsym_core::resched::Resched;
+use klpsym_loader::{content_hash, load, Cache, LoadOptions, LoadedKernel};
+
+fn lab(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            assert!(
+                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
+            );
+            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("klpsym-cache-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opts(dir: &Path) -> LoadOptions {
+    LoadOptions {
+        cache: Some(Cache {
+            dir: dir.join("cache"),
+        }),
+        ..LoadOptions::default()
+    }
+}
+
+fn view(k: &LoadedKernel) -> (String, Option<String>, Option<String>, usize) {
+    let mut out = Vec::new();
+    klpsym_core::write_kallsyms(&k.table, &mut out, &mut Resched::none()).unwrap();
+    (
+        format!("{:x}", content_hash(&out)),
+        k.facts.version.clone(),
+        k.facts.build_id.clone(),
+        k.facts.exports.as_ref().map_or(0, |e| e.symbols.len()),
+    )
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("cache"))
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.to_string_lossy().ends_with(".klpc"));
+    v
+}
+
+#[test]
+fn a_hit_equals_a_decode_and_damage_is_rebuilt() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("hit");
+    let input = dir.join("vmlinuz");
+    std::fs::copy(&vmlinuz, &input).unwrap();
+    let o = opts(&dir);
+    let rs = &mut Resched::none();
+    let cold = load(&input, &o, rs).unwrap();
+    assert!(cold.cached.is_none());
+    let e = entries(&dir);
+    assert_eq!(e.len(), 1, "one entry written");
+    let entry_len = std::fs::metadata(&e[0]).unwrap().len();
+    let input_len = std::fs::metadata(&input).unwrap().len();
+    assert!(
+        entry_len < input_len,
+        "entry {entry_len} >= input {input_len}"
+    );
+    let warm = load(&input, &o, rs).unwrap();
+    assert_eq!(warm.cached.as_deref(), Some(e[0].as_path()));
+    assert_eq!(view(&warm), view(&cold));
+    assert_eq!(warm.kind, cold.kind);
+    assert_eq!(warm.facts.vermagic, cold.facts.vermagic);
+    // A truncated entry, a flipped byte, a zeroed trailer: ignored, decoded again, rewritten.
+    let good = std::fs::read(&e[0]).unwrap();
+    let damaged: Vec<Vec<u8>> = vec![
+        good[..good.len() / 2].to_vec(),
+        {
+            let mut d = good.clone();
+            d[good.len() / 3] ^= 1;
+            d
+        },
+        {
+            let mut d = good.clone();
+            let n = d.len();
+            d[n - 16..].fill(0);
+            d
+        },
+        Vec::new(),
+        // Another klpsym version's entry, intact (its trailer recomputed): not trusted.
+        {
+            let mut d = good[..good.len() - 16].to_vec();
+            let vlen = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+            assert!(vlen > 0);
+            d[16 + vlen - 1] ^= 0x01;
+            let t = content_hash(&d);
+            d.extend_from_slice(&t.to_le_bytes());
+            d
+        },
+    ];
+    for (i, d) in damaged.iter().enumerate() {
+        std::fs::write(&e[0], d).unwrap();
+        let k = load(&input, &o, rs).unwrap();
+        assert!(k.cached.is_none(), "damage {i} was trusted");
+        assert_eq!(view(&k), view(&cold), "damage {i}");
+        // Rebuilt: the next run is a hit again, with the same answers.
+        let again = load(&input, &o, rs).unwrap();
+        assert!(again.cached.is_some(), "damage {i}: not rebuilt");
+        assert_eq!(view(&again), view(&cold), "damage {i}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_changed_input_is_read_again() {
+    let (Some(a), Some(b)) = (
+        lab("KLPSYM_TEST_VMLINUZ"),
+        lab("KLPSYM_TEST_VMLINUX_STRIPPED"),
+    ) else {
+        return;
+    };
+    let dir = tempdir("changed");
+    let input = dir.join("kernel");
+    let o = opts(&dir);
+    let rs = &mut Resched::none();
+    std::fs::copy(&a, &input).unwrap();
+    let ka = load(&input, &o, rs).unwrap();
+    assert!(load(&input, &o, rs).unwrap().cached.is_some());
+    // The same path now holds another file: its own table, never the cached one.
+    std::fs::copy(&b, &input).unwrap();
+    let kb = load(&input, &o, rs).unwrap();
+    assert!(kb.cached.is_none());
+    assert_eq!(
+        kb.facts.format,
+        load(&b, &LoadOptions::default(), rs).unwrap().facts.format
+    );
+    assert_ne!(kb.facts.format, ka.facts.format);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fast key (device, inode, size, times) can match a file whose bytes differ (a rewrite
+/// within one timestamp tick, a reused inode): the recorded content hash decides. Here an entry
+/// is written for the input's identity but with another content's hash.
+#[test]
+fn an_entry_whose_content_hash_differs_is_not_trusted() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("hash");
+    let input = dir.join("vmlinuz");
+    std::fs::copy(&vmlinuz, &input).unwrap();
+    let o = opts(&dir);
+    let rs = &mut Resched::none();
+    let k = load(&input, &LoadOptions::default(), rs).unwrap();
+    let cache = o.cache.clone().unwrap();
+    let meta = std::fs::metadata(&input).unwrap();
+    let bytes = std::fs::read(&input).unwrap();
+    cache
+        .put(&input, &meta, content_hash(&bytes) ^ 1, &k, &o, rs)
+        .unwrap();
+    assert_eq!(entries(&dir).len(), 1);
+    assert!(cache.get(&input, &o, rs).unwrap().is_none());
+    cache
+        .put(&input, &meta, content_hash(&bytes), &k, &o, rs)
+        .unwrap();
+    assert!(cache.get(&input, &o, rs).unwrap().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concurrent_runs_leave_one_valid_entry() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("concurrent");
+    let input = dir.join("vmlinuz");
+    std::fs::copy(&vmlinuz, &input).unwrap();
+    let want = view(&load(&input, &LoadOptions::default(), &mut Resched::none()).unwrap());
+    let o = opts(&dir);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| view(&load(&input, &o, &mut Resched::none()).unwrap())))
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), want);
+        }
+    });
+    assert_eq!(entries(&dir).len(), 1);
+    let k = load(&input, &o, &mut Resched::none()).unwrap();
+    assert!(k.cached.is_some());
+    assert_eq!(view(&k), want);
+    // No temporary files left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
