@@ -357,7 +357,7 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
     }
     if let Some(dir) = args.modules.clone() {
         let tree = klpsym_loader::ModuleTree::scan(&dir)?;
-        let files: Vec<&Path> = tree.paths().collect();
+        let files: Vec<&Path> = tree.files().map(klpsym_loader::ModuleFile::label).collect();
         x.measure(
             &format!("load {} modules", files.len()),
             runs,

@@ -298,7 +298,7 @@ mod tests {
         let (back, used) = SymbolTable::decode(&out, &mut Resched::none()).unwrap();
         assert_eq!(used, out.len());
         assert_eq!(lines(&back), lines(&t));
-        assert_eq!(back.object_info(ObjectId(1)).relative, true);
+        assert!(back.object_info(ObjectId(1)).relative);
         assert_eq!(back.by_name("init_once").count(), 2);
         // Every truncation and every single-byte change is caught or decodes to a valid table.
         for cut in 0..out.len() {

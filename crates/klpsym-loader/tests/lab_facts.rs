@@ -112,7 +112,8 @@ fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
     assert_eq!(c.vermagic(&release).as_deref(), Some(from_image.as_str()));
     let tree = ModuleTree::scan(&modules).unwrap();
     let mut seen = 0;
-    for p in tree.paths().step_by(97) {
+    for f in tree.files().step_by(97) {
+        let p = f.label();
         let m = load_module_file(p, &LoadOptions::default(), &mut Resched::none()).unwrap();
         assert_eq!(
             m.vermagic.as_deref(),

@@ -114,7 +114,7 @@ pub fn rpm(c: Comp, files: &[(&str, &[u8])]) -> Vec<u8> {
         h
     };
     out.extend(header(&[]));
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     out.extend(header(&[
