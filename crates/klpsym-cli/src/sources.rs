@@ -148,10 +148,15 @@ pub fn load_all_with(
         k.index_time = t0.elapsed();
         Ok(k)
     };
-    // Packages given together (or found in one directory) form one kernel per release.
-    let (packages, paths): (Vec<PathBuf>, Vec<PathBuf>) = paths
-        .into_iter()
-        .partition(|p| klpsym_loader::is_package(p));
+    // Packages given together (or found in one directory) form one kernel per release; one
+    // package alone is an ordinary source (and cached like one).
+    let (packages, paths): (Vec<PathBuf>, Vec<PathBuf>) = if paths.len() == 1 {
+        (Vec::new(), paths)
+    } else {
+        paths
+            .into_iter()
+            .partition(|p| klpsym_loader::is_package(p))
+    };
     let mut out: Vec<LoadedKernel> = match paths.len() {
         0 => Vec::new(),
         1 => vec![one(&paths[0], &mut rs)?],

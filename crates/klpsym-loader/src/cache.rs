@@ -24,7 +24,7 @@ use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -147,15 +147,20 @@ impl Cache {
             return Ok(None);
         };
         // The content must be what was cached: the fast key alone trusts the file system.
-        let bytes = crate::kernel::read_bounded(path, opts.max_input_size, rs)?;
-        if xxh3_128(&bytes) != parsed.content {
+        if hash_file(path, opts.max_input_size, rs)? != parsed.content {
             return Ok(None);
         }
         let read_time = t0.elapsed();
         let t1 = Instant::now();
-        let Ok(meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
+        let Ok(mut entry_meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
             return Ok(None);
         };
+        if let Some(e) = parsed.exports {
+            let Some(e) = decode_exports(e) else {
+                return Ok(None);
+            };
+            entry_meta.facts.exports = Some(e);
+        }
         let table = match SymbolTable::decode(parsed.table, rs) {
             Ok((t, used)) if used == parsed.table.len() => t,
             Ok(_) => return Ok(None),
@@ -167,16 +172,16 @@ impl Cache {
         Ok(Some(LoadedKernel {
             cached: Some(entry),
             path: path.to_path_buf(),
-            kind: meta.kind,
+            kind: entry_meta.kind,
             table,
-            facts: meta.facts,
+            facts: entry_meta.facts,
             module: None,
             read_time,
             parse_time: t1.elapsed(),
-            bytes: bytes.len() as u64,
+            bytes: meta.len(),
             index_time: Duration::ZERO,
             debug: None,
-            package: meta.package.map(|p| crate::package::PackageParts {
+            package: entry_meta.package.map(|p| crate::package::PackageParts {
                 packages: p.packages,
                 release: p.release,
                 config: p.config,
@@ -209,11 +214,13 @@ impl Cache {
             return Ok(());
         }
         let key = fast_key(input_meta, opts);
+        let mut facts = k.facts.clone();
+        let exports = facts.exports.take().map(|e| encode_exports(&e));
         let meta = Meta {
             source: path.display().to_string(),
             source_bytes: input_meta.size(),
             kind: k.kind,
-            facts: k.facts.clone(),
+            facts,
             package: k.package.as_ref().map(|p| PackageMeta {
                 packages: p.packages.clone(),
                 release: p.release.clone(),
@@ -235,6 +242,15 @@ impl Cache {
         out.extend_from_slice(&content.to_le_bytes());
         out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
         out.extend_from_slice(&meta);
+        // Exports apart from the JSON: tens of thousands of entries read back in a loop.
+        match &exports {
+            Some(e) => {
+                out.push(1);
+                out.extend_from_slice(&(e.len() as u64).to_le_bytes());
+                out.extend_from_slice(e);
+            }
+            None => out.push(0),
+        }
         out.extend_from_slice(&(table.len() as u64).to_le_bytes());
         out.extend_from_slice(&table);
         let trailer = xxh3_128(&out);
@@ -288,6 +304,7 @@ struct Parsed<'a> {
     version: &'a [u8],
     content: u128,
     meta: &'a [u8],
+    exports: Option<&'a [u8]>,
     table: &'a [u8],
 }
 
@@ -326,6 +343,14 @@ fn parse_entry_with(all: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     let content = u128::from_le_bytes(split(&mut b, 16)?.try_into().ok()?);
     let mlen = usize::try_from(u64_at(&mut b)?).ok()?;
     let meta = split(&mut b, mlen)?;
+    let exports = match split(&mut b, 1)?[0] {
+        0 => None,
+        1 => {
+            let n = usize::try_from(u64_at(&mut b)?).ok()?;
+            Some(split(&mut b, n)?)
+        }
+        _ => return None,
+    };
     let tlen = usize::try_from(u64_at(&mut b)?).ok()?;
     let table = split(&mut b, tlen)?;
     b.is_empty().then_some((
@@ -334,6 +359,7 @@ fn parse_entry_with(all: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
             version,
             content,
             meta,
+            exports,
             table,
         },
     ))
@@ -350,6 +376,111 @@ fn parse_entry_any(all: &[u8]) -> Option<&[u8]> {
     parse_entry_with(all)
         .filter(|(_, p)| p.version == env!("CARGO_PKG_VERSION").as_bytes())
         .map(|(_, p)| p.meta)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+    let n = u32_at(b)? as usize;
+    std::str::from_utf8(split(b, n)?).ok()
+}
+
+/// Exports as records: source, count, then name, flags (1: CRC, 2: namespace), CRC, module
+/// and namespace per symbol.
+fn encode_exports(e: &crate::facts::Exports) -> Vec<u8> {
+    let mut out = Vec::with_capacity(e.symbols.len() * 40);
+    put_str(&mut out, &e.source);
+    out.extend_from_slice(&(e.symbols.len() as u32).to_le_bytes());
+    for (name, x) in &e.symbols {
+        put_str(&mut out, name);
+        out.push(u8::from(x.crc.is_some()) | (u8::from(x.namespace.is_some()) << 1));
+        out.extend_from_slice(&x.crc.unwrap_or(0).to_le_bytes());
+        put_str(&mut out, &x.module);
+        if let Some(ns) = &x.namespace {
+            put_str(&mut out, ns);
+        }
+    }
+    out
+}
+
+fn decode_exports(mut b: &[u8]) -> Option<crate::facts::Exports> {
+    let source = take_str(&mut b)?.to_string();
+    let n = u32_at(&mut b)? as usize;
+    if n > b.len() {
+        return None;
+    }
+    let mut symbols = std::collections::HashMap::with_capacity(n);
+    let mut vmlinux: Option<String> = None;
+    for _ in 0..n {
+        let name = take_str(&mut b)?.to_string();
+        let flags = split(&mut b, 1)?[0];
+        let crc = u32_at(&mut b)?;
+        let module = take_str(&mut b)?;
+        // Most exports are vmlinux's: one allocation shared by clones is not possible with
+        // String, but a clone of a short string is cheap.
+        let module = match &vmlinux {
+            Some(v) if v == module => v.clone(),
+            _ => {
+                let m = module.to_string();
+                if m == "vmlinux" {
+                    vmlinux = Some(m.clone());
+                }
+                m
+            }
+        };
+        let namespace = if flags & 2 != 0 {
+            Some(take_str(&mut b)?.to_string())
+        } else {
+            None
+        };
+        symbols.insert(
+            name,
+            crate::facts::ExportEntry {
+                crc: (flags & 1 != 0).then_some(crc),
+                module,
+                namespace,
+            },
+        );
+    }
+    b.is_empty()
+        .then_some(crate::facts::Exports { source, symbols })
+}
+
+/// The xxh3-128 of a file's bytes, read in 64 KiB steps through one buffer (a reschedule point
+/// per step), never more than `limit` bytes.
+fn hash_file(path: &Path, limit: u64, rs: &mut Resched) -> Result<u128, LoadError> {
+    use std::io::Read;
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = File::open(path).map_err(io_err)?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut total = 0u64;
+    loop {
+        rs.tick_step()
+            .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        total += n as u64;
+        if total > limit {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+                size: total,
+                limit,
+            });
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.digest128())
 }
 
 /// The xxh3-128 hash the cache records for an input's bytes.

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The index cache, side by side in one run: each command cold (`--no-cache`: decompress and
+# decode) and warm (a primed cache: entry checked and read), on the lab kernel's files, as
+# README's speed section reports them.
+#
+#   scripts/bench-cache.sh            # REPS=7 by default; REPS=N to change
+#
+# Commands (release build, output to /dev/null, wall clock, median of REPS interleaved runs):
+#   lookup init_once --sympos 1 --kernel VMLINUZ            (XZ bzImage)
+#   lookup init_once --sympos 1 --kernel VMLINUX            (stripped vmlinux: tables found
+#                                                            without decompression)
+#   lookup init_once --sympos 1 --kernel IMAGE.deb          (the Debian image package)
+#   check CASE.ko --kernel VMLINUZ --modules DIR            (a lab livepatch case)
+# Every warm answer is compared with the cold one (the same bytes on standard output).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPS="${REPS:-7}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+log() { printf '[bench-cache] %s\n' "$*" >&2; }
+
+VMLINUZ="" VMLINUX="" MODULES_DIR="" IMAGE_DEB=""
+while IFS='=' read -r key value; do
+	case "$key" in
+	VMLINUZ) VMLINUZ="$value" ;;
+	VMLINUX) VMLINUX="$value" ;;
+	MODULES_DIR) MODULES_DIR="$value" ;;
+	IMAGE_DEB) IMAGE_DEB="$value" ;;
+	esac
+done < <(bash "$ROOT/lab/fetch-kernel.sh")
+CASE="${KLPSYM_BENCH_CASE:-}"
+if [ -z "$CASE" ]; then
+	CASE="$(ls "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"/*/livepatch/module-missing-after/*.ko 2>/dev/null | head -n1 || true)"
+fi
+
+(cd "$ROOT" && cargo build --release -q -p klpsym)
+BIN="$ROOT/target/release/klpsym"
+CACHE="$WORK/cache"
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+run_pair() { # NAME ARGS...: REPS interleaved cold/warm runs; prints a table row
+	local name="$1" i t0 t1
+	shift
+	"$BIN" "$@" --cache-dir "$CACHE" >"$WORK/warm.out" 2>/dev/null || true # prime
+	: >"$WORK/cold.t"
+	: >"$WORK/warm.t"
+	for ((i = 0; i < REPS; i++)); do
+		t0=$(now)
+		"$BIN" "$@" --no-cache >"$WORK/cold.out" 2>/dev/null || true
+		t1=$(now)
+		echo $(((t1 - t0) / 1000)) >>"$WORK/cold.t"
+		t0=$(now)
+		"$BIN" "$@" --cache-dir "$CACHE" >"$WORK/warm.out" 2>/dev/null || true
+		t1=$(now)
+		echo $(((t1 - t0) / 1000)) >>"$WORK/warm.t"
+		cmp -s "$WORK/cold.out" "$WORK/warm.out" || {
+			log "$name: warm output differs from cold"
+			exit 1
+		}
+	done
+	local c w
+	c=$(median <"$WORK/cold.t")
+	w=$(median <"$WORK/warm.t")
+	awk -v n="$name" -v c="$c" -v w="$w" \
+		'BEGIN { printf "| %s | %.1f ms | %.1f ms | %.1fx |\n", n, c / 1000, w / 1000, c / w }'
+}
+
+log "REPS=$REPS; cache in $CACHE"
+echo "| command | cold (--no-cache) | warm | speed-up |"
+echo "| --- | ---: | ---: | ---: |"
+run_pair "lookup, vmlinuz (XZ)" lookup init_once --sympos 1 --kernel "$VMLINUZ"
+run_pair "lookup, stripped vmlinux" lookup init_once --sympos 1 --kernel "$VMLINUX"
+[ -n "$IMAGE_DEB" ] && run_pair "lookup, image .deb" lookup init_once --sympos 1 --kernel "$IMAGE_DEB"
+[ -n "$CASE" ] && run_pair "check $(basename "$CASE"), vmlinuz + modules" check "$CASE" --kernel "$VMLINUZ" --modules "$MODULES_DIR"
+du -sh "$CACHE" | awk '{print "cache: " $1}' >&2
