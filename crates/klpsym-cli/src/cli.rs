@@ -75,8 +75,8 @@ pub struct SourceArgs {
     /// Repeat to ask several kernels.
     #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
     pub kernels: Vec<PathBuf>,
-    /// A module tree (e.g. /lib/modules/VERSION): every module in it is available by its kernel
-    /// name (dashes as underscores).
+    /// A module tree (e.g. /lib/modules/VERSION), or a package holding one (.deb, .rpm, read in
+    /// place): every module in it is available by its kernel name (dashes as underscores).
     #[arg(long, value_name = "DIR")]
     pub modules: Option<PathBuf>,
     /// Which modules of --modules count as loaded, in the order /proc/kallsyms lists them (newest

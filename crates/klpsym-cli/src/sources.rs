@@ -80,7 +80,7 @@ pub fn load_all_with(
     let mut rs = resched(args);
     let tree = match &args.modules {
         Some(dir) => {
-            let t = ModuleTree::scan(dir).map_err(|e| format!("--modules: {e}"))?;
+            let t = ModuleTree::open(dir, &opts, &mut rs).map_err(|e| format!("--modules: {e}"))?;
             if t.is_empty() {
                 return Err(format!(
                     "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",

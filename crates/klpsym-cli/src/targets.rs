@@ -23,7 +23,7 @@ use crate::sources::{load_options, modules_dir};
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
     /// The target's BTF for the klp struct layouts: /sys/kernel/btf/vmlinux, a raw .BTF dump,
-    /// or a vmlinux / kernel image with a .BTF section. A check of the running kernel uses
+    /// a vmlinux / kernel image with a .BTF section, or a package holding one. A check of the running kernel uses
     /// /sys/kernel/btf/vmlinux by itself; without BTF, the documented 5.1-6.18 fallback.
     #[arg(long, value_name = "FILE")]
     pub btf: Option<PathBuf>,
@@ -106,7 +106,12 @@ pub fn layouts_for(
 /// of the packages `k` came from. Scanned once per kernel and shared by every step.
 pub fn module_tree(k: &LoadedKernel, source: &SourceArgs) -> Result<Option<ModuleTree>, CliError> {
     if let Some(dir) = modules_dir(source) {
-        return Ok(Some(ModuleTree::scan(&dir)?));
+        let mut rs = crate::sources::resched(source);
+        return Ok(Some(ModuleTree::open(
+            &dir,
+            &load_options(source),
+            &mut rs,
+        )?));
     }
     Ok(k.package.as_ref().and_then(|p| p.modules.clone()))
 }

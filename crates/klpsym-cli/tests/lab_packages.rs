@@ -118,6 +118,27 @@ fn check_against_an_image_package_uses_its_config_and_modules() {
         "{:?}",
         statuses(ra)
     );
+    // The package as --modules and --btf beside the unpacked image: the same answer, with
+    // the klp struct layouts read from the package's image.
+    let c = json(&run(&[
+        "check",
+        &ko,
+        "--kernel",
+        &s(&vmlinuz),
+        "--modules",
+        &s(&deb),
+        "--btf",
+        &s(&deb),
+        "--json",
+    ]));
+    let rc = &c["results"][0]["report"];
+    assert_eq!(rc["verdict"], rb["verdict"]);
+    assert_eq!(rc["kernel_log"], rb["kernel_log"]);
+    assert!(
+        rc["layouts_source"].as_str().unwrap_or("").contains("btf"),
+        "{}",
+        rc["layouts_source"]
+    );
 }
 
 /// An RPM built with rpmbuild from the lab kernel's files, with an xz and a zstd payload.

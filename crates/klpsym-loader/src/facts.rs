@@ -295,6 +295,8 @@ pub fn read_btf(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, LoadError> {
     let raw = read_bounded(path, opts.max_input_size, resched)?;
+    // A package: its image (or debug vmlinux) holds the BTF.
+    let raw = crate::package::kernel_file_of(path, raw, opts, resched)?;
     if raw.starts_with(&[0x9f, 0xeb]) || raw.starts_with(&[0xeb, 0x9f]) {
         return Ok(raw);
     }

@@ -250,3 +250,65 @@ pub(crate) fn elf_of(path: &Path, bytes: Vec<u8>, rs: &mut Resched) -> Result<Ve
             what: "no debug vmlinux in the package".into(),
         })
 }
+
+/// `bytes` itself, or, for a package, its kernel image (else its debug vmlinux).
+pub(crate) fn kernel_file_of(
+    path: &Path,
+    bytes: Vec<u8>,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Vec<u8>, LoadError> {
+    if klpsym_package::detect(&bytes).is_none() {
+        return Ok(bytes);
+    }
+    let p = read(
+        path,
+        &bytes,
+        &LoadOptions {
+            package_modules: false,
+            ..opts.clone()
+        },
+        rs,
+    )?;
+    let mut members = p.members;
+    let pick = |kind| members.iter().position(|m| m.kind == kind);
+    match pick(MemberKind::Image).or_else(|| pick(MemberKind::Vmlinux)) {
+        Some(i) => Ok(members.swap_remove(i).data),
+        None => Err(LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: "no kernel image or vmlinux in the package".into(),
+        }),
+    }
+}
+
+impl ModuleTree {
+    /// `--modules`: a folder of modules (scanned), or a package holding them (.deb, .rpm: its
+    /// modules read in place).
+    pub fn open(
+        path: &Path,
+        opts: &LoadOptions,
+        rs: &mut Resched,
+    ) -> Result<ModuleTree, LoadError> {
+        if path.is_dir() || !is_package(path) {
+            return ModuleTree::scan(path);
+        }
+        let bytes = read_bounded(path, opts.max_input_size, rs)?;
+        let want = Want {
+            modules: true,
+            ..Want::default()
+        };
+        let p = read_package(&bytes, want, opts.max_decompressed_size, rs).map_err(|source| {
+            LoadError::Package {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        Ok(ModuleTree::from_members(
+            path,
+            p.members
+                .into_iter()
+                .filter(|m| m.kind == MemberKind::Module)
+                .map(|m| (m.path, m.data)),
+        ))
+    }
+}
