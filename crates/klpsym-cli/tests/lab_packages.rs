@@ -143,13 +143,20 @@ fn check_against_an_image_package_uses_its_config_and_modules() {
 
 /// An RPM built with rpmbuild from the lab kernel's files, with an xz and a zstd payload.
 fn build_rpm(dir: &Path, payload: &str) -> Option<PathBuf> {
+    build_rpm_as(dir, payload, None)
+}
+
+/// `build_rpm`, its files under `lib/modules/RELEASE` (default: the lab kernel's release;
+/// another name makes it another kernel for grouping).
+fn build_rpm_as(dir: &Path, payload: &str, as_release: Option<&str>) -> Option<PathBuf> {
     let vmlinuz = lab("KLPSYM_TEST_VMLINUZ")?;
     let labdir = lab("KLPSYM_TEST_LAB_DIR")?;
-    let release = vmlinuz
+    let real = vmlinuz
         .file_name()?
         .to_str()?
         .strip_prefix("vmlinuz-")?
         .to_string();
+    let release = as_release.unwrap_or(&real).to_string();
     let boot = labdir.join("root/boot");
     let spec = format!(
         "Name: kernel-core\nVersion: 6.1.0\nRelease: 1\nSummary: klpsym test kernel\nLicense: GPL-2.0\n\
@@ -160,8 +167,8 @@ fn build_rpm(dir: &Path, payload: &str) -> Option<PathBuf> {
          cp {} %{{buildroot}}/lib/modules/{release}/System.map\n\
          %files\n/lib/modules/{release}/vmlinuz\n/lib/modules/{release}/config\n/lib/modules/{release}/System.map\n",
         s(&vmlinuz),
-        s(&boot.join(format!("config-{release}"))),
-        s(&boot.join(format!("System.map-{release}"))),
+        s(&boot.join(format!("config-{real}"))),
+        s(&boot.join(format!("System.map-{real}"))),
     );
     let top = dir.join(payload.replace('.', "_"));
     std::fs::create_dir_all(&top).unwrap();
@@ -298,5 +305,53 @@ fn the_cache_from_the_command_line() {
         Some(2),
         "--cache-dir and --no-cache conflict"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A folder of two kernels' packages (the image .deb, an RPM naming another release) is a
+/// two-kernel matrix; the second run reads both from the cache, with the same answers.
+#[test]
+fn a_folder_of_two_kernels_is_a_matrix_and_cached() {
+    let (Some(deb), Some(lp)) = (
+        lab("KLPSYM_TEST_IMAGE_DEB"),
+        lab("KLPSYM_TEST_LIVEPATCH_DIR"),
+    ) else {
+        return;
+    };
+    let dir = tempdir("matrix");
+    let Some(rpm) = build_rpm_as(&dir, "w19.zstdio", Some("6.1.0-57-rpmtest")) else {
+        return;
+    };
+    let folder = dir.join("kernels");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(&deb, folder.join(deb.file_name().unwrap())).unwrap();
+    std::fs::copy(&rpm, folder.join("kernel-core.rpm")).unwrap();
+    let cache = s(&dir.join("cache"));
+    let ko = s(&lp.join("unique/klp_unique.ko"));
+    let args = [
+        "check",
+        &ko,
+        "--kernel",
+        &s(&folder),
+        "--cache-dir",
+        &cache,
+        "--json",
+    ];
+    let cold = json(&run(&args));
+    let results = cold["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "two releases, two kernels");
+    for r in results {
+        assert_eq!(
+            r["report"]["verdict"]["kind"], "accepted",
+            "{}",
+            r["kernel"]
+        );
+    }
+    let warm = json(&run(&args));
+    assert_eq!(warm["results"], cold["results"]);
+    let listed = json(&run(&["cache", "--cache-dir", &cache, "--json"]));
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 2, "{listed}");
+    let info = text(&run(&["info", "--kernel", &s(&folder), "--cache-dir", &cache]).stdout);
+    assert_eq!(info.matches("(table from the cache)").count(), 2, "{info}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -82,12 +82,52 @@ pub fn load_packages(
     opts: &LoadOptions,
     rs: &mut Resched,
 ) -> Result<Vec<LoadedKernel>, LoadError> {
+    // Cached kernels first (image packages read without their modules): each stands alone
+    // unless a package read below names the same release, which then joins it anew.
+    let cache = opts.cache.as_ref().filter(|_| !opts.package_modules);
+    let mut hits: Vec<(PathBuf, LoadedKernel)> = Vec::new();
     let mut read_all = Vec::new();
+    let mut hashes = Vec::new();
     for p in paths {
+        if let Some(k) = cache.map(|c| c.get(p, opts, rs)).transpose()?.flatten() {
+            hits.push((p.clone(), k));
+            continue;
+        }
+        let meta = std::fs::metadata(p).ok();
         let bytes = read_bounded(p, opts.max_input_size, rs)?;
+        hashes.push((p.clone(), meta, crate::content_hash(&bytes)));
         read_all.push((p.clone(), read(p, &bytes, opts, rs)?));
     }
-    kernels_of(read_all, opts, rs)
+    let release_of_hit = |k: &LoadedKernel| k.package.as_ref().and_then(|p| p.release.clone());
+    let mut out = Vec::new();
+    for (p, k) in hits {
+        let r = release_of_hit(&k);
+        if r.is_some()
+            && read_all
+                .iter()
+                .any(|(_, pkg)| pkg.release() == r.as_deref())
+        {
+            let bytes = read_bounded(&p, opts.max_input_size, rs)?;
+            read_all.push((p.clone(), read(&p, &bytes, opts, rs)?));
+        } else {
+            out.push(k);
+        }
+    }
+    for k in kernels_of(read_all, opts, rs)? {
+        // A kernel made of one package alone is kept for next time.
+        if let (Some(c), [only]) = (
+            cache,
+            k.package.as_ref().map_or(&[][..], |p| &p.packages[..]),
+        ) {
+            if let Some((_, Some(meta), h)) = hashes.iter().find(|(p, _, _)| p == only) {
+                let _ = c.put(only, meta, *h, &k, opts, rs);
+            }
+        }
+        out.push(k);
+    }
+    // In the order the packages were given (hits were set aside first).
+    out.sort_by_key(|k| paths.iter().position(|p| *p == k.path));
+    Ok(out)
 }
 
 fn label(pkg: &Path, member: &str) -> PathBuf {

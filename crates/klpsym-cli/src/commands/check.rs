@@ -122,7 +122,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             .collect(),
         Err(_) => Vec::new(),
     };
-    let kernels = load_all_with(&args.source, true)?;
+    // A package's modules are read (the whole package) only when the patch has objects in
+    // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
+    let needs_modules = objects.is_empty() || objects.iter().any(|o| o != "vmlinux");
+    let kernels = load_all_with(&args.source, needs_modules)?;
     let mut results = Vec::new();
     // One check per kernel (the compatibility matrix), all through the user's driver.
     for k in &kernels {
