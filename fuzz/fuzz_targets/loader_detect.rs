@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
         max_decompressed_size: 64 << 20,
         kallsyms_all: None,
         package_modules: true,
+        cache: None,
     };
     // Images may decompress up to max_decompressed_size: that much on top of the budget.
     let _ = with_budget(data.len(), 3 * (64 << 20), || {
