@@ -52,19 +52,7 @@ impl KernelConfig {
         path: &Path,
         resched: &mut Resched,
     ) -> Result<KernelConfig, LoadError> {
-        let text = if raw.starts_with(&[0x1f, 0x8b]) {
-            let mut s = String::new();
-            flate2::read::GzDecoder::new(raw)
-                .take(64 << 20)
-                .read_to_string(&mut s)
-                .map_err(|source| LoadError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            s
-        } else {
-            String::from_utf8_lossy(raw).into_owned()
-        };
+        let text = String::from_utf8_lossy(&gunzipped(raw, path, 64 << 20)?).into_owned();
         let mut options = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             resched
@@ -205,6 +193,27 @@ pub struct Exports {
     pub symbols: HashMap<String, ExportEntry>,
 }
 
+/// `raw` itself, or its gzip-decompressed bytes (at most `limit`) when it starts with gzip's
+/// magic (/proc/config.gz, RPM's symvers.gz).
+fn gunzipped<'a>(
+    raw: &'a [u8],
+    path: &Path,
+    limit: u64,
+) -> Result<std::borrow::Cow<'a, [u8]>, LoadError> {
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(std::borrow::Cow::Borrowed(raw));
+    }
+    let mut v = Vec::new();
+    flate2::read::GzDecoder::new(raw)
+        .take(limit)
+        .read_to_end(&mut v)
+        .map_err(|source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(std::borrow::Cow::Owned(v))
+}
+
 /// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
 pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
     let raw = read_bounded(path, limit, resched)?;
@@ -214,21 +223,8 @@ pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ex
 /// Parses a Module.symvers' bytes (gzip-compressed as some distributions ship it, or plain);
 /// `path` names it.
 pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let unzipped;
-    let raw = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut v = Vec::new();
-        flate2::read::GzDecoder::new(raw)
-            .take(256 << 20)
-            .read_to_end(&mut v)
-            .map_err(|source| LoadError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        unzipped = v;
-        &unzipped[..]
-    } else {
-        raw
-    };
+    let raw = gunzipped(raw, path, 256 << 20)?;
+    let raw = &raw[..];
     let mut symbols = HashMap::new();
     for (i, line) in raw.split(|&b| b == b'\n').enumerate() {
         resched

@@ -259,20 +259,39 @@ pub(crate) fn from_bytes(
             facts.version = Some(v.trim_end().to_string());
         }
     }
-    Ok(LoadedKernel {
-        path: path.to_path_buf(),
-        kind,
-        table,
-        facts,
-        module,
+    Ok(LoadedKernel::decoded(
+        path,
+        (kind, table, facts, module),
         read_time,
-        parse_time: t1.elapsed(),
-        bytes: n,
-        index_time: Duration::ZERO,
-        debug: None,
-        package: None,
-        cached: None,
-    })
+        t1.elapsed(),
+        n,
+    ))
+}
+
+impl LoadedKernel {
+    /// A kernel just decoded from its source (no debug part, package or cache entry yet).
+    fn decoded(
+        path: &Path,
+        (kind, table, facts, module): Decoded,
+        read_time: Duration,
+        parse_time: Duration,
+        bytes: u64,
+    ) -> LoadedKernel {
+        LoadedKernel {
+            path: path.to_path_buf(),
+            kind,
+            table,
+            facts,
+            module,
+            read_time,
+            parse_time,
+            bytes,
+            index_time: Duration::ZERO,
+            debug: None,
+            package: None,
+            cached: None,
+        }
+    }
 }
 
 /// A kernel from the bytes of a binary source (an image, a vmlinux) that the caller keeps.
@@ -291,21 +310,14 @@ pub(crate) fn from_binary(
             what: "text where a kernel image or vmlinux was expected".into(),
         });
     }
-    let (kind, table, facts, module) = decode_binary(path, kind, bytes, opts, limit, resched)?;
-    Ok(LoadedKernel {
-        path: path.to_path_buf(),
-        kind,
-        table,
-        facts,
-        module,
-        read_time: Duration::ZERO,
-        parse_time: t1.elapsed(),
-        bytes: bytes.len() as u64,
-        index_time: Duration::ZERO,
-        debug: None,
-        package: None,
-        cached: None,
-    })
+    let decoded = decode_binary(path, kind, bytes, opts, limit, resched)?;
+    Ok(LoadedKernel::decoded(
+        path,
+        decoded,
+        Duration::ZERO,
+        t1.elapsed(),
+        bytes.len() as u64,
+    ))
 }
 
 type Decoded = (

@@ -10,19 +10,9 @@ use std::path::{Path, PathBuf};
 use klpsym_core::resched::Resched;
 use klpsym_loader::{content_hash, load, Cache, LoadOptions, LoadedKernel};
 
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
+#[path = "../../klpsym-cli/tests/common/lab.rs"]
+mod lab_input;
+use lab_input::lab;
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("klpsym-cache-{}-{name}", std::process::id()));

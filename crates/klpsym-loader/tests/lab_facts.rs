@@ -8,24 +8,13 @@
 //! KLPSYM_TEST_LAB_DIR, KLPSYM_TEST_MODULES_DIR. Skips without them unless KLPSYM_REQUIRE_LAB.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use klpsym_core::resched::Resched;
 use klpsym_loader::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
 
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
+#[path = "../../klpsym-cli/tests/common/lab.rs"]
+mod lab_input;
+use lab_input::lab;
 
 /// Module.symvers' vmlinux CRCs, read with a plain split (not klpsym's reader).
 fn symvers_vmlinux(dir: &std::path::Path) -> HashMap<String, u32> {

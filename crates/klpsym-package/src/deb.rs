@@ -50,11 +50,7 @@ impl Seek for Tracked<'_> {
 }
 
 fn malformed(place: impl Into<String>, what: impl Into<String>) -> PackageError {
-    PackageError::Malformed {
-        format: FORMAT,
-        place: place.into(),
-        what: what.into(),
-    }
+    crate::malformed(FORMAT, place, what)
 }
 
 pub(crate) fn read(

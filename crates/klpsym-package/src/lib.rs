@@ -333,16 +333,25 @@ fn decoder<'a, 'r>(
     StreamDecoder::new(klpsym_image::sniff_compression(data), data, limit, resched)
 }
 
+/// A structural error of `format` at `place`.
+fn malformed(
+    format: PackageFormat,
+    place: impl Into<String>,
+    what: impl Into<String>,
+) -> PackageError {
+    PackageError::Malformed {
+        format,
+        place: place.into(),
+        what: what.into(),
+    }
+}
+
 /// Maps an I/O error of a streamed layer to the package error (or the cancellation).
 fn io_error(format: PackageFormat, place: String, e: std::io::Error) -> PackageError {
     if klpsym_image::is_cancelled(&e) {
         return PackageError::Cancelled(Cancelled);
     }
-    PackageError::Malformed {
-        format,
-        place,
-        what: e.to_string(),
-    }
+    malformed(format, place, e.to_string())
 }
 
 /// Reads a whole member body of `size` bytes from `r` in steps (a reschedule point per step

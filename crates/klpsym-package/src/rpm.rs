@@ -20,11 +20,7 @@ const TAG_RELEASE: u32 = 1002;
 const TAG_ARCH: u32 = 1022;
 
 fn malformed(place: impl Into<String>, what: impl Into<String>) -> PackageError {
-    PackageError::Malformed {
-        format: FORMAT,
-        place: place.into(),
-        what: what.into(),
-    }
+    crate::malformed(FORMAT, place, what)
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {

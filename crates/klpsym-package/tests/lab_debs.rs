@@ -5,24 +5,12 @@
 //! KLPSYM_TEST_VMLINUX (the extracted -dbg vmlinux), KLPSYM_TEST_MODULES_DIR. Skips without
 //! them unless KLPSYM_REQUIRE_LAB.
 
-use std::path::PathBuf;
-
 use klpsym_core::resched::Resched;
 use klpsym_package::{read_package, MemberKind, PackageFormat, Want};
 
-fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
+#[path = "../../klpsym-cli/tests/common/lab.rs"]
+mod lab_input;
+use lab_input::lab;
 
 const LIMIT: u64 = 16 << 30;
 

@@ -1,23 +1,9 @@
 //! What the integration tests share: the lab's inputs, handed over by scripts/test.sh.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The lab input `var` (a path), or `None` after saying the test skipped; with
-/// KLPSYM_REQUIRE_LAB set (CI) a missing input fails instead.
-pub fn lab(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
-            None
-        }
-    }
-}
+mod lab;
+pub use lab::lab;
 
 /// Runs the klpsym binary.
 #[allow(dead_code)]
