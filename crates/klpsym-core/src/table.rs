@@ -312,6 +312,13 @@ impl SymbolTableBuilder {
     }
 }
 
+/// An arena the caller has checked to be UTF-8, as a `String` (validated once more, in steps,
+/// by the same path a builder's arena takes; other bytes would be replaced, never trusted).
+pub(crate) fn utf8_arena(arena: Vec<u8>, resched: &mut Resched) -> Result<String, Cancelled> {
+    let (names, _) = into_utf8_arena(arena, Vec::new(), resched)?;
+    Ok(names)
+}
+
 /// Validates the arena once. Parsers only hand in UTF-8 names, but an arena handed over whole
 /// (a file buffer) may hold other bytes between names: then the names are copied out, lossily.
 fn into_utf8_arena(

@@ -158,12 +158,22 @@ impl SymbolTable {
                 relative,
             });
         }
-        let names_len = usize::try_from(r.u64("names")?).map_err(|_| bad("names length"))?;
+        if objects[0].kind != ObjectKind::Vmlinux {
+            return Err(bad("object 0 is not vmlinux"));
+        }
+        let names_len = usize::try_from(r.u64("names")?)
+            .ok()
+            .filter(|&n| n <= u32::MAX as usize)
+            .ok_or_else(|| bad("names length"))?;
         let arena = r.take(names_len, "names")?;
         if crate::bulk::validate_utf8(arena, resched)?.is_err() {
             return Err(bad("names are not UTF-8"));
         }
-        let names = String::from_utf8(arena.to_vec()).map_err(|_| bad("names are not UTF-8"))?;
+        // Copied in steps, then taken as the arena a builder would hand over (its UTF-8 is
+        // checked in steps there too, never in one stretch).
+        let mut copy = Vec::with_capacity(arena.len());
+        crate::bulk::extend_from_slice(&mut copy, arena, resched)?;
+        let names = crate::table::utf8_arena(copy, resched)?;
         let n = r.u32("symbols")? as usize;
         let recs = r.take(
             n.checked_mul(SYM_BYTES)
@@ -182,6 +192,9 @@ impl SymbolTable {
                 object: le32(16),
                 kind: rec[20],
             };
+            if !s.kind.is_ascii_graphic() {
+                return Err(bad("a symbol type is not a letter"));
+            }
             let end = s.name_off as usize + s.name_len as usize;
             if end > names.len()
                 || !names.is_char_boundary(s.name_off as usize)

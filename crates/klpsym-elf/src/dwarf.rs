@@ -52,6 +52,19 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     }
 }
 
+const NEEDED: &[&str] = &[
+    ".debug_aranges",
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_str",
+    ".debug_line",
+    ".debug_line_str",
+    ".debug_str_offsets",
+    ".debug_addr",
+    ".debug_ranges",
+    ".debug_rnglists",
+];
+
 /// A little-endian ELF's `.debug_*` sections, decompressed when compressed (`SHF_COMPRESSED`,
 /// zlib or zstd, as `--compress-debug-sections` and distributions' debuginfo make them);
 /// uncompressed ones are borrowed, not copied. `None` without `.debug_aranges`.
@@ -69,7 +82,10 @@ impl<'d> DebugSections<'d> {
             .sections()
             .filter_map(|s| {
                 let name = s.name().ok()?;
-                name.starts_with(".debug_")
+                // Only what compilation units, their entries and line programs need: location
+                // lists and frame tables (large, and compressed in debuginfo) stay untouched.
+                NEEDED
+                    .contains(&name)
                     .then(|| Some((name.to_string(), s.uncompressed_data().ok()?)))?
             })
             .collect();
@@ -241,7 +257,11 @@ fn read_lines(
             }
             let decl = declaration(dwarf, &unit, entry.clone(), comp_dir.as_deref())?;
             for i in hits {
-                out[i] = decl.clone();
+                // The first entry that tells wins; a later one with the same address (a
+                // declaration-only copy) does not take it back.
+                if out[i].is_none() {
+                    out[i] = decl.clone();
+                }
             }
         }
     }

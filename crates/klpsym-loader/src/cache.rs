@@ -11,11 +11,11 @@
 //! through a read-only memory map (entries are never written in place, only replaced).
 
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use klpsym_core::resched::Resched;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -73,7 +73,16 @@ struct PackageMeta {
 /// The fast key: what the file system says about the input, and the options that change
 /// what decoding produces.
 fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
-    let mut k = Vec::with_capacity(48);
+    let mut k = Vec::with_capacity(64);
+    // The build reading the entry: a rebuilt klpsym (same version, other decoders) makes
+    // other keys, so it never trusts what an older build wrote.
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
+        .unwrap_or_default();
+    for v in [exe.0, exe.1, exe.2] {
+        k.extend_from_slice(&v.to_le_bytes());
+    }
     for v in [
         meta.dev(),
         meta.ino(),
@@ -115,6 +124,17 @@ impl Cache {
             && std::fs::metadata(path).is_ok_and(|m| m.is_file())
     }
 
+    /// True when the folder is ours alone: owned by this process's user and writable by no
+    /// one else. Entries carry no signature; a folder others can write (a shared /tmp
+    /// directory) could hold forged ones, so such a folder is not used at all.
+    fn private(&self) -> bool {
+        let Ok(me) = std::fs::metadata("/proc/self") else {
+            return false;
+        };
+        std::fs::metadata(&self.dir)
+            .is_ok_and(|m| m.is_dir() && m.uid() == me.uid() && m.mode() & 0o022 == 0)
+    }
+
     fn entry_path(&self, key: &[u8]) -> PathBuf {
         self.dir.join(format!("{:032x}{SUFFIX}", xxh3_128(key)))
     }
@@ -131,6 +151,9 @@ impl Cache {
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(None);
         };
+        if !self.private() {
+            return Ok(None);
+        }
         let key = fast_key(&meta, opts);
         let entry = self.entry_path(&key);
         let Ok(f) = File::open(&entry) else {
@@ -143,7 +166,8 @@ impl Cache {
         let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
             return Ok(None);
         };
-        let Some(parsed) = parse_entry(&map, &key) else {
+        let cancelled = |c| LoadError::from(klpsym_core::BuildError::from(c));
+        let Some(parsed) = parse_entry(&map, &key, rs).map_err(cancelled)? else {
             return Ok(None);
         };
         // The content must be what was cached: the fast key alone trusts the file system.
@@ -156,7 +180,7 @@ impl Cache {
             return Ok(None);
         };
         if let Some(e) = parsed.exports {
-            let Some(e) = decode_exports(e) else {
+            let Some(e) = decode_exports(e, rs).map_err(cancelled)? else {
                 return Ok(None);
             };
             entry_meta.facts.exports = Some(e);
@@ -214,8 +238,22 @@ impl Cache {
             return Ok(());
         }
         let key = fast_key(input_meta, opts);
-        let mut facts = k.facts.clone();
-        let exports = facts.exports.take().map(|e| encode_exports(&e));
+        // The facts but their exports (tens of thousands of entries, kept as records below).
+        let f = &k.facts;
+        let facts = SourceFacts {
+            version: f.version.clone(),
+            arch: f.arch.clone(),
+            format: f.format.clone(),
+            facts: f.facts.clone(),
+            notes: f.notes.clone(),
+            vermagic: f.vermagic.clone(),
+            exports: None,
+            build_id: f.build_id.clone(),
+        };
+        let exports = match &f.exports {
+            Some(e) => Some(encode_exports(e, rs).map_err(|e| e.to_string())?),
+            None => None,
+        };
         let meta = Meta {
             source: path.display().to_string(),
             source_bytes: input_meta.size(),
@@ -252,21 +290,39 @@ impl Cache {
             None => out.push(0),
         }
         out.extend_from_slice(&(table.len() as u64).to_le_bytes());
-        out.extend_from_slice(&table);
-        let trailer = xxh3_128(&out);
+        klpsym_core::bulk::extend_from_slice(&mut out, &table, rs).map_err(|e| e.to_string())?;
+        let trailer = hash_in_steps(&out, rs).map_err(|e| e.to_string())?;
         out.extend_from_slice(&trailer.to_le_bytes());
         if out.len() as u64 > input_meta.size() {
             // An entry larger than its input saves nothing (a tiny System.map, say).
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        if !self.dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        }
+        if !self.private() {
+            return Err(format!(
+                "{}: not used as a cache: it must be owned by this user and writable by no one else",
+                self.dir.display()
+            ));
+        }
         let entry = self.entry_path(&key);
-        crate::output::write_atomically(&entry, |w| w.write_all(&out))
-            .map_err(|e| format!("{}: {e}", entry.display()))
+        crate::output::write_atomically(&entry, |w| {
+            for chunk in out.chunks(64 << 10) {
+                rs.tick_step().map_err(std::io::Error::other)?;
+                w.write_all(chunk)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| format!("{}: {e}", entry.display()))
     }
 
     /// Every entry file, with what it says about itself.
-    pub fn list(&self) -> std::io::Result<Vec<EntryInfo>> {
+    pub fn list(&self, rs: &mut Resched) -> std::io::Result<Vec<EntryInfo>> {
         let mut out = Vec::new();
         let rd = match std::fs::read_dir(&self.dir) {
             Ok(rd) => rd,
@@ -281,7 +337,9 @@ impl Cache {
             }
             let m = e.metadata()?;
             let bytes = std::fs::read(&p).unwrap_or_default();
-            let meta = parse_entry_any(&bytes).and_then(|m| serde_json::from_slice::<Meta>(m).ok());
+            let meta = parse_entry_any(&bytes, rs)
+                .map_err(std::io::Error::other)?
+                .and_then(|m| serde_json::from_slice::<Meta>(m).ok());
             out.push(EntryInfo {
                 file: p,
                 bytes: m.len(),
@@ -326,12 +384,25 @@ fn u64_at(b: &mut &[u8]) -> Option<u64> {
 }
 
 /// The parts of an entry of this format whose trailer checks out, whatever its key.
-fn parse_entry_with(all: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
-    let body_len = all.len().checked_sub(16)?;
+fn parse_entry_with<'a>(
+    all: &'a [u8],
+    rs: &mut Resched,
+) -> Result<Option<(Vec<u8>, Parsed<'a>)>, Cancelled> {
+    let Some(body_len) = all.len().checked_sub(16) else {
+        return Ok(None);
+    };
     let (body, trailer) = all.split_at(body_len);
-    if u128::from_le_bytes(trailer.try_into().ok()?) != xxh3_128(body) {
-        return None;
+    let Ok(trailer) = <[u8; 16]>::try_from(trailer) else {
+        return Ok(None);
+    };
+    if u128::from_le_bytes(trailer) != hash_in_steps(body, rs)? {
+        return Ok(None);
     }
+    Ok(parse_body(body))
+}
+
+/// The parts of an entry's body (its trailer already checked).
+fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     let mut b = body;
     if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != FORMAT {
         return None;
@@ -365,17 +436,23 @@ fn parse_entry_with(all: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     ))
 }
 
-fn parse_entry<'a>(all: &'a [u8], key: &[u8]) -> Option<Parsed<'a>> {
-    let (k, p) = parse_entry_with(all)?;
+fn parse_entry<'a>(
+    all: &'a [u8],
+    key: &[u8],
+    rs: &mut Resched,
+) -> Result<Option<Parsed<'a>>, Cancelled> {
+    let Some((k, p)) = parse_entry_with(all, rs)? else {
+        return Ok(None);
+    };
     // Another klpsym version may decode differently: rebuild rather than trust.
-    (k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()).then_some(p)
+    Ok((k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()).then_some(p))
 }
 
 /// An entry's metadata, when it is one of this klpsym's.
-fn parse_entry_any(all: &[u8]) -> Option<&[u8]> {
-    parse_entry_with(all)
+fn parse_entry_any<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<&'a [u8]>, Cancelled> {
+    Ok(parse_entry_with(all, rs)?
         .filter(|(_, p)| p.version == env!("CARGO_PKG_VERSION").as_bytes())
-        .map(|(_, p)| p.meta)
+        .map(|(_, p)| p.meta))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -390,11 +467,12 @@ fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
 
 /// Exports as records: source, count, then name, flags (1: CRC, 2: namespace), CRC, module
 /// and namespace per symbol.
-fn encode_exports(e: &crate::facts::Exports) -> Vec<u8> {
+fn encode_exports(e: &crate::facts::Exports, rs: &mut Resched) -> Result<Vec<u8>, Cancelled> {
     let mut out = Vec::with_capacity(e.symbols.len() * 40);
     put_str(&mut out, &e.source);
     out.extend_from_slice(&(e.symbols.len() as u32).to_le_bytes());
     for (name, x) in &e.symbols {
+        rs.tick()?;
         put_str(&mut out, name);
         out.push(u8::from(x.crc.is_some()) | (u8::from(x.namespace.is_some()) << 1));
         out.extend_from_slice(&x.crc.unwrap_or(0).to_le_bytes());
@@ -403,50 +481,57 @@ fn encode_exports(e: &crate::facts::Exports) -> Vec<u8> {
             put_str(&mut out, ns);
         }
     }
-    out
+    Ok(out)
 }
 
-fn decode_exports(mut b: &[u8]) -> Option<crate::facts::Exports> {
-    let source = take_str(&mut b)?.to_string();
-    let n = u32_at(&mut b)? as usize;
-    if n > b.len() {
-        return None;
-    }
+fn decode_exports(b: &[u8], rs: &mut Resched) -> Result<Option<crate::facts::Exports>, Cancelled> {
+    let mut b = b;
+    let Some(source) = take_str(&mut b).map(str::to_string) else {
+        return Ok(None);
+    };
+    let Some(n) = u32_at(&mut b).map(|n| n as usize).filter(|&n| n <= b.len()) else {
+        return Ok(None);
+    };
+    decode_export_records(b, source, n, rs)
+}
+
+fn decode_export_records(
+    mut b: &[u8],
+    source: String,
+    n: usize,
+    rs: &mut Resched,
+) -> Result<Option<crate::facts::Exports>, Cancelled> {
     let mut symbols = std::collections::HashMap::with_capacity(n);
-    let mut vmlinux: Option<String> = None;
     for _ in 0..n {
-        let name = take_str(&mut b)?.to_string();
-        let flags = split(&mut b, 1)?[0];
-        let crc = u32_at(&mut b)?;
-        let module = take_str(&mut b)?;
-        // Most exports are vmlinux's: one allocation shared by clones is not possible with
-        // String, but a clone of a short string is cheap.
-        let module = match &vmlinux {
-            Some(v) if v == module => v.clone(),
-            _ => {
-                let m = module.to_string();
-                if m == "vmlinux" {
-                    vmlinux = Some(m.clone());
-                }
-                m
-            }
+        rs.tick()?;
+        let Some((name, entry)) = export_record(&mut b) else {
+            return Ok(None);
         };
-        let namespace = if flags & 2 != 0 {
-            Some(take_str(&mut b)?.to_string())
-        } else {
-            None
-        };
-        symbols.insert(
-            name,
-            crate::facts::ExportEntry {
-                crc: (flags & 1 != 0).then_some(crc),
-                module,
-                namespace,
-            },
-        );
+        symbols.insert(name, entry);
     }
-    b.is_empty()
-        .then_some(crate::facts::Exports { source, symbols })
+    Ok(b.is_empty()
+        .then_some(crate::facts::Exports { source, symbols }))
+}
+
+/// One export record: name, flags (1: CRC, 2: namespace), CRC, module, namespace.
+fn export_record(b: &mut &[u8]) -> Option<(String, crate::facts::ExportEntry)> {
+    let name = take_str(b)?.to_string();
+    let flags = split(b, 1)?[0];
+    let crc = u32_at(b)?;
+    let module = take_str(b)?.to_string();
+    let namespace = if flags & 2 != 0 {
+        Some(take_str(b)?.to_string())
+    } else {
+        None
+    };
+    Some((
+        name,
+        crate::facts::ExportEntry {
+            crc: (flags & 1 != 0).then_some(crc),
+            module,
+            namespace,
+        },
+    ))
 }
 
 /// The xxh3-128 of a file's bytes, read in 64 KiB steps through one buffer (a reschedule point
@@ -483,7 +568,18 @@ fn hash_file(path: &Path, limit: u64, rs: &mut Resched) -> Result<u128, LoadErro
     Ok(h.digest128())
 }
 
+/// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole
+/// 66 MB vmlinux in one call would be a 7 ms stretch).
+fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for chunk in bytes.chunks(64 << 10) {
+        rs.tick_step()?;
+        h.update(chunk);
+    }
+    Ok(h.digest128())
+}
+
 /// The xxh3-128 hash the cache records for an input's bytes.
-pub fn content_hash(bytes: &[u8]) -> u128 {
-    xxh3_128(bytes)
+pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    hash_in_steps(bytes, rs)
 }

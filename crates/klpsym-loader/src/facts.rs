@@ -52,7 +52,7 @@ impl KernelConfig {
         path: &Path,
         resched: &mut Resched,
     ) -> Result<KernelConfig, LoadError> {
-        let text = String::from_utf8_lossy(&gunzipped(raw, path, 64 << 20)?).into_owned();
+        let text = String::from_utf8_lossy(&gunzipped(raw, path, 64 << 20, resched)?).into_owned();
         let mut options = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             resched
@@ -193,24 +193,24 @@ pub struct Exports {
     pub symbols: HashMap<String, ExportEntry>,
 }
 
-/// `raw` itself, or its gzip-decompressed bytes (at most `limit`) when it starts with gzip's
-/// magic (/proc/config.gz, RPM's symvers.gz).
+/// `raw` itself, or its decompressed bytes (at most `limit`) when it starts with gzip's or
+/// XZ's magic (/proc/config.gz; RPM's symvers.gz or symvers.xz), read in steps.
 fn gunzipped<'a>(
     raw: &'a [u8],
     path: &Path,
     limit: u64,
+    rs: &mut Resched,
 ) -> Result<std::borrow::Cow<'a, [u8]>, LoadError> {
-    if !raw.starts_with(&[0x1f, 0x8b]) {
+    let Some(c) = klpsym_image::sniff_compression(raw) else {
         return Ok(std::borrow::Cow::Borrowed(raw));
-    }
+    };
+    let io = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut d = klpsym_image::StreamDecoder::new(Some(c), raw, limit, rs).map_err(io)?;
     let mut v = Vec::new();
-    flate2::read::GzDecoder::new(raw)
-        .take(limit)
-        .read_to_end(&mut v)
-        .map_err(|source| LoadError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    d.read_to_end(&mut v).map_err(io)?;
     Ok(std::borrow::Cow::Owned(v))
 }
 
@@ -223,7 +223,7 @@ pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ex
 /// Parses a Module.symvers' bytes (gzip-compressed as some distributions ship it, or plain);
 /// `path` names it.
 pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let raw = gunzipped(raw, path, 256 << 20)?;
+    let raw = gunzipped(raw, path, 256 << 20, resched)?;
     let raw = &raw[..];
     let mut symbols = HashMap::new();
     for (i, line) in raw.split(|&b| b == b'\n').enumerate() {

@@ -148,6 +148,13 @@ impl LoadedKernel {
                 .collect();
             (&self.path, addrs)
         } else if let Some(d) = &self.debug {
+            // The name lookups below must not build either index in one stretch.
+            self.table
+                .build_indexes(resched)
+                .map_err(klpsym_core::BuildError::from)?;
+            d.table
+                .build_indexes(resched)
+                .map_err(klpsym_core::BuildError::from)?;
             let mut addrs = Vec::with_capacity(ids.len());
             for &id in ids {
                 let s = self.table.symbol(id);
@@ -185,16 +192,18 @@ impl LoadedKernel {
             None => std::sync::Arc::new(crate::package::elf_of(
                 elf,
                 read_bounded(elf, limit, resched)?,
+                limit,
                 resched,
             )?),
         };
-        let wanted: Vec<u64> = addrs.iter().map(|a| a.unwrap_or(0)).collect();
-        let lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
-            .map_err(klpsym_core::BuildError::from)?;
-        Ok(lines
-            .into_iter()
-            .zip(&addrs)
-            .map(|(l, a)| a.and(l))
+        // Only paired definitions are looked up (an unpaired one has no address there).
+        let wanted: Vec<u64> = addrs.iter().flatten().copied().collect();
+        let mut lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
+            .map_err(klpsym_core::BuildError::from)?
+            .into_iter();
+        Ok(addrs
+            .iter()
+            .map(|a| a.and_then(|_| lines.next().flatten()))
             .collect())
     }
 
@@ -226,7 +235,12 @@ pub fn load(
     let input_meta = std::fs::metadata(path).ok();
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
-    let content = cache.map(|_| crate::content_hash(&bytes));
+    let content = match cache {
+        Some(_) => {
+            Some(crate::content_hash(&bytes, resched).map_err(klpsym_core::BuildError::from)?)
+        }
+        None => None,
+    };
     let mut k = if klpsym_package::detect(&bytes).is_some() {
         let mut k = crate::package::load_one(path, &bytes, opts, resched)?;
         k.read_time = t0.elapsed();

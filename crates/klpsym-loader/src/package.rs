@@ -95,7 +95,8 @@ pub fn load_packages(
         }
         let meta = std::fs::metadata(p).ok();
         let bytes = read_bounded(p, opts.max_input_size, rs)?;
-        hashes.push((p.clone(), meta, crate::content_hash(&bytes)));
+        let h = crate::content_hash(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
+        hashes.push((p.clone(), meta, h));
         read_all.push((p.clone(), read(p, &bytes, opts, rs)?));
     }
     let release_of_hit = |k: &LoadedKernel| k.package.as_ref().and_then(|p| p.release.clone());
@@ -269,7 +270,12 @@ fn kernel_of(
 }
 
 /// The ELF to read debug info from: `bytes` itself, or the debug vmlinux of a package.
-pub(crate) fn elf_of(path: &Path, bytes: Vec<u8>, rs: &mut Resched) -> Result<Vec<u8>, LoadError> {
+pub(crate) fn elf_of(
+    path: &Path,
+    bytes: Vec<u8>,
+    limit: u64,
+    rs: &mut Resched,
+) -> Result<Vec<u8>, LoadError> {
     if klpsym_package::detect(&bytes).is_none() {
         return Ok(bytes);
     }
@@ -277,7 +283,7 @@ pub(crate) fn elf_of(path: &Path, bytes: Vec<u8>, rs: &mut Resched) -> Result<Ve
         vmlinux: true,
         ..Want::default()
     };
-    let p = read_package(&bytes, want, u64::MAX >> 1, rs).map_err(|source| LoadError::Package {
+    let p = read_package(&bytes, want, limit, rs).map_err(|source| LoadError::Package {
         path: path.to_path_buf(),
         source,
     })?;

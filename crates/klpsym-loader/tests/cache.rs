@@ -34,7 +34,7 @@ fn view(k: &LoadedKernel) -> (String, Option<String>, Option<String>, usize) {
     let mut out = Vec::new();
     klpsym_core::write_kallsyms(&k.table, &mut out, &mut Resched::none()).unwrap();
     (
-        format!("{:x}", content_hash(&out)),
+        format!("{:x}", content_hash(&out, &mut Resched::none()).unwrap()),
         k.facts.version.clone(),
         k.facts.build_id.clone(),
         k.facts.exports.as_ref().map_or(0, |e| e.symbols.len()),
@@ -96,7 +96,7 @@ fn a_hit_equals_a_decode_and_damage_is_rebuilt() {
             let vlen = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
             assert!(vlen > 0);
             d[16 + vlen - 1] ^= 0x01;
-            let t = content_hash(&d);
+            let t = content_hash(&d, &mut Resched::none()).unwrap();
             d.extend_from_slice(&t.to_le_bytes());
             d
         },
@@ -159,12 +159,19 @@ fn an_entry_whose_content_hash_differs_is_not_trusted() {
     let meta = std::fs::metadata(&input).unwrap();
     let bytes = std::fs::read(&input).unwrap();
     cache
-        .put(&input, &meta, content_hash(&bytes) ^ 1, &k, &o, rs)
+        .put(
+            &input,
+            &meta,
+            content_hash(&bytes, rs).unwrap() ^ 1,
+            &k,
+            &o,
+            rs,
+        )
         .unwrap();
     assert_eq!(entries(&dir).len(), 1);
     assert!(cache.get(&input, &o, rs).unwrap().is_none());
     cache
-        .put(&input, &meta, content_hash(&bytes), &k, &o, rs)
+        .put(&input, &meta, content_hash(&bytes, rs).unwrap(), &k, &o, rs)
         .unwrap();
     assert!(cache.get(&input, &o, rs).unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);

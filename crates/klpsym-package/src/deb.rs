@@ -53,12 +53,45 @@ fn malformed(place: impl Into<String>, what: impl Into<String>) -> PackageError 
     crate::malformed(FORMAT, place, what)
 }
 
+/// Refuses what a Debian package never holds and the `ar` crate does not bound: GNU (`/`, `//`,
+/// `/N`) and BSD (`#1/N`) extended member names, whose tables it allocates and indexes as the
+/// header claims. Walks the 60-byte member headers only.
+fn precheck(bytes: &[u8]) -> Result<(), PackageError> {
+    let mut at = 8usize;
+    while at + 60 <= bytes.len() {
+        let h = &bytes[at..at + 60];
+        let id = String::from_utf8_lossy(&h[..16]).trim_end().to_string();
+        if id.starts_with('/') || id.starts_with("#1/") {
+            return Err(malformed(
+                format!("ar member at offset {at}"),
+                format!("extended member name '{id}': not used by Debian packages"),
+            ));
+        }
+        let Some(size) = std::str::from_utf8(&h[48..58])
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+        else {
+            return Ok(()); // the ar reader reports it
+        };
+        at = match at
+            .checked_add(60)
+            .and_then(|x| x.checked_add(size))
+            .and_then(|x| x.checked_add(size & 1))
+        {
+            Some(next) => next,
+            None => return Ok(()),
+        };
+    }
+    Ok(())
+}
+
 pub(crate) fn read(
     bytes: &[u8],
     want: Want,
     limit: u64,
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
+    precheck(bytes)?;
     let pos = Rc::new(Cell::new(0));
     let mut archive = ar::Archive::new(Tracked {
         data: bytes,
@@ -176,10 +209,7 @@ fn data_tar(
         let Some((kind, release)) = col.wants(&path) else {
             continue;
         };
-        let size = e
-            .header()
-            .size()
-            .map_err(|err| io_error(FORMAT, format!("{id}: member {path}"), err))?;
+        let size = e.size();
         let body = read_body(&mut e, size, limit)
             .map_err(|err| io_error(FORMAT, format!("{id}: member {path}"), err))?;
         col.keep(&path, kind, release, body);

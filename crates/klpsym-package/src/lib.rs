@@ -266,7 +266,10 @@ pub fn classify(path: &str) -> Option<(MemberKind, Option<String>)> {
         "config" => MemberKind::Config,
         "System.map" => MemberKind::SystemMap,
         "Module.symvers" | "build/Module.symvers" => MemberKind::Symvers,
-        f if f.starts_with("symvers") && f.ends_with(".gz") && !f.contains('/') => {
+        f if f.starts_with("symvers")
+            && (f.ends_with(".gz") || f.ends_with(".xz"))
+            && !f.contains('/') =>
+        {
             MemberKind::Symvers
         }
         f if [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
@@ -299,8 +302,10 @@ impl Collector {
     /// The member's kind when it is to be kept (its release is noted either way).
     fn wants(&mut self, path: &str) -> Option<(MemberKind, Option<String>)> {
         let (kind, release) = classify(path)?;
+        // Module paths name the release too: a package of modules alone (Fedora's
+        // kernel-modules, 7.x's linux-modules-*) belongs with its kernel's image.
         if let Some(r) = &release {
-            if kind != MemberKind::Module && !self.releases.contains(r) {
+            if !self.releases.contains(r) {
                 self.releases.push(r.clone());
             }
         }
@@ -363,7 +368,8 @@ fn read_body(r: &mut impl std::io::Read, size: u64, limit: u64) -> std::io::Resu
             format!("member of {size} bytes is over the limit of {limit}"),
         ));
     }
-    let mut data = Vec::with_capacity(size as usize);
+    // The header's size is a claim: grow past 64 MiB only as bytes arrive.
+    let mut data = Vec::with_capacity((size as usize).min(64 << 20));
     std::io::Read::read_to_end(&mut std::io::Read::take(r, size), &mut data)?;
     if (data.len() as u64) < size {
         return Err(std::io::Error::new(
@@ -428,6 +434,10 @@ mod tests {
             None
         );
         assert_eq!(c("./lib/modules/6.1.0-57-amd64/modules.dep"), None);
+        assert_eq!(
+            c("/lib/modules/6.12.0-55.el10.x86_64/symvers.xz"),
+            Some((MemberKind::Symvers, "6.12.0-55.el10.x86_64".into()))
+        );
         assert_eq!(
             c("./usr/src/linux-headers-6.1.0-57-amd64/Module.symvers"),
             Some((MemberKind::Symvers, r.clone()))

@@ -93,6 +93,23 @@ fn members_over_the_limit_and_damaged_archives_are_errors_with_their_place() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("no data.tar member"), "{e}");
+    // GNU and BSD extended member names (a name table the ar reader would allocate and index
+    // as claimed) are refused, never a panic.
+    for id in ["/1", "//", "#1/99999999"] {
+        let mut a = ar::Builder::new(Vec::new());
+        a.append(
+            &ar::Header::new(b"debian-binary".to_vec(), 4),
+            &b"2.0\n"[..],
+        )
+        .unwrap();
+        let mut bytes = a.into_inner().unwrap();
+        let mut h = format!("{id:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", 0, 0, 0, 644, 10);
+        h.truncate(60);
+        bytes.extend_from_slice(h.as_bytes());
+        bytes.extend_from_slice(b"0123456789");
+        let e = read(&bytes, Want::all()).unwrap_err().to_string();
+        assert!(e.contains("extended member name"), "{id}: {e}");
+    }
     // The raw archives alone are no package.
     assert!(read(&tar_of(&FILES), Want::all()).is_err());
     assert!(read(&cpio_of(&FILES), Want::all()).is_err());

@@ -48,8 +48,9 @@ pub fn run(args: &CacheArgs) -> Result<Outcome, CliError> {
         .or_else(Cache::default_dir)
         .ok_or("no cache folder: set --cache-dir, XDG_CACHE_HOME or HOME")?;
     let cache = Cache { dir: dir.clone() };
+    let mut rs = klpsym_core::resched::Resched::none();
     let entries = cache
-        .list()
+        .list(&mut rs)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut removed = Vec::new();
     let mut kept = Vec::new();

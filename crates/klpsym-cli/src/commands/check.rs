@@ -445,6 +445,15 @@ fn add_candidate_lines(
     let mut ids = Vec::new();
     for (pi, p) in report.problems.iter().enumerate() {
         let Some(name) = &p.symbol else { continue };
+        // A klp relocation's symbol is `.klp.sym.OBJ.NAME,POS`: the definitions are NAME's.
+        let name = match name.strip_prefix(".klp.sym.") {
+            Some(rest) => rest
+                .split_once('.')
+                .map_or(rest, |(_, n)| n)
+                .rsplit_once(',')
+                .map_or(rest, |(n, _)| n),
+            None => name.as_str(),
+        };
         let defs: Vec<klpsym_core::SymbolId> = k
             .table
             .by_name_in(name, ObjectId::VMLINUX)
