@@ -56,13 +56,7 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
         let mut req = req;
         let mut file_miss = None;
         if let Some(f) = &args.file {
-            if !t.has_files() {
-                return Err(format!(
-                    "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
-                    k.path.display()
-                )
-                .into());
-            }
+            super::require_files(k)?;
             let all = find_object_symbol(t, &LookupRequest { sympos: 0, ..req });
             let hits: Vec<u64> = all
                 .candidates

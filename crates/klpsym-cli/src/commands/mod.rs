@@ -114,6 +114,18 @@ pub fn add_lines(
     Ok(())
 }
 
+/// `--file` needs a source that knows files: says what to give instead when `k` does not.
+pub fn require_files(k: &LoadedKernel) -> Result<(), CliError> {
+    if k.table.has_files() {
+        return Ok(());
+    }
+    Err(format!(
+        "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
+        k.path.display()
+    )
+    .into())
+}
+
 /// How the FILE column shows a candidate: `fs/inode.c:432`, or the unit's file with the
 /// header that declares a `static inline` copy: `fs/inode.c (include/linux/fs.h:12)`.
 fn file_text(c: &Candidate) -> Option<String> {

@@ -51,13 +51,7 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             .collect();
         let all = cands.len();
         if let Some(f) = &args.file {
-            if !t.has_files() {
-                return Err(format!(
-                    "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
-                    k.path.display()
-                )
-                .into());
-            }
+            super::require_files(k)?;
             cands.retain(|c| c.file.as_deref().is_some_and(|x| super::file_matches(x, f)));
         }
         super::add_lines(k, &mut cands, &args.source)?;

@@ -10,32 +10,13 @@
  * of cmdline_proc_show() prints "KLPREL init_once <address>": the address the kernel's klp
  * relocation produced, i.e. which init_once the patched code refers to.
  */
-#include <linux/seq_file.h>
-#include "klp_oracle.h"
+#include <linux/printk.h>
 
 extern void init_once(void *foo);
 
-static int klp_cmdline_proc_show(struct seq_file *m, void *v)
-{
-	printk(KERN_INFO "KLPREL init_once %px\n", init_once);
-	seq_printf(m, "KLPREL init_once %px\n", init_once);
-	seq_puts(m, "klp_oracle conv-pin-by-file: patched cmdline_proc_show\n");
-	return 0;
-}
-
-static struct klp_func funcs[] = {
-	{ .old_name = "cmdline_proc_show", .new_func = klp_cmdline_proc_show },
-	{ }
-};
-
-static struct klp_object objs[] = {
-	{ .funcs = funcs },	/* name NULL: vmlinux */
-	{ }
-};
-
-static struct klp_patch patch = {
-	.mod = THIS_MODULE,
-	.objs = objs,
-};
-
-KLP_ORACLE_MODULE(patch);
+#define KLP_CASE "conv-pin-by-file"
+#define KLP_CMDLINE_EXTRA(m) do {						\
+	printk(KERN_INFO "KLPREL init_once %px\n", init_once);			\
+	seq_printf(m, "KLPREL init_once %px\n", init_once);			\
+} while (0)
+#include "klp_cmdline_patch.h"
