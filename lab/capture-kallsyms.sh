@@ -135,7 +135,7 @@ main() {
 	t0="$(now)"
 	modules="${KLPSYM_LAB_MODULES:-$DEFAULT_MODULES}"
 	load_kernel_env
-	params="modules=$modules script=$(md5sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1)"
+	params="image=${IMAGE_SHA256:-} modules=$modules script=$(md5sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1)"
 	with_lock "$KLPSYM_LAB_DIR/.capture.lock" capture "$modules" "$params"
 	log "capture-kallsyms done in $(elapsed "$t0")s"
 	printf 'CAPTURE_DIR=%s\nKALLSYMS_NOMOD=%s\nKALLSYMS_MODS=%s\n' \

@@ -16,11 +16,11 @@ if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
 	tmp="$(mktemp -d "$LAB_CACHE/debs/.dl.XXXXXX")"
 	chown _apt "$tmp" 2>/dev/null || true
 	log "apt-get download $pkg=$KLPSYM_LAB_VERSION (~860 MB)"
-	(cd "$tmp" && apt-get download -q "$pkg=$KLPSYM_LAB_VERSION" >&2) || {
-		log "download failed; refreshing apt lists and retrying"
-		apt-get update -q >&2
-		(cd "$tmp" && apt-get download -q "$pkg=$KLPSYM_LAB_VERSION" >&2)
-	}
+	lab_apt_download "$tmp" "$pkg=$KLPSYM_LAB_VERSION" || {
+		log "download failed; refreshing the $LAB_SUITE apt lists and retrying"
+		lab_apt_update
+		lab_apt_download "$tmp" "$pkg=$KLPSYM_LAB_VERSION"
+	} || die "apt-get download $pkg=$KLPSYM_LAB_VERSION failed"
 	mv "$tmp"/*.deb "$deb"
 	rmdir "$tmp"
 fi

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Fetch and unpack the newest Debian bookworm amd64 kernel for the real-kernel lab.
+# Fetch and unpack the newest amd64 kernel of a Debian suite for the real-kernel lab
+# (KLPSYM_LAB_SUITE: bullseye 5.10, bookworm 6.1 (default), trixie 6.12, sid 7.x).
 #
 # Prints KEY=VALUE lines on stdout (logs go to stderr):
 #   KLPSYM_LAB_DIR  $CACHE/<abi>            the per-ABI work folder
 #   KLPSYM_LAB_ABI  e.g. 6.1.0-57           Debian kernel ABI
+#   KLPSYM_LAB_SUITE e.g. bookworm          the suite it came from
+#   IMAGE_DEB IMAGE_SHA256                  the image package and its SHA-256 (cache key)
 #   KLPSYM_LAB_VERSION e.g. 6.1.192-3       Debian package version
 #   KERNEL_RELEASE  e.g. 6.1.0-57-amd64     uname -r of the booted kernel
 #   VMLINUZ VMLINUX MODULES_DIR HEADERS_DIR SYSTEM_MAP CONFIG
@@ -13,7 +16,9 @@
 #   KLPSYM_LAB_ABI     use this ABI instead of discovering the newest one
 #   KLPSYM_LAB_UNSIGNED=1  take linux-image-<abi>-amd64-unsigned instead of the signed
 #                      linux-image-<abi>-amd64 (same kernel, modules without signatures)
-#   KLPSYM_LAB_APT_UPDATE=1  run apt-get update before discovering the ABI
+#   KLPSYM_LAB_SUITE   the Debian suite (default bookworm); its packages come from a private
+#                      apt configuration in $CACHE/apt/<suite> (see lib.sh)
+#   KLPSYM_LAB_APT_UPDATE=1  refresh the suite's apt lists before discovering the ABI
 #
 # Idempotent: .debs are kept in $CACHE/debs and reused, the unpacked tree and the extracted
 # vmlinux are only rebuilt when missing. Never installs the kernel system-wide.
@@ -22,23 +27,23 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DOWNLOAD_FAILED=75
 # binutils (readelf) and llvm (llvm-dwarfdump): the independent DWARF readers of the lab tests;
 # rpm (rpmbuild): the package tests build RPMs of the lab kernel.
-HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
+HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils zstd libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
 
-# discover_abi: the ABI that linux-image-amd64 currently depends on, e.g. "6.1.0-57".
-# apt-cache takes over a second here (no binary package cache), so the answer is memoised
-# against a fingerprint of the apt lists: it can only change when the lists do.
+# discover_abi: the ABI that linux-image-amd64 currently depends on in the suite, e.g.
+# "6.1.0-57" or "6.12.117+deb13". apt-cache takes over a second (no binary package cache), so
+# the answer is memoised against a fingerprint of the suite's lists: it changes only with them.
 discover_abi() {
-	local memo="$LAB_CACHE/.abi-discovery" stamp abi
-	stamp="$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -printf '%f %s %T@\n' 2>/dev/null |
+	local memo="$LAB_APT_DIR/abi-discovery" stamp abi
+	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	stamp="$(find "$LAB_APT_DIR/lists" -maxdepth 1 -name '*Packages*' -printf '%f %s %T@\n' 2>/dev/null |
 		sort | md5sum | cut -d' ' -f1)"
 	if [ -f "$memo" ] && [ "$(head -n1 "$memo")" = "$stamp" ]; then
 		sed -n 2p "$memo"
 		return 0
 	fi
-	abi="$({ apt-cache depends linux-image-amd64 2>/dev/null || true; } |
+	abi="$({ lab_apt_cache depends linux-image-amd64 2>/dev/null || true; } |
 		sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*\)-amd64$/\1/p' | head -n1)"
 	if [ -n "$abi" ]; then
-		mkdir -p "$LAB_CACHE"
 		printf '%s\n%s\n' "$stamp" "$abi" >"$memo.$$" && mv "$memo.$$" "$memo"
 	fi
 	printf '%s\n' "$abi"
@@ -46,7 +51,7 @@ discover_abi() {
 
 # pkg_field PKG FIELD: a control field of the candidate version of PKG ("" if unknown).
 pkg_field() {
-	{ apt-cache show --no-all-versions "$1" 2>/dev/null || true; } | sed -n "s/^$2: //p" | head -n1
+	{ lab_apt_cache show --no-all-versions "$1" 2>/dev/null || true; } | sed -n "s/^$2: //p" | head -n1
 }
 
 # fetch_deb PKG VERSION: make sure $CACHE/debs holds PKG at VERSION; print its path.
@@ -59,8 +64,8 @@ fetch_deb() {
 		tmp="$(mktemp -d "$LAB_CACHE/debs/.dl.XXXXXX")"
 		# apt's _apt sandbox user must be able to write the folder, else apt warns.
 		chown _apt "$tmp" 2>/dev/null || true
-		log "apt-get download $pkg=$ver"
-		if ! (cd "$tmp" && apt-get download -qq "$pkg=$ver" </dev/null >&2); then
+		log "apt-get download $pkg=$ver ($LAB_SUITE)"
+		if ! lab_apt_download "$tmp" "$pkg=$ver"; then
 			rm -rf "$tmp"
 			return 1
 		fi
@@ -69,23 +74,31 @@ fetch_deb() {
 	printf '%s\n' "$file"
 }
 
-# extract_vmlinux VMLINUZ OUT: the uncompressed ELF vmlinux from the XZ payload of a bzImage.
-# The payload is the first XZ stream (magic FD 37 7A 58 5A 00) that decompresses to an ELF
-# file; `xz --single-stream` ignores the bzImage trailer after the stream.
+# extract_vmlinux VMLINUZ OUT: the uncompressed ELF vmlinux in a bzImage's payload (XZ up to
+# 6.1, zstd in Debian's 6.12 and 7.x). The boot protocol's setup header says where the
+# payload is: setup_sects (byte 0x1f1; the protected-mode code starts at (setup_sects+1)*512),
+# payload_offset (0x248) and payload_length (0x24c), both relative to that start. The kernel's
+# build appends the uncompressed size (4 bytes) after the compressed stream.
 extract_vmlinux() {
-	local in="$1" out="$2" off
-	for off in $(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$in" | cut -d: -f1); do
-		# Process substitution, not a pipe: tail dies of SIGPIPE when xz stops at the stream
-		# end, which pipefail would report as a failure.
-		if xz -dc --single-stream < <(tail -c +"$((off + 1))" "$in") >"$out.tmp" 2>/dev/null &&
-			[ "$(head -c4 "$out.tmp" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; then
-			mv "$out.tmp" "$out"
-			log "extracted vmlinux from XZ stream at offset $off of $(basename "$in")"
-			return 0
-		fi
-	done
-	rm -f "$out.tmp"
-	die "no XZ stream decompressing to an ELF vmlinux found in $in"
+	local in="$1" out="$2" setup_sects off len magic
+	le32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
+	payload() { dd if="$1" iflag=skip_bytes,count_bytes skip="$2" count="$3" bs=1M status=none; }
+	setup_sects="$(od -An -tu1 -j $((0x1f1)) -N1 "$in" | tr -d ' ')"
+	[ "$setup_sects" != 0 ] || setup_sects=4
+	off=$(((setup_sects + 1) * 512 + $(le32 "$in" $((0x248)))))
+	len="$(le32 "$in" $((0x24c)))"
+	magic="$(od -An -tx1 -j "$off" -N4 "$in" | tr -d ' \n')"
+	case "$magic" in
+	fd377a58) # XZ; --single-stream ignores the size appended after the stream
+		payload "$in" "$off" "$len" | xz -dc --single-stream >"$out.tmp" ;;
+	28b52ffd) # zstd
+		payload "$in" "$off" "$((len - 4))" | zstd -dcq >"$out.tmp" ;;
+	*) die "$in: payload at offset $off starts with $magic, neither XZ nor zstd" ;;
+	esac
+	[ "$(head -c4 "$out.tmp" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] ||
+		die "$in: the payload did not decompress to an ELF vmlinux"
+	mv "$out.tmp" "$out"
+	log "extracted vmlinux from the $magic payload at offset $off of $(basename "$in")"
 }
 
 # unpack ABI VERSION: download and unpack the four packages into $CACHE/<abi>/root.
@@ -106,7 +119,7 @@ unpack() {
 	# The headers require kbuild >= their own version: take exactly that version when the
 	# archive has it (it is built from the same source), else the candidate.
 	kbuild_ver="$ver"
-	if ! apt-cache show "$kbuild_pkg=$ver" >/dev/null 2>&1; then
+	if ! lab_apt_cache show "$kbuild_pkg=$ver" >/dev/null 2>&1; then
 		kbuild_ver="$(pkg_field "$kbuild_pkg" Version)"
 		log "$kbuild_pkg $ver not in the archive, using $kbuild_ver"
 	fi
@@ -129,6 +142,11 @@ unpack() {
 		log "dpkg -x $(basename "$d")"
 		dpkg -x "$d" "$dir/root.tmp" || die "dpkg -x $d failed"
 	done
+	# Since trixie the packages install modules in /usr/lib/modules (merged /usr): give the
+	# unpacked tree the /lib -> usr/lib link of a merged-/usr system, so that one path fits all.
+	if [ ! -e "$dir/root.tmp/lib" ] && [ -d "$dir/root.tmp/usr/lib/modules" ]; then
+		ln -s usr/lib "$dir/root.tmp/lib"
+	fi
 	fix_headers_makefile "$dir/root.tmp" "$dir/root" "$abi"
 	rm -rf "$dir/root"
 	mv "$dir/root.tmp" "$dir/root"
@@ -164,16 +182,16 @@ main() {
 	local abi ver t0
 	t0="$(now)"
 	ensure_packages "${HOST_PACKAGES[@]}"
-	[ "${KLPSYM_LAB_APT_UPDATE:-0}" = 1 ] && apt_update_once
+	[ "${KLPSYM_LAB_APT_UPDATE:-0}" = 1 ] && lab_apt_update
 
 	abi="${KLPSYM_LAB_ABI:-}"
 	if [ -z "$abi" ]; then
 		abi="$(discover_abi)"
 		if [ -z "$abi" ]; then
-			apt_update_once
+			lab_apt_update
 			abi="$(discover_abi)"
 		fi
-		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-amd64' names no linux-image-<abi>-amd64"
+		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-amd64' in $LAB_SUITE names no linux-image-<abi>-amd64"
 	fi
 	local dir="$LAB_CACHE/$abi"
 	if [ -f "$dir/.unpacked" ] && [ -s "$dir/vmlinux" ]; then
@@ -181,7 +199,7 @@ main() {
 	else
 		ver="$(pkg_field "linux-image-$abi-amd64" Version)"
 		if [ -z "$ver" ]; then
-			apt_update_once
+			lab_apt_update
 			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
 		fi
 		[ -n "$ver" ] || die "linux-image-$abi-amd64 is not in the apt lists"
@@ -193,8 +211,8 @@ main() {
 		[ "$rc" = 0 ] || [ "$rc" = "$DOWNLOAD_FAILED" ] || die "unpacking kernel $abi failed (rc=$rc)"
 		if [ "$rc" = "$DOWNLOAD_FAILED" ]; then
 			# Stale lists name a version the archive already dropped: refresh once, retry.
-			[ "$APT_UPDATED" = 0 ] || die "download of kernel $abi ($ver) failed"
-			apt_update_once
+			[ "$LAB_APT_UPDATED" = 0 ] || die "download of kernel $abi ($ver) failed"
+			lab_apt_update
 			[ -n "${KLPSYM_LAB_ABI:-}" ] || abi="$(discover_abi)"
 			dir="$LAB_CACHE/$abi"
 			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
@@ -218,10 +236,19 @@ main() {
 	# fetched again only if it was removed).
 	local image_deb
 	image_deb="$(fetch_deb "linux-image-$release" "$ver")" || die "download of linux-image-$release ($ver) failed"
+	# What captures and oracle builds are keyed by: the image package's content.
+	local image_sha
+	if [ -f "$dir/.image-sha256" ] && [ "$dir/.image-sha256" -nt "$image_deb" ]; then
+		image_sha="$(cat "$dir/.image-sha256")"
+	else
+		image_sha="$(sha256sum "$image_deb" | cut -d' ' -f1)"
+		printf '%s\n' "$image_sha" >"$dir/.image-sha256"
+	fi
 	log "kernel $release ($ver) ready in $(elapsed "$t0")s"
 	cat <<EOF
 KLPSYM_LAB_DIR=$dir
 KLPSYM_LAB_ABI=$abi
+KLPSYM_LAB_SUITE=$LAB_SUITE
 KLPSYM_LAB_VERSION=$ver
 KERNEL_RELEASE=$release
 VMLINUZ=$root/boot/vmlinuz-$release
@@ -231,6 +258,7 @@ HEADERS_DIR=$hdr
 SYSTEM_MAP=$root/boot/System.map-$release
 CONFIG=$root/boot/config-$release
 IMAGE_DEB=$image_deb
+IMAGE_SHA256=$image_sha
 EOF
 }
 

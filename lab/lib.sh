@@ -33,6 +33,60 @@ apt_update_once() {
 	fi
 }
 
+# The kernel packages come from a private apt configuration per suite (its own sources list,
+# lists and cache under $LAB_CACHE/apt/<suite>): the host's apt state is never used or
+# touched, and any suite the archive serves (bullseye, bookworm, trixie, sid) works the same.
+# KLPSYM_LAB_SUITE picks it (default bookworm); KLPSYM_LAB_MIRROR and
+# KLPSYM_LAB_SECURITY_MIRROR the archives.
+export LAB_SUITE="${KLPSYM_LAB_SUITE:-bookworm}"
+LAB_ARCH=amd64
+LAB_MIRROR="${KLPSYM_LAB_MIRROR:-http://deb.debian.org/debian}"
+LAB_SECURITY_MIRROR="${KLPSYM_LAB_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+LAB_APT_DIR="$LAB_CACHE/apt/$LAB_SUITE"
+LAB_APT_OPTS=(
+	-o "Dir::Etc::sourcelist=$LAB_APT_DIR/sources.list" -o "Dir::Etc::sourceparts=$LAB_APT_DIR/parts"
+	-o "Dir::State::Lists=$LAB_APT_DIR/lists" -o "Dir::Cache=$LAB_APT_DIR/cache"
+	-o "Dir::State::status=$LAB_APT_DIR/status" -o "Dir::Etc::preferences=$LAB_APT_DIR/preferences"
+	-o "Dir::Etc::preferencesparts=$LAB_APT_DIR/parts" -o "APT::Architecture=$LAB_ARCH"
+	-o "APT::Architectures::=$LAB_ARCH" -o "Acquire::Languages=none"
+)
+LAB_APT_UPDATED=0
+
+# lab_apt_update: refresh the suite's private lists (at most once per script run).
+lab_apt_update() {
+	[ "$LAB_APT_UPDATED" = 0 ] || return 0
+	mkdir -p "$LAB_APT_DIR/lists/partial" "$LAB_APT_DIR/cache/archives/partial" "$LAB_APT_DIR/parts"
+	# A stable suite's newest kernel is often in its -security or -updates pocket.
+	{
+		printf 'deb %s %s main\n' "$LAB_MIRROR" "$LAB_SUITE"
+		case "$LAB_SUITE" in
+		sid | unstable | experimental) ;;
+		*)
+			printf 'deb %s %s-updates main\n' "$LAB_MIRROR" "$LAB_SUITE"
+			printf 'deb %s %s-security main\n' "$LAB_SECURITY_MIRROR" "$LAB_SUITE"
+			;;
+		esac
+	} >"$LAB_APT_DIR/sources.list"
+	: >"$LAB_APT_DIR/preferences"
+	touch "$LAB_APT_DIR/status"
+	chown -R _apt "$LAB_APT_DIR/lists/partial" "$LAB_APT_DIR/cache/archives/partial" 2>/dev/null || true
+	log "apt-get update ($LAB_SUITE, private lists in $LAB_APT_DIR)"
+	apt-get "${LAB_APT_OPTS[@]}" update -qq </dev/null >&2 || die "apt-get update of $LAB_SUITE failed"
+	LAB_APT_UPDATED=1
+}
+
+# lab_apt_cache ARGS...: apt-cache over the suite's lists (fetched first when there are none).
+lab_apt_cache() {
+	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	apt-cache "${LAB_APT_OPTS[@]}" "$@"
+}
+
+# lab_apt_download DIR PKG=VER: apt-get download into DIR from the suite's archive.
+lab_apt_download() {
+	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	(cd "$1" && apt-get "${LAB_APT_OPTS[@]}" download -qq "$2" </dev/null >&2)
+}
+
 # ensure_packages PKG...: apt-get install the packages that are not installed yet.
 ensure_packages() {
 	local missing=() p installed
@@ -73,11 +127,33 @@ load_kernel_env() {
 		key="${line%%=*}"
 		val="${line#*=}"
 		case "$key" in
-		KLPSYM_LAB_DIR | KLPSYM_LAB_ABI | KLPSYM_LAB_VERSION | KERNEL_RELEASE | VMLINUZ | VMLINUX | MODULES_DIR | HEADERS_DIR | SYSTEM_MAP | CONFIG)
+		KLPSYM_LAB_DIR | KLPSYM_LAB_ABI | KLPSYM_LAB_VERSION | KLPSYM_LAB_SUITE | KERNEL_RELEASE | VMLINUZ | VMLINUX | MODULES_DIR | HEADERS_DIR | SYSTEM_MAP | CONFIG | IMAGE_DEB | IMAGE_SHA256)
 			printf -v "$key" '%s' "$val"
 			export "${key?}"
 			;;
 		esac
 	done <<<"$out"
 	[ -n "${VMLINUX:-}" ] || die "fetch-kernel.sh printed no VMLINUX="
+}
+
+# in_toolchain ROOT CMD...: run CMD on the host (ROOT empty) or inside the chroot ROOT made by
+# toolchain.sh. In the chroot the lab cache (headers, build folders) is bind-mounted at its own
+# path and /proc is mounted (the newest objtool reads it), in a private mount namespace that
+# vanishes with the command: nothing stays mounted.
+in_toolchain() {
+	local root="$1"
+	shift
+	if [ -z "$root" ]; then
+		"$@"
+		return
+	fi
+	unshare --mount --propagation private -- /bin/bash -c '
+		set -e
+		root="$1" cache="$2"
+		shift 2
+		mkdir -p "$root$cache"
+		mount --bind "$cache" "$root$cache"
+		mount -t proc proc "$root/proc"
+		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C "$@"
+	' in_toolchain "$root" "$(realpath "$LAB_CACHE")" "$@"
 }

@@ -35,7 +35,8 @@ build_cases() {
 	local build="$1" stamp cases_list
 	stamp="$(
 		cd "$LP_SRC" && find include cases -type f | LC_ALL=C sort | xargs md5sum
-		echo "$HEADERS_DIR $KLPSYM_LAB_VERSION"
+		echo "$HEADERS_DIR $KLPSYM_LAB_VERSION ${IMAGE_SHA256:-}"
+		echo "toolchain $TOOLCHAIN_CC ${TOOLCHAIN_ROOT:-host} $([ -z "$TOOLCHAIN_ROOT" ] || cat "$TOOLCHAIN_ROOT/.made")"
 		md5sum <"$SELF" "$LP_SRC/guest-oracle.sh"
 	)"
 	if [ -f "$build/.stamp" ] && [ "$(cat "$build/.stamp")" = "$stamp" ]; then
@@ -48,9 +49,9 @@ build_cases() {
 	cases_list="$(cd "$build/cases" && ls -d -- */ | LC_ALL=C sort)"
 	# shellcheck disable=SC2086 # one folder per word
 	printf 'obj-m += %s\n' $cases_list >"$build/cases/Kbuild"
-	log "building $(wc -w <<<"$cases_list") case modules against $HEADERS_DIR"
+	log "building $(wc -w <<<"$cases_list") case modules against $HEADERS_DIR with $TOOLCHAIN_CC${TOOLCHAIN_ROOT:+ in $TOOLCHAIN_ROOT}"
 	# KBUILD_MODPOST_WARN=1: the convert cases refer to unexported symbols on purpose.
-	if ! make -s -j2 -C "$HEADERS_DIR" M="$build/cases" KBUILD_MODPOST_WARN=1 modules \
+	if ! in_toolchain "$TOOLCHAIN_ROOT" make -s -j2 -C "$HEADERS_DIR" M="$build/cases" KBUILD_MODPOST_WARN=1 modules \
 		>"$build/make.log" 2>&1; then
 		tail -n 30 "$build/make.log" >&2
 		die "kbuild failed (full log: $build/make.log)"
@@ -62,13 +63,13 @@ build_cases() {
 # dependencies (modules.dep lists them all; modprobe loads them right to left).
 module_load_lines() {
 	local name="$1" line path deps i
-	line="$(awk -v n="$name" '{ p = $1; sub(/:$/, "", p); b = p; sub(/.*\//, "", b); sub(/\.ko$/, "", b);
+	line="$(awk -v n="$name" '{ p = $1; sub(/:$/, "", p); b = p; sub(/.*\//, "", b); sub(/\.ko(\.[a-z]+)?$/, "", b);
 		gsub(/-/, "_", b); m = n; gsub(/-/, "_", m); if (b == m) { print; exit } }' "$MODULES_DIR/modules.dep")"
 	[ -n "$line" ] || die "module $name not found in $MODULES_DIR/modules.dep"
 	path="${line%%:*}"
 	read -r -a deps <<<"${line#*:}"
 	for ((i = ${#deps[@]} - 1; i >= 0; i--)); do
-		printf 'load module /modules/%s %s\n' "${deps[i]}" "$(basename "${deps[i]}" .ko | tr - _)"
+		printf 'load module /modules/%s %s\n' "${deps[i]}" "$(basename "${deps[i]}" | sed 's/\.ko\(\.[a-z]*\)\{0,1\}$//' | tr - _)"
 		printf '%s\n' "${deps[i]}" >>"$work/module-files"
 	done
 	printf 'load module /modules/%s %s\n' "$path" "$(tr - _ <<<"$name")"
@@ -217,6 +218,10 @@ main() {
 	local cases=()
 	ensure_packages gcc make libc6-dev libelf1 zlib1g
 	load_kernel_env
+	local tc
+	tc="$("$LAB_SRC_DIR/toolchain.sh" "$CONFIG")" || die "no toolchain for $KERNEL_RELEASE"
+	TOOLCHAIN_CC="$(sed -n 's/^TOOLCHAIN_CC=//p' <<<"$tc")"
+	TOOLCHAIN_ROOT="$(sed -n 's/^TOOLCHAIN_ROOT=//p' <<<"$tc")"
 	if [ $# -gt 0 ]; then
 		cases=("$@")
 	else

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, set-up included: the README's test command and what .ci/run runs.
 #
-# 1. The real-kernel lab (lab/): installs QEMU and friends with apt-get, fetches the newest
-#    Debian bookworm kernel packages, boots the kernel under QEMU and captures /proc/kallsyms
-#    without and with real modules; fetches the -dbg vmlinux. Downloads are cached in
-#    ${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}, never required to be there.
+# 1. The real-kernel lab (lab/): installs QEMU and friends with apt-get; for each kernel of
+#    the matrix (KLPSYM_LAB_SUITES, default "bookworm bullseye": Debian 6.1 and 5.10) fetches
+#    the newest kernel packages of that suite, boots the kernel under QEMU and captures
+#    /proc/kallsyms without and with real modules, fetches the -dbg vmlinux, builds the
+#    livepatch cases with the kernel's own compiler (a debootstrap chroot of its suite when
+#    the host has not that compiler) and records what the kernel did with them. Everything is
+#    cached in ${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}, keyed by package checksums and
+#    sources, never required to be there.
 # 2. cargo test over the workspace, with the lab's files handed to the real-kernel tests.
 #
 # KLPSYM_SKIP_LAB=1 runs only the tests that need no real kernel (they say what they skip);
@@ -26,26 +30,34 @@ else
 		exit 2
 	fi
 	echo "== real-kernel lab" >&2
-	eval "$(bash lab/capture-kallsyms.sh)"
-	eval "$(bash lab/fetch-kernel.sh)"
-	eval "$(bash lab/fetch-dbg-vmlinux.sh)"
-	export KLPSYM_TEST_VMLINUZ="$VMLINUZ"
-	export KLPSYM_TEST_VMLINUX_STRIPPED="$VMLINUX"
-	export KLPSYM_TEST_KALLSYMS="$KALLSYMS_NOMOD"
-	export KLPSYM_TEST_KALLSYMS_NOMOD="$KALLSYMS_NOMOD"
-	export KLPSYM_TEST_KALLSYMS_MODS="$KALLSYMS_MODS"
-	export KLPSYM_TEST_MODULES_LOADED="$CAPTURE_DIR/modules-loaded.txt"
-	export KLPSYM_TEST_MODULES_DIR="$MODULES_DIR"
-	export KLPSYM_TEST_VMLINUX="$VMLINUX_DBG"
-	export KLPSYM_TEST_LAB_DIR="$KLPSYM_LAB_DIR"
-	export KLPSYM_TEST_IMAGE_DEB="$IMAGE_DEB"
-	export KLPSYM_TEST_DBG_DEB="$DBG_DEB"
-	# The livepatch oracle: C livepatch modules built with the kernel's headers, converted by
-	# this tree's klpsym where a case needs klp relocations, loaded in the real kernel.
-	echo "== livepatch oracle (real kernel)" >&2
+	# klpsym converts the cases that need klp relocations (the oracle's KLPSYM_BIN).
 	cargo build --release -p klpsym
-	eval "$(KLPSYM_BIN="$PWD/target/release/klpsym" bash lab/livepatch-oracle.sh)"
-	export KLPSYM_TEST_LIVEPATCH_DIR="$ORACLE_DIR"
+	export KLPSYM_BIN="$PWD/target/release/klpsym"
+	# The matrix: one kernel per Debian suite, each fetched, captured and judged by the
+	# livepatch oracle (lab/lab-kernel.sh). The first is the primary kernel of the tests that
+	# take one kernel.
+	lab_envs=()
+	for suite in ${KLPSYM_LAB_SUITES:-bookworm bullseye}; do
+		echo "== lab kernel: $suite" >&2
+		env_file="$(KLPSYM_LAB_SUITE="$suite" bash lab/lab-kernel.sh | sed -n 's/^LAB_ENV=//p')"
+		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite failed" >&2; exit 1; }
+		lab_envs+=("$env_file")
+	done
+	KLPSYM_TEST_LAB_KERNELS="$(IFS=:; printf '%s' "${lab_envs[*]}")"
+	export KLPSYM_TEST_LAB_KERNELS
+	lab_get() { sed -n "s/^$1=//p" "${lab_envs[0]}"; }
+	export KLPSYM_TEST_VMLINUZ="$(lab_get VMLINUZ)"
+	export KLPSYM_TEST_VMLINUX_STRIPPED="$(lab_get VMLINUX)"
+	export KLPSYM_TEST_KALLSYMS="$(lab_get KALLSYMS_NOMOD)"
+	export KLPSYM_TEST_KALLSYMS_NOMOD="$(lab_get KALLSYMS_NOMOD)"
+	export KLPSYM_TEST_KALLSYMS_MODS="$(lab_get KALLSYMS_MODS)"
+	export KLPSYM_TEST_MODULES_LOADED="$(lab_get MODULES_LOADED)"
+	export KLPSYM_TEST_MODULES_DIR="$(lab_get MODULES_DIR)"
+	export KLPSYM_TEST_VMLINUX="$(lab_get VMLINUX_DBG)"
+	export KLPSYM_TEST_LAB_DIR="$(lab_get LAB_DIR)"
+	export KLPSYM_TEST_IMAGE_DEB="$(lab_get IMAGE_DEB)"
+	export KLPSYM_TEST_DBG_DEB="$(lab_get DBG_DEB)"
+	export KLPSYM_TEST_LIVEPATCH_DIR="$(lab_get LIVEPATCH_DIR)"
 	# Tests that need these fail instead of skipping from here on.
 	export KLPSYM_REQUIRE_LAB=1
 fi

@@ -5,7 +5,7 @@
 //! KLPSYM_REQUIRE_LAB is set (CI), where a missing input fails.
 
 mod common;
-use common::lab;
+use common::{lab_kernels, LabKernel};
 
 use std::process::Command;
 
@@ -16,49 +16,63 @@ fn klpsym(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .unwrap()
 }
 
-/// `klpsym dump --kernel $source_var` must be byte-identical to the booted kernel's capture.
-fn assert_dump_equals_capture(source_var: &str) {
-    let (Some(source), Some(kallsyms)) = (lab(source_var), lab("KLPSYM_TEST_KALLSYMS_NOMOD"))
-    else {
-        return;
-    };
-    let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), source.as_os_str()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        o.stdout == std::fs::read(&kallsyms).unwrap(),
-        "klpsym dump of {} differs from {}",
-        source.display(),
-        kallsyms.display()
-    );
+/// `klpsym dump --kernel SOURCE` must be byte-identical to the booted kernel's capture, on
+/// every kernel of the lab matrix; `key` names the source in the kernel's lab.env.
+fn assert_dump_equals_capture(key: &str) {
+    let kernels = lab_kernels();
+    for k in &kernels {
+        let (source, kallsyms) = (k.path(key), k.path("KALLSYMS_NOMOD"));
+        let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), source.as_os_str()]);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            k.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.stdout == std::fs::read(&kallsyms).unwrap(),
+            "{}: klpsym dump of {} differs from {}",
+            k.name,
+            source.display(),
+            kallsyms.display()
+        );
+        eprintln!("{}: dump of {key} is byte-identical", k.name);
+    }
 }
 
 #[test]
 fn dump_of_the_debian_vmlinuz_equals_the_booted_kernels_kallsyms() {
-    assert_dump_equals_capture("KLPSYM_TEST_VMLINUZ");
+    assert_dump_equals_capture("VMLINUZ");
 }
 
 #[test]
 fn dump_of_the_stripped_vmlinux_equals_the_booted_kernels_kallsyms() {
-    assert_dump_equals_capture("KLPSYM_TEST_VMLINUX_STRIPPED");
+    assert_dump_equals_capture("VMLINUX");
 }
 
 #[test]
 fn dump_of_the_dbg_vmlinux_elf_equals_the_booted_kernels_kallsyms() {
-    assert_dump_equals_capture("KLPSYM_TEST_VMLINUX");
+    assert_dump_equals_capture("VMLINUX_DBG");
 }
 
-/// vmlinuz + the package's .ko files of the loaded modules, placed by the captured
-/// /proc/kallsyms: the whole file back, byte for byte (names, types, order, addresses).
+/// vmlinuz + the package's module files (as shipped) of the loaded modules, placed by the
+/// captured /proc/kallsyms: the whole file back, byte for byte (names, types, order,
+/// addresses), on every kernel of the lab matrix.
 #[test]
 fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
-    let (Some(vmlinuz), Some(mods), Some(loaded), Some(dir)) = (
-        lab("KLPSYM_TEST_VMLINUZ"),
-        lab("KLPSYM_TEST_KALLSYMS_MODS"),
-        lab("KLPSYM_TEST_MODULES_LOADED"),
-        lab("KLPSYM_TEST_MODULES_DIR"),
-    ) else {
-        return;
-    };
+    for k in &lab_kernels() {
+        rebuild_kallsyms_with_modules(k);
+        eprintln!("{}: kallsyms with modules rebuilt byte for byte", k.name);
+    }
+}
+
+fn rebuild_kallsyms_with_modules(k: &LabKernel) {
+    let (vmlinuz, mods, loaded, dir) = (
+        k.path("VMLINUZ"),
+        k.path("KALLSYMS_MODS"),
+        k.path("MODULES_LOADED"),
+        k.path("MODULES_DIR"),
+    );
     let proc_modules = loaded.with_file_name("proc-modules.txt");
     let loaded_arg = format!("@{}", proc_modules.display());
     let o = klpsym(&[
@@ -72,7 +86,12 @@ fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
         "--place-from".as_ref(),
         mods.as_os_str(),
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        k.name,
+        String::from_utf8_lossy(&o.stderr)
+    );
     let want = std::fs::read_to_string(&mods).unwrap();
     let got = String::from_utf8(o.stdout).unwrap();
     if got != want {
@@ -82,7 +101,8 @@ fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
             .enumerate()
             .find(|(_, (a, b))| a != b);
         panic!(
-            "differs at {first:?} (lines: got {}, want {})",
+            "{}: differs at {first:?} (lines: got {}, want {})",
+            k.name,
             got.lines().count(),
             want.lines().count()
         );
@@ -104,5 +124,10 @@ fn vmlinuz_plus_module_files_rebuild_the_kallsyms_with_modules() {
             .map(|l| l[17..].to_string())
             .collect::<Vec<_>>()
     };
-    assert_eq!(strip(&String::from_utf8(o.stdout).unwrap()), strip(&want));
+    assert_eq!(
+        strip(&String::from_utf8(o.stdout).unwrap()),
+        strip(&want),
+        "{}",
+        k.name
+    );
 }

@@ -3,12 +3,12 @@
 //! prediction from the package files alone must match what the kernel did: accepted or refused
 //! (and when), the exact `livepatch:` error lines in order, and the addresses the kernel used.
 //!
-//! Inputs from scripts/test.sh: KLPSYM_TEST_LIVEPATCH_DIR (the oracle's output),
-//! KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_MODULES_DIR. Skips (saying so) without them unless
+//! Every kernel of the lab matrix judges (KLPSYM_TEST_LAB_KERNELS from scripts/test.sh: per
+//! kernel its oracle output, vmlinuz and module tree). Skips (saying so) without them unless
 //! KLPSYM_REQUIRE_LAB is set.
 
 mod common;
-use common::lab;
+use common::lab_kernels;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -109,14 +109,45 @@ fn check(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
 }
 
 #[test]
-fn check_predicts_what_the_real_kernel_did() {
-    let (Some(dir), Some(vmlinuz), Some(modules)) = (
-        lab("KLPSYM_TEST_LIVEPATCH_DIR"),
-        lab("KLPSYM_TEST_VMLINUZ"),
-        lab("KLPSYM_TEST_MODULES_DIR"),
-    ) else {
-        return;
-    };
+fn check_predicts_what_every_lab_kernel_did() {
+    let kernels = lab_kernels();
+    let mut failures = Vec::new();
+    let mut summary = Vec::new();
+    for k in &kernels {
+        let (compared, relocs_checked, f) = judge(
+            &k.path("LIVEPATCH_DIR"),
+            &k.path("VMLINUZ"),
+            &k.path("MODULES_DIR"),
+        );
+        failures.extend(f.into_iter().map(|f| format!("{}: {f}", k.name)));
+        if compared < 10 {
+            failures.push(format!("{}: only {compared} cases compared", k.name));
+        }
+        if relocs_checked < 4 {
+            failures.push(format!(
+                "{}: only {relocs_checked} relocation addresses compared",
+                k.name
+            ));
+        }
+        summary.push(format!(
+            "{}: {compared} cases, {relocs_checked} relocation targets",
+            k.name
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences between klpsym and the kernels:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    for s in summary {
+        eprintln!("{s}: klpsym's predictions match the kernel");
+    }
+}
+
+/// Compares klpsym's predictions with one kernel's oracle: (cases compared, relocation
+/// targets compared, differences).
+fn judge(dir: &Path, vmlinuz: &Path, modules: &Path) -> (usize, usize, Vec<String>) {
     let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
     let mut compared = 0;
     let mut relocs_checked = 0;
@@ -146,9 +177,9 @@ fn check_predicts_what_the_real_kernel_did() {
         let mut args: Vec<std::ffi::OsString> = vec![
             ko.clone().into(),
             "-k".into(),
-            vmlinuz.clone().into(),
+            vmlinuz.into(),
             "--modules".into(),
-            modules.clone().into(),
+            modules.into(),
         ];
         if !before.is_empty() {
             args.extend([
@@ -291,16 +322,5 @@ fn check_predicts_what_the_real_kernel_did() {
         }
         compared += 1;
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {compared} cases differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert!(compared >= 10, "only {compared} cases compared");
-    assert!(
-        relocs_checked >= 4,
-        "only {relocs_checked} relocation addresses compared"
-    );
-    eprintln!("{compared} cases, {relocs_checked} relocation targets: klpsym's predictions match the kernel");
+    (compared, relocs_checked, failures)
 }

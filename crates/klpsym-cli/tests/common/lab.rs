@@ -18,3 +18,62 @@ pub fn lab(var: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// One kernel of the lab matrix: the KEY=VALUE file lab/lab-kernel.sh wrote for it.
+#[allow(dead_code)]
+pub struct LabKernel {
+    /// `RELEASE (SUITE)`, for messages.
+    pub name: String,
+    vars: std::collections::BTreeMap<String, String>,
+}
+
+#[allow(dead_code)]
+impl LabKernel {
+    /// The path (or value) `key` of this kernel; panics naming the kernel when absent.
+    pub fn path(&self, key: &str) -> PathBuf {
+        PathBuf::from(self.value(key))
+    }
+
+    /// The value `key` of this kernel.
+    pub fn value(&self, key: &str) -> &str {
+        self.vars
+            .get(key)
+            .unwrap_or_else(|| panic!("{}: lab.env has no {key}", self.name))
+    }
+
+    /// `major.minor` of the kernel release.
+    pub fn version(&self) -> (u32, u32) {
+        let mut it = self.value("RELEASE").split(|c: char| !c.is_ascii_digit());
+        let major = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let minor = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        (major, minor)
+    }
+}
+
+/// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by
+/// `:`), or an empty list after saying the test skipped (a failure under KLPSYM_REQUIRE_LAB).
+#[allow(dead_code)]
+pub fn lab_kernels() -> Vec<LabKernel> {
+    let Some(list) = lab("KLPSYM_TEST_LAB_KERNELS") else {
+        return Vec::new();
+    };
+    let list = list.into_os_string().into_string().expect("UTF-8 paths");
+    list.split(':')
+        .filter(|s| !s.is_empty())
+        .map(|file| {
+            let text = std::fs::read_to_string(file)
+                .unwrap_or_else(|e| panic!("cannot read lab kernel file {file}: {e}"));
+            let vars: std::collections::BTreeMap<String, String> = text
+                .lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let name = format!(
+                "{} ({})",
+                vars.get("RELEASE").map_or("?", String::as_str),
+                vars.get("SUITE").map_or("?", String::as_str)
+            );
+            LabKernel { name, vars }
+        })
+        .collect()
+}

@@ -3,7 +3,8 @@
 use std::process::{Command, Output};
 
 mod lab;
-pub use lab::lab;
+#[allow(unused_imports)]
+pub use lab::{lab, lab_kernels, LabKernel};
 
 /// Runs the klpsym binary.
 #[allow(dead_code)]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The kernel's own compiler for building modules against a lab kernel's headers.
+#
+# Usage: lab/toolchain.sh CONFIG          (CONFIG: the kernel's config file)
+#
+# The compiler is the one CONFIG_CC_VERSION_TEXT names (gcc-10 for bullseye's 5.10, gcc-12
+# for bookworm's 6.1, x86_64-linux-gnu-gcc-14 for trixie's 6.12...). When the host has that exact compiler and the
+# kernel comes from the host's suite, modules are built on the host. Otherwise they are built
+# in a chroot of the kernel's suite made with debootstrap, holding that suite's compiler, make,
+# libelf and pahole: a module built with another compiler or with the kernel's flags
+# overridden is not the module users build.
+#
+# Prints TOOLCHAIN_CC=<gcc-N> and TOOLCHAIN_ROOT=<chroot folder, empty for the host>.
+# The chroot is cached in $CACHE/chroot/<suite> and made again only when its recipe (suite,
+# package list, this script) changes; its gcc version is recorded in .made.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+config="${1:?usage: toolchain.sh CONFIG}"
+[ -f "$config" ] || die "kernel config not found: $config"
+# The first word of CONFIG_CC_VERSION_TEXT is the compiler command: gcc-10, gcc-12, or with the
+# target triplet (x86_64-linux-gnu-gcc-14) since trixie; the package is gcc-N either way.
+cc="$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$config")"
+[[ "$cc" =~ ^([a-z0-9_]+-linux-gnu-)?(gcc(-[0-9]+)?)$ ]] ||
+	die "$config: CONFIG_CC_VERSION_TEXT names no gcc ('$cc'); only gcc-built kernels are supported"
+cc_pkg="${BASH_REMATCH[2]}"
+
+host_suite="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)"
+if [ "$LAB_SUITE" = "$host_suite" ] && command -v "$cc" >/dev/null 2>&1; then
+	printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=\n' "$cc"
+	exit 0
+fi
+
+root="$LAB_CACHE/chroot/$LAB_SUITE"
+# libelf-dev pulls the suite's libelf (libelf1 or libelf1t64); dwarves: kbuild runs pahole for
+# module BTF when the headers ship a BTF vmlinux; xz-utils: compressed module tooling.
+packages="$cc_pkg,make,libc6-dev,libelf-dev,dwarves,xz-utils,kmod"
+recipe="suite=$LAB_SUITE mirror=$LAB_MIRROR packages=$packages script=$(md5sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1)"
+
+make_chroot() {
+	if [ -f "$root/.made" ] && [ "$(head -n1 "$root/.made")" = "$recipe" ]; then
+		return 0
+	fi
+	ensure_packages debootstrap
+	local t0
+	t0="$(now)"
+	rm -rf "$root.tmp"
+	mkdir -p "$(dirname "$root")"
+	log "debootstrap $LAB_SUITE with $packages (a few minutes, ~0.5 GB)"
+	debootstrap --variant=minbase --include="$packages" "$LAB_SUITE" "$root.tmp" "$LAB_MIRROR" \
+		>"$LAB_CACHE/chroot/$LAB_SUITE.debootstrap.log" 2>&1 ||
+		die "debootstrap of $LAB_SUITE failed (log: $LAB_CACHE/chroot/$LAB_SUITE.debootstrap.log)"
+	chroot "$root.tmp" "$cc" --version >/dev/null || die "the $LAB_SUITE chroot has no working $cc"
+	rm -rf "$root.tmp/var/cache/apt/archives/"*.deb
+	{
+		printf '%s\n' "$recipe"
+		chroot "$root.tmp" "$cc" --version | head -n1
+	} >"$root.tmp/.made"
+	rm -rf "$root"
+	mv "$root.tmp" "$root"
+	log "chroot $root ready in $(elapsed "$t0")s: $(sed -n 2p "$root/.made")"
+}
+
+with_lock "$LAB_CACHE/chroot/.lock" make_chroot
+printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=%s\n' "$cc" "$root"
