@@ -91,7 +91,11 @@ fn mksysmap_drops(v: KernelVersion, name: &str, kind: u8) -> bool {
 
 /// scripts/kallsyms.c's own filter.
 fn kallsyms_c_drops(v: KernelVersion, name: &str, kind: u8) -> bool {
-    const EXACT: &[&str] = &[
+    // The tables' own symbols vary between the link passes, so kallsyms.c left them out
+    // until 6.10, when "kallsyms: Avoid weak references for kallsyms symbols"
+    // (951bcae6c5a0) defined them in every pass and dropped them from its list: Debian's
+    // 6.12 lists all eight in /proc/kallsyms.
+    const TABLES: &[&str] = &[
         "kallsyms_addresses",
         "kallsyms_offsets",
         "kallsyms_relative_base",
@@ -103,6 +107,11 @@ fn kallsyms_c_drops(v: KernelVersion, name: &str, kind: u8) -> bool {
         // Added with the name-sorted index (6.2, and backported: Debian's
         // 6.1.192 has the table and does not list it).
         "kallsyms_seqs_of_names",
+    ];
+    if !v.at_least(6, 10) && TABLES.contains(&name) {
+        return true;
+    }
+    const EXACT: &[&str] = &[
         "_SDA_BASE_",
         "_SDA2_BASE_",
     ];
@@ -178,15 +187,30 @@ mod tests {
         for v in [V54, V61, V66, V616] {
             assert!(is_ignored(v, "__crc_foo", b'A'), "{v:?}");
             assert!(is_ignored(v, "$x", b't'), "{v:?}");
-            assert!(is_ignored(v, "kallsyms_names", b'R'), "{v:?}");
-            // Regression: Debian 6.1.192 has the table but does not list it.
-            assert!(is_ignored(v, "kallsyms_seqs_of_names", b'R'), "{v:?}");
             assert!(is_ignored(v, "foo_veneer", b't'), "{v:?}");
             assert!(is_ignored(v, "undefined", b'U'), "{v:?}");
             assert!(is_ignored(v, "abs", b'A'), "{v:?}");
             assert!(!is_ignored(v, "__gp", b'A'), "{v:?}");
             assert!(!is_ignored(v, "schedule", b'T'), "{v:?}");
             assert!(!is_ignored(v, "weakling", b'W'), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn the_tables_own_symbols_are_listed_since_6_10() {
+        for v in [V54, V61, V66] {
+            assert!(is_ignored(v, "kallsyms_names", b'R'), "{v:?}");
+            // Regression: Debian 6.1.192 has the table but does not list it.
+            assert!(is_ignored(v, "kallsyms_seqs_of_names", b'R'), "{v:?}");
+        }
+        // Seen in Debian's 6.12.118: all eight listed, as 'D'.
+        let v612 = KernelVersion {
+            major: 6,
+            minor: 12,
+        };
+        for name in ["kallsyms_names", "kallsyms_seqs_of_names", "kallsyms_offsets"] {
+            assert!(!is_ignored(v612, name, b'D'), "{name}");
+            assert!(!is_ignored(V616, name, b'D'), "{name}");
         }
     }
 
