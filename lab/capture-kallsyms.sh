@@ -114,8 +114,18 @@ capture() {
 	work="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-capture.XXXXXX")"
 	trap 'rm -rf "$work"' EXIT
 	order="$work/load-order.txt"
-	# shellcheck disable=SC2086 # the module list is word-split on purpose
-	resolve_load_order "$MODULES_DIR" $modules >"$order" ||
+	# A module of the list that this kernel builds in or lacks (crc7 is built in since 7.x) is
+	# left out, saying so; the others are still captured.
+	local m present=()
+	for m in $modules; do
+		if grep -qE "(^|/)$(tr _ - <<<"$m" | sed 's/-/[-_]/g')\.ko(\.[a-z]+)?:" "$MODULES_DIR/modules.dep"; then
+			present+=("$m")
+		else
+			log "module $m is not a module of $KERNEL_RELEASE (built in or absent): left out of the capture"
+		fi
+	done
+	[ "${#present[@]}" -gt 0 ] || die "none of the modules '$modules' is a module of $KERNEL_RELEASE"
+	resolve_load_order "$MODULES_DIR" "${present[@]}" >"$order" ||
 		die "cannot resolve modules '$modules' in $MODULES_DIR/modules.dep"
 	log "load order: $(cut -f1 "$order" | tr '\n' ' ')"
 	local adds=(--add "$order:/lab/load-order.txt") path

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch the unstripped vmlinux (with .symtab) of the lab kernel from Debian's -dbg package.
 #
-# The -dbg package is ~860 MB; only its vmlinux is extracted (to $KLPSYM_LAB_DIR/vmlinux-dbg),
+# The -dbg package is ~0.9-1.2 GB; only its vmlinux is extracted (to $KLPSYM_LAB_DIR/vmlinux-dbg),
 # the .deb is kept in $CACHE/debs like the others (the package tests read it in place).
 # Prints VMLINUX_DBG=<path> and DBG_DEB=<path>.
 # Needs fetch-kernel.sh's outputs (it runs it).
@@ -25,9 +25,15 @@ if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
 	rmdir "$tmp"
 fi
 if [ ! -s "$out" ]; then
+	# The vmlinux is /usr/lib/debug/boot/vmlinux-REL up to 6.x and
+	# /usr/lib/debug/lib/modules/REL/vmlinux since 7.x: take whichever the package has.
 	log "extracting vmlinux from $(basename "$deb")"
-	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/lib/debug/boot/vmlinux-${KERNEL_RELEASE}" >"$out.tmp"
-	mv "$out.tmp" "$out"
+	tmpx="$(mktemp -d "$KLPSYM_LAB_DIR/.dbg.XXXXXX")"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmpx" --wildcards './usr/lib/debug/*vmlinux*'
+	found="$(find "$tmpx" -type f \( -name "vmlinux-${KERNEL_RELEASE}" -o -path "*/${KERNEL_RELEASE}/vmlinux" \) | head -n1)"
+	[ -n "$found" ] || die "no vmlinux of $KERNEL_RELEASE in $deb"
+	mv "$found" "$out"
+	rm -rf "$tmpx"
 fi
 echo "VMLINUX_DBG=$out"
 echo "DBG_DEB=$deb"

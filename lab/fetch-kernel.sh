@@ -112,8 +112,8 @@ unpack() {
 		return 0
 	fi
 	deps="$(pkg_field "$hdr_pkg" Depends)"
-	common_pkg="$(grep -o "linux-headers-$abi-common" <<<"$deps" | head -n1 || true)"
-	kbuild_pkg="$(grep -oE 'linux-kbuild-[0-9][0-9.]*' <<<"$deps" | head -n1 || true)"
+	common_pkg="$(grep -oF "linux-headers-$abi-common" <<<"$deps" | head -n1 || true)"
+	kbuild_pkg="$(grep -oE 'linux-kbuild-[0-9][^ ,]*' <<<"$deps" | head -n1 || true)"
 	[ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] ||
 		die "cannot find -common/kbuild dependencies of $hdr_pkg (Depends: '$deps')"
 	# The headers require kbuild >= their own version: take exactly that version when the
@@ -124,9 +124,18 @@ unpack() {
 		log "$kbuild_pkg $ver not in the archive, using $kbuild_ver"
 	fi
 
+	# Since 7.x linux-image-<abi>-<flavour> is a metapackage: the image is in linux-binary-*,
+	# the config and System.map in linux-base-*, the modules in linux-modules-*, all of the
+	# same version (and named in its Depends).
+	local split=() p abi_re
+	abi_re="$(sed 's/[].+*?^$[]/\\&/g' <<<"$abi")"
+	for p in $(pkg_field "$image_pkg" Depends | grep -oE "linux-(binary|base|modules)-$abi_re-amd64" || true); do
+		split+=("$p=$ver")
+	done
+
 	mkdir -p "$LAB_CACHE/debs"
 	local spec pkg pver f
-	for spec in "$image_pkg=$ver" "$hdr_pkg=$ver" "$common_pkg=$ver" "$kbuild_pkg=$kbuild_ver"; do
+	for spec in "$image_pkg=$ver" "${split[@]}" "$hdr_pkg=$ver" "$common_pkg=$ver" "$kbuild_pkg=$kbuild_ver"; do
 		pkg="${spec%%=*}"
 		pver="${spec#*=}"
 		f="$(fetch_deb "$pkg" "$pver")" || return "$DOWNLOAD_FAILED"
@@ -150,13 +159,35 @@ unpack() {
 	fix_headers_makefile "$dir/root.tmp" "$dir/root" "$abi"
 	rm -rf "$dir/root"
 	mv "$dir/root.tmp" "$dir/root"
-	extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux"
+	extract_vmlinux "$(kernel_file "$dir/root" vmlinuz "$release")" "$dir/vmlinux"
 	printf '%s\n' "$ver" >"$dir/.unpacked"
 	log "unpacked $abi in $(elapsed "$t0")s"
 }
 
-# The -amd64 headers Makefile includes the -common Makefile by its absolute installed path
-# (/usr/src/linux-headers-<abi>-common/Makefile); point it at the unpacked copy instead so
+# kernel_file ROOT NAME RELEASE: where the unpacked packages put the kernel's NAME (vmlinuz,
+# config, System.map): /boot/NAME-RELEASE, or /usr/lib/modules/RELEASE/NAME since 7.x.
+kernel_file() {
+	local root="$1" name="$2" release="$3"
+	if [ -e "$root/boot/$name-$release" ]; then
+		printf '%s\n' "$root/boot/$name-$release"
+	else
+		printf '%s\n' "$root/usr/lib/modules/$release/$name"
+	fi
+}
+
+# The package that holds the image file: the image package itself, or linux-binary-* (7.x).
+image_package() {
+	local abi="$1" dir="$2" release="$1-amd64"
+	if [ -e "$dir/root/boot/vmlinuz-$release" ]; then
+		printf 'linux-image-%s\n' "$release"
+	else
+		printf 'linux-binary-%s\n' "$release"
+	fi
+}
+
+# The -amd64 headers Makefile names installed paths: it includes the -common Makefile by its
+# absolute path (/usr/src/linux-headers-<abi>-common/Makefile) and, since 7.x, sets
+# KBUILD_OUTPUT=/usr/src/linux-headers-<abi>-amd64. Point both at the unpacked copies so that
 # `make -C $HEADERS_DIR M=... modules` works without a system-wide install.
 fix_headers_makefile() {
 	local tmp_root="$1" final_root="$2" abi="$3"
@@ -164,9 +195,12 @@ fix_headers_makefile() {
 	local common="/usr/src/linux-headers-$abi-common"
 	[ -f "$mk" ] || die "headers Makefile missing: $mk"
 	[ -d "$tmp_root$common" ] || die "unpacked -common headers missing: $tmp_root$common"
-	grep -q "$common" "$mk" || die "headers Makefile does not mention $common; layout changed?"
-	sed -i "s#\([ =]\)$common#\1$final_root$common#g" "$mk"
-	log "headers Makefile now includes $final_root$common"
+	grep -qF "$common" "$mk" || die "headers Makefile does not mention $common; layout changed?"
+	local prefix="/usr/src/linux-headers-$abi-" re
+	# A basic regular expression: only . [ ] * ^ $ and the # delimiter are special ("+" is not).
+	re="$(sed 's/[].*^$#[]/\\&/g' <<<"$prefix")"
+	sed -i "s#\([ =]\)$re#\1$final_root$prefix#g" "$mk"
+	log "headers Makefile now names $final_root$prefix{common,amd64}"
 }
 
 # The package ships no modules.dep (its postinst runs depmod on the installed system):
@@ -229,13 +263,19 @@ main() {
 		with_lock "$LAB_CACHE/.lock" make_modules_dep "$root" "$release"
 	fi
 	local hdr="$root/usr/src/linux-headers-$release"
-	for f in "$root/boot/vmlinuz-$release" "$dir/vmlinux" "$root/lib/modules/$release" "$hdr/Makefile"; do
+	local vmlinuz config sysmap
+	vmlinuz="$(kernel_file "$root" vmlinuz "$release")"
+	config="$(kernel_file "$root" config "$release")"
+	sysmap="$(kernel_file "$root" System.map "$release")"
+	for f in "$vmlinuz" "$config" "$dir/vmlinux" "$root/lib/modules/$release" "$hdr/Makefile"; do
 		[ -e "$f" ] || die "expected $f after unpacking; remove $dir and retry"
 	done
 	# The image package itself, read in place by the package tests (kept from the unpacking;
 	# fetched again only if it was removed).
 	local image_deb
-	image_deb="$(fetch_deb "linux-image-$release" "$ver")" || die "download of linux-image-$release ($ver) failed"
+	local image_pkg
+	image_pkg="$(image_package "$abi" "$dir")"
+	image_deb="$(fetch_deb "$image_pkg" "$ver")" || die "download of $image_pkg ($ver) failed"
 	# What captures and oracle builds are keyed by: the image package's content.
 	local image_sha
 	if [ -f "$dir/.image-sha256" ] && [ "$dir/.image-sha256" -nt "$image_deb" ]; then
@@ -251,12 +291,12 @@ KLPSYM_LAB_ABI=$abi
 KLPSYM_LAB_SUITE=$LAB_SUITE
 KLPSYM_LAB_VERSION=$ver
 KERNEL_RELEASE=$release
-VMLINUZ=$root/boot/vmlinuz-$release
+VMLINUZ=$vmlinuz
 VMLINUX=$dir/vmlinux
 MODULES_DIR=$root/lib/modules/$release
 HEADERS_DIR=$hdr
-SYSTEM_MAP=$root/boot/System.map-$release
-CONFIG=$root/boot/config-$release
+SYSTEM_MAP=$sysmap
+CONFIG=$config
 IMAGE_DEB=$image_deb
 IMAGE_SHA256=$image_sha
 EOF

@@ -88,6 +88,16 @@ prepare_case() {
 	out="$stage/$c"
 	mkdir -p "$out" "$work/lp/$c"
 	cp "$conf" "$out/case.conf"
+	# requires=CONFIG_X: a case about a feature the kernel may lack (e.g. symbol versions,
+	# which Debian's 7.x builds without) is skipped on kernels without it, saying why.
+	local req
+	while IFS= read -r req; do
+		[ -n "$req" ] || continue
+		if ! grep -qx "$req=y" "$CONFIG"; then
+			printf 'case=%s\npatch=%s\nskipped=not applicable: %s has no %s\n' "$c" "$patch" "$KERNEL_RELEASE" "$req" >"$out/oracle.txt"
+			return 1
+		fi
+	done < <(conf_get "$conf" requires)
 	if [ "$(conf_get "$conf" convert)" = yes ]; then
 		cp "$built" "$out/$patch.built.ko"
 		if [ -z "${KLPSYM_BIN:-}" ]; then

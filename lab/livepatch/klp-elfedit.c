@@ -5,7 +5,11 @@
  * to that one defect can be observed:
  *
  *   klp-elfedit IN.ko OUT.ko rename-symbol  OLD NEW    every .symtab symbol named OLD
- *   klp-elfedit IN.ko OUT.ko rename-section OLD NEW    every section named OLD
+ *   klp-elfedit IN.ko OUT.ko rename-section OLD NEW    every section named OLD; OLD ending
+ *                                                      in '*' matches by prefix, and a '*'
+ *                                                      in NEW stands for the rest of the name
+ *                                                      (the target section's name, which
+ *                                                      differs between compilers)
  *   klp-elfedit IN.ko OUT.ko set-shndx      NAME VALUE every .symtab symbol named NAME
  *   klp-elfedit IN.ko OUT.ko replace-modinfo OLD NEW   the first OLD in .modinfo (same length)
  *   klp-elfedit IN.ko OUT.ko set-version    NAME CRC   the __versions entry of NAME
@@ -155,15 +159,32 @@ static void set_shndx(Elf64_Sym *sym, unsigned int index, const char *value)
 static int rename_section(const char *old_name, const char *new_name)
 {
 	unsigned int i, shstrndx = ehdr()->e_shstrndx;
+	size_t old_len = strlen(old_name), prefix = old_len;
 	int hits = 0;
 
+	if (old_len && old_name[old_len - 1] == '*')
+		prefix = old_len - 1;
 	for (i = 0; i < ehdr()->e_shnum; i++) {
-		if (strcmp(str(shdr(shstrndx), shdr(i)->sh_name), old_name))
+		const char *name = str(shdr(shstrndx), shdr(i)->sh_name);
+		char full[512];
+		const char *star = strchr(new_name, '*');
+
+		if (prefix == old_len ? strcmp(name, old_name) : strncmp(name, old_name, prefix))
 			continue;
-		uint32_t off = append_name(shstrndx, new_name); /* moves buf: no pointer kept */
+		if (prefix < old_len && star) {
+			/* NEW with its '*' replaced by what followed the prefix. */
+			if ((size_t)snprintf(full, sizeof(full), "%.*s%s%s", (int)(star - new_name),
+					     new_name, name + prefix, star + 1) >= sizeof(full))
+				fail("new name too long", new_name);
+		} else {
+			if (strlen(new_name) >= sizeof(full))
+				fail("new name too long", new_name);
+			strcpy(full, new_name);
+		}
+		uint32_t off = append_name(shstrndx, full); /* moves buf: no pointer kept */
 
 		shdr(i)->sh_name = off;
-		printf("section %u renamed to %s\n", i, new_name);
+		printf("section %u renamed to %s\n", i, full);
 		hits++;
 	}
 	return hits;

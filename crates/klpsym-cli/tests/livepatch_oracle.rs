@@ -156,7 +156,20 @@ fn judge(dir: &Path, vmlinuz: &Path, modules: &Path) -> (usize, usize, Vec<Strin
         let f: Vec<&str> = line.split_whitespace().collect();
         let (case, status) = (f[0], f[1]);
         if status == "skipped" {
-            eprintln!("{case}: skipped by the oracle");
+            // Only a case that cannot apply to this kernel (case.conf requires=) may be
+            // skipped; any other skip (a failed build, convert or edit) is a failure.
+            let why = std::fs::read_to_string(dir.join(case).join("oracle.txt"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("skipped=").map(str::to_string))
+                })
+                .unwrap_or_default();
+            if why.starts_with("not applicable: ") {
+                eprintln!("{case}: skipped by the oracle: {why}");
+            } else {
+                failures.push(format!("{case}: the oracle could not run it: {why}"));
+            }
             continue;
         }
         let cdir = dir.join(case);

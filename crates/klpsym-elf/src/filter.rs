@@ -80,11 +80,9 @@ fn mksysmap_drops(v: KernelVersion, name: &str, kind: u8) -> bool {
     {
         return true;
     }
-    // objtool's function-padding prefix symbols; filtered since the "longest
-    // symbol" KUnit fix (6.15). Before that /proc/kallsyms lists __pfx_ symbols.
-    if v.at_least(6, 15) && name.starts_with("__pfx_") {
-        return true;
-    }
+    // objtool's function-padding prefix symbols (__pfx_*) stay listed: the patch that would
+    // have dropped them here ("scripts/mksysmap: skip objtool __pfx_ symbols", 2025) was
+    // not merged (7.1's mksysmap has no such line), and Debian's 6.12 and 7.2 list them.
     // MODULE_DEVICE_TABLE symbols (6.17).
     v.at_least(6, 17) && name.starts_with("__mod_device_table__")
 }
@@ -111,10 +109,7 @@ fn kallsyms_c_drops(v: KernelVersion, name: &str, kind: u8) -> bool {
     if !v.at_least(6, 10) && TABLES.contains(&name) {
         return true;
     }
-    const EXACT: &[&str] = &[
-        "_SDA_BASE_",
-        "_SDA2_BASE_",
-    ];
+    const EXACT: &[&str] = &["_SDA_BASE_", "_SDA2_BASE_"];
     const PREFIXES: &[&str] = &[
         "$",
         "__efistub_",
@@ -208,7 +203,11 @@ mod tests {
             major: 6,
             minor: 12,
         };
-        for name in ["kallsyms_names", "kallsyms_seqs_of_names", "kallsyms_offsets"] {
+        for name in [
+            "kallsyms_names",
+            "kallsyms_seqs_of_names",
+            "kallsyms_offsets",
+        ] {
             assert!(!is_ignored(v612, name, b'D'), "{name}");
             assert!(!is_ignored(V616, name, b'D'), "{name}");
         }
@@ -223,9 +222,9 @@ mod tests {
         assert!(!is_ignored(V54, "__kstrtab_foo", b'r'));
         assert!(is_ignored(V61, "__kstrtab_foo", b'r'));
         assert!(is_ignored(V66, "__kstrtab_foo", b'r'));
-        // __pfx_: listed until 6.15.
+        // __pfx_: listed in every version (Debian 6.12 and 7.2 captures).
         assert!(!is_ignored(V66, "__pfx_schedule", b't'));
-        assert!(is_ignored(V616, "__pfx_schedule", b't'));
+        assert!(!is_ignored(V616, "__pfx_schedule", b't'));
         // symbol length limit
         let long = "a".repeat(200);
         assert!(is_ignored(V54, &long, b't'));

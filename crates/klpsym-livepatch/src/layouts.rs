@@ -92,6 +92,10 @@ pub struct KernelRules {
     /// Since 5.8 (commit 1d05334d2899): `invalid access to vmlinux symbol '%s' from
     /// module-specific livepatch relocation section`.
     pub rejects_vmlinux_in_module_section: bool,
+    /// Since 6.19 (the klp-build series; 6.14 prints the old text, 7.0, 7.1 and Debian's
+    /// 7.2 the new one) klp_resolve_symbols() says where the symbol was met:
+    /// `symbol %s at rela sec %u idx %d is not marked as a livepatch symbol`.
+    pub not_livepatch_message_has_position: bool,
 }
 
 impl KernelRules {
@@ -103,6 +107,7 @@ impl KernelRules {
             ksym_name_len: if v >= (6, 1) { 512 } else { 128 },
             vmlinux_relocs_at_load: v >= (5, 8),
             rejects_vmlinux_in_module_section: v >= (5, 8),
+            not_livepatch_message_has_position: v >= (6, 19),
         }
     }
 

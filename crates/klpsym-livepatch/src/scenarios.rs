@@ -361,6 +361,20 @@ fn malformed_symbol_and_section_names() {
     });
     let r = check61(&bad);
     assert_eq!(only_problem(&r).log, vec!["livepatch: symbol .klp.sym.vmlinux.static_helper,0 is not marked as a livepatch symbol".to_string()]);
+    // 6.19 on: the same refusal names the symbol table's section index and the entry.
+    let r = check_bytes(&bad, KernelRules::for_version(7, 2));
+    let m = crate::module::LivepatchModule::parse(&bad).unwrap();
+    let symtab = m.elf.symtab_index;
+    let rela = m
+        .klp_sections
+        .iter()
+        .find(|s| s.name == ".klp.rela.vmlinux..text")
+        .and_then(|s| s.relocs.iter().position(|x| x.sym == si))
+        .unwrap();
+    assert_eq!(
+        only_problem(&r).log,
+        vec![format!("livepatch: symbol .klp.sym.vmlinux.static_helper,0 at rela sec {symtab} idx {rela} is not marked as a livepatch symbol")]
+    );
     // a malformed section name
     let ki = klp_sec_index(&out, ".klp.rela.vmlinux..text");
     let bad = edit(&out, |_, ed| ed.rename_section(ki, ".klp.rela..text"));

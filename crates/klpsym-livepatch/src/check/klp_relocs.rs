@@ -88,9 +88,9 @@ impl Ctx<'_, '_, '_, '_> {
         let mut resolved: Vec<Option<(u64, bool)>> = Vec::with_capacity(sec.relocs.len());
         // Lookups and relocation values are a microsecond or so each: a clock read per item
         // (tick_step) keeps a stride learned on cheaper items before from overshooting here.
-        for r in &sec.relocs {
+        for (i, r) in sec.relocs.iter().enumerate() {
             self.r.tick_step()?;
-            resolved.push(self.resolve_one(sec, r.sym, sec_vmlinux, stage, coming)?);
+            resolved.push(self.resolve_one(sec, i, r.sym, sec_vmlinux, stage, coming)?);
         }
         let target = sec.target;
         let tname = self
@@ -259,6 +259,7 @@ impl Ctx<'_, '_, '_, '_> {
     fn resolve_one(
         &mut self,
         sec: &KlpRelaSection,
+        rela_index: usize,
         sym_index: u32,
         sec_vmlinux: bool,
         stage: &Stage,
@@ -269,10 +270,20 @@ impl Ctx<'_, '_, '_, '_> {
             self.problem(
                 ProblemKind::NotLivepatchSymbol,
                 stage,
-                vec![format!(
-                    "livepatch: symbol {} is not marked as a livepatch symbol",
-                    sym.name
-                )],
+                vec![if self.t.rules.not_livepatch_message_has_position {
+                    // 6.19 on: "symbol %s at rela sec %u idx %d ...", where the "rela
+                    // sec" printed is the symbol table's section index (symndx) and idx
+                    // the relocation's index in its section.
+                    format!(
+                        "livepatch: symbol {} at rela sec {} idx {} is not marked as a livepatch symbol",
+                        sym.name, self.m.elf.symtab_index, rela_index
+                    )
+                } else {
+                    format!(
+                        "livepatch: symbol {} is not marked as a livepatch symbol",
+                        sym.name
+                    )
+                }],
                 EINVAL,
                 Some(&sym.name),
                 Some(&sec.name),
