@@ -12,6 +12,26 @@
 # the patch and of the modules in reverse load order.
 LP=/lab/lp
 LIVEPATCH=/sys/kernel/livepatch
+TRACING=/sys/kernel/tracing
+
+# The walks' callbacks, counted with kprobes: klp_find_callback runs once per kallsyms entry
+# the kernel's lookups visit (every walk before 6.2, module walks since), klp_match_callback
+# (6.2+) once per match of a name-sorted vmlinux lookup. After each load step the oracle
+# records how many calls that step made ("visits=<callback> <count>"), for comparison with
+# klpsym check's symbols_visited.
+PROBES=""
+mount -t tracefs nodev "$TRACING" 2>/dev/null || true
+for _fn in klp_find_callback klp_match_callback; do
+	if echo "p:klpsym_$_fn $_fn" >>"$TRACING/kprobe_events" 2>/dev/null &&
+		echo 1 >"$TRACING/events/kprobes/klpsym_$_fn/enable" 2>/dev/null; then
+		PROBES="$PROBES $_fn"
+	fi
+done
+
+# probe_hits FN: the kprobe's hit count so far.
+probe_hits() {
+	sed -n "s/^ *klpsym_$1 *\([0-9]*\).*/\1/p" "$TRACING/kprobe_profile"
+}
 
 # sleep_short: 0.1 s (busybox sleep takes fractions when built with FANCY_SLEEP).
 sleep_short() { sleep 0.1 2>/dev/null || sleep 1; }
@@ -70,7 +90,12 @@ run_case() {
 	while read -r kind a b name; do
 		[ "$kind" = load ] || continue
 		if [ "$a" = patch ]; then echo "load=patch $p" >>"$f"; else echo "load=module $name" >>"$f"; fi
+		for _fn in $PROBES; do eval "before_$_fn=$(probe_hits "$_fn")"; done
 		res="$(load_module "$b")"
+		for _fn in $PROBES; do
+			eval "_b=\$before_$_fn"
+			echo "visits=$_fn $(($(probe_hits "$_fn") - _b))" >>"$f"
+		done
 		rc="$(echo "$res" | sed -n 's/.* rc=\([-0-9]*\) .*/\1/p')"
 		errno="$(echo "$res" | sed -n 's/.* errno=\([A-Z0-9]*\).*/\1/p')"
 		{

@@ -123,7 +123,7 @@ pub fn offline_tables(
     names: &[String],
     table: &SymbolTable,
     rs: &mut Resched,
-) -> Result<Vec<(String, SymbolTable)>, CliError> {
+) -> Result<Vec<OfflineModule>, CliError> {
     let Some(tree) = tree else {
         return Ok(Vec::new());
     };
@@ -135,9 +135,23 @@ pub fn offline_tables(
             continue;
         }
         let m = tree.load(n, &opts, rs)?;
-        out.push((n.clone(), module_symbols_table(&m, None)?));
+        out.push(OfflineModule {
+            name: n.clone(),
+            table: module_symbols_table(&m, None)?,
+            loading_symbols: m.loading_symbols,
+        });
     }
     Ok(out)
+}
+
+/// A module the patch has an object in that is not loaded on the target, read from its `.ko`.
+pub struct OfflineModule {
+    /// Its name.
+    pub name: String,
+    /// Its symbols as kallsyms lists them once it is loaded (section-relative addresses).
+    pub table: SymbolTable,
+    /// The symbol table entries a lookup walks while it is loading.
+    pub loading_symbols: u32,
 }
 
 /// True when `table` exports `name` (`__ksymtab_<name>` is in kallsyms).
@@ -250,6 +264,11 @@ impl LoaderInputs {
             crc: e.crc,
             namespace: e.namespace.clone(),
         })
+    }
+
+    /// The target's configuration, when one was found.
+    pub fn config(&self) -> Option<&KernelConfig> {
+        self.config.as_ref()
     }
 
     /// The facts for a `Target`; `exports` is a closure over [`LoaderInputs::export_info`].

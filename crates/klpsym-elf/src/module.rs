@@ -45,6 +45,11 @@ pub struct ModuleSymbols {
     pub vermagic: Option<String>,
     /// `depends=` from `.modinfo`, split on commas.
     pub depends: Vec<String>,
+    /// The `.symtab` entries a kallsyms walk visits while the module is loading: every one
+    /// but the undefined ones (index 0 included). Until `do_init_module()` switches the module
+    /// to its core symbols, `add_kallsyms()` points `mod->kallsyms` at the whole symbol table,
+    /// so a livepatch lookup made when the module comes (`klp_module_coming()`) walks these.
+    pub loading_symbols: u32,
     /// Section headers the entries refer to (index -> facts), for placement.
     pub sections: Vec<ModuleSection>,
 }
@@ -276,9 +281,11 @@ fn module_from_raw(
             align: s.align,
         });
     }
+    let loading_symbols = raw.symbols.iter().filter(|s| s.shndx != SHN_UNDEF).count() as u32;
     Ok(ModuleSymbols {
         name,
         machine: raw.machine,
+        loading_symbols,
         entries: entries.finish(),
         vermagic,
         depends: depends

@@ -6,12 +6,18 @@ use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::ChunkedFinder;
 
 /// The kernel banner: "Linux version " followed by a digit, up to the end of its line.
+///
+/// Images since 6.x hold two: the build-time one, whose UTS_VERSION has no build number
+/// (`# SMP PREEMPT_DYNAMIC ...`), and the one the running kernel shows in /proc/version
+/// (`#1 SMP ...`, init/version-timestamp.c). The first with a build number wins, else the
+/// first.
 pub(crate) fn find_version(
     data: &[u8],
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
     let finder = ChunkedFinder::new(b"Linux version ");
     let mut next = 0;
+    let mut first = None;
     while let Some(at) = finder.find_from(data, next, resched)? {
         next = at + 1;
         let rest = &data[at..data.len().min(at + 512)];
@@ -22,11 +28,16 @@ pub(crate) fn find_version(
             .iter()
             .position(|&b| b == b'\n' || b == 0)
             .unwrap_or(rest.len());
-        return Ok(Some(
-            String::from_utf8_lossy(&rest[..end]).trim_end().to_owned(),
-        ));
+        let banner = String::from_utf8_lossy(&rest[..end]).trim_end().to_owned();
+        let numbered = banner
+            .match_indices(" #")
+            .any(|(i, _)| banner[i + 2..].starts_with(|c: char| c.is_ascii_digit()));
+        if numbered {
+            return Ok(Some(banner));
+        }
+        first.get_or_insert(banner);
     }
-    Ok(None)
+    Ok(first)
 }
 
 /// The kernel's `VERMAGIC_STRING` (include/linux/vermagic.h): `UTS_RELEASE " "` followed by
@@ -99,6 +110,20 @@ pub fn banner_release(banner: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runtime_banner_wins_over_the_build_time_one() {
+        // Debian 7.2's image: the build-time banner first, without a build number.
+        let data = b"xx\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) # SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0yy\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) #1 SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0";
+        let v = find_version(data, &mut Resched::none()).unwrap().unwrap();
+        assert!(v.contains(" #1 SMP"), "{v}");
+        // One banner without a number: that one.
+        let one = b"Linux version 6.1.0 (x) # SMP\n";
+        assert_eq!(
+            find_version(one, &mut Resched::none()).unwrap().as_deref(),
+            Some("Linux version 6.1.0 (x) # SMP")
+        );
+    }
 
     #[test]
     fn vermagic_is_told_from_the_banner_and_other_strings() {

@@ -96,6 +96,9 @@ pub struct KernelRules {
     /// 7.2 the new one) klp_resolve_symbols() says where the symbol was met:
     /// `symbol %s at rela sec %u idx %d is not marked as a livepatch symbol`.
     pub not_livepatch_message_has_position: bool,
+    /// The stable sublevel (`5.10.223` -> 223), when the source says it: stable trees
+    /// backport changes (5.10.220 took 5.12's kallsyms walk refactor).
+    pub sublevel: Option<u32>,
 }
 
 impl KernelRules {
@@ -108,7 +111,43 @@ impl KernelRules {
             vmlinux_relocs_at_load: v >= (5, 8),
             rejects_vmlinux_in_module_section: v >= (5, 8),
             not_livepatch_message_has_position: v >= (6, 19),
+            sublevel: None,
         }
+    }
+
+    /// These rules with the stable sublevel the banner tells: the release itself
+    /// (`5.10.223`), else the upstream version distributions print after it (`... Debian
+    /// 5.10.223-1 (2024-08-10)`, `(Ubuntu 5.15.0-91.101-generic 5.15.131)`): the last
+    /// `major.minor.N` after the release.
+    pub fn with_banner(mut self, banner: &str) -> KernelRules {
+        let (ma, mi) = self.version;
+        let prefix = format!("{ma}.{mi}.");
+        let after_release = banner
+            .strip_prefix("Linux version ")
+            .and_then(|b| b.split_once(' '));
+        let parse = |s: &str| -> Option<u32> {
+            let digits: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().ok()
+        };
+        let mut found = None;
+        if let Some((rel, rest)) = after_release {
+            if let Some(n) = rel.strip_prefix(&prefix).and_then(parse) {
+                found = Some(n).filter(|&n| n > 0);
+            }
+            for (i, _) in rest.match_indices(&prefix) {
+                let preceded_ok = rest[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_ascii_digit() && c != '.');
+                if preceded_ok {
+                    if let Some(n) = parse(&rest[i + prefix.len()..]) {
+                        found = Some(n);
+                    }
+                }
+            }
+        }
+        self.sublevel = found.or(self.sublevel);
+        self
     }
 
     /// Parses the start of a kernel release string (`6.1.0-57-amd64`, `5.15.0`).
@@ -139,6 +178,21 @@ mod tests {
             (5, 15)
         );
         assert!(KernelRules::from_release("x").is_none());
+    }
+
+    #[test]
+    fn the_banner_tells_the_stable_sublevel() {
+        let r = KernelRules::for_version(5, 10);
+        let debian = "Linux version 5.10.0-32-amd64 (debian-kernel@lists.debian.org) (gcc-10 (Debian 10.2.1-6) 10.2.1 20210110, GNU ld (GNU Binutils for Debian) 2.35.2) #1 SMP Debian 5.10.223-1 (2024-08-10)";
+        assert_eq!(r.with_banner(debian).sublevel, Some(223));
+        let upstream = "Linux version 5.10.219 (user@host) (gcc 12.2.0) #1 SMP";
+        assert_eq!(r.with_banner(upstream).sublevel, Some(219));
+        let ubuntu = "Linux version 5.15.0-91-generic (buildd@lcy02) (gcc 11.4.0) #101-Ubuntu SMP (Ubuntu 5.15.0-91.101-generic 5.15.131)";
+        assert_eq!(
+            KernelRules::for_version(5, 15).with_banner(ubuntu).sublevel,
+            Some(131)
+        );
+        assert_eq!(r.with_banner("garbage").sublevel, None);
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Target<'a> {
     /// section bases), keyed by normalized module name; each table must hold an object of that
     /// name (as klpsym-elf's module tables do).
     pub offline_modules: BTreeMap<String, &'a SymbolTable>,
+    /// For an offline module: the symbol table entries a lookup walks while it is loading
+    /// (its whole `.symtab` but the undefined entries), keyed like `offline_modules`.
+    pub loading_symbols: BTreeMap<String, u32>,
     /// Which undefined symbols the target exports (`__ksymtab_*`, Module.symvers). `None`:
     /// unknown, so only `.klp.sym.*` undefined symbols are reported as unresolvable.
     pub exported: Option<&'a dyn Fn(&str) -> bool>,
@@ -159,6 +162,7 @@ impl<'a> Target<'a> {
             rules,
             arch,
             offline_modules: BTreeMap::new(),
+            loading_symbols: BTreeMap::new(),
             exported: None,
             section_bases: BTreeMap::new(),
             layouts: None,
@@ -176,6 +180,14 @@ impl<'a> Target<'a> {
     pub fn with_offline_module(mut self, name: &str, table: &'a SymbolTable) -> Self {
         self.offline_modules
             .insert(normalize_module_name(name), table);
+        self
+    }
+
+    /// Records how many symbol table entries offline module `name` has for a walk while it
+    /// loads (see [`Target::loading_symbols`]).
+    pub fn with_loading_symbols(mut self, name: &str, count: u32) -> Self {
+        self.loading_symbols
+            .insert(normalize_module_name(name), count);
         self
     }
 

@@ -9,8 +9,8 @@ use serde::Serialize;
 use klpsym_core::bulk;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_livepatch::{
-    check_with, errno_name, CheckReport, CheckStatus, ExportInfo, LivepatchModule, ObjectState,
-    Problem, Stage, Target, VerdictKind,
+    check_with, errno_name, resolution_cost, CheckReport, CheckStatus, CostModel, ExportInfo, Fact,
+    LivepatchModule, ObjectState, Preemption, Problem, ResolutionCost, Stage, Target, VerdictKind,
 };
 
 use crate::cli::SourceArgs;
@@ -41,9 +41,60 @@ pub struct CheckArgs {
     /// that is not a livepatch. For CI.
     #[arg(long)]
     pub strict: bool,
+    /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
+    /// resolves the patch's symbols (see resolution_cost in --json).
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    pub hold_warn_ms: f64,
+    /// Nanoseconds the target spends per kallsyms entry its lookups visit, for the time
+    /// estimates (default: 50, an x86_64 figure not yet calibrated on real hardware).
+    #[arg(long, value_name = "NS")]
+    pub visit_ns: Option<f64>,
     #[command(flatten)]
     pub source: SourceArgs,
 }
+
+/// The kernel's resolution cost model for kernel `k`: its preemption and HZ from its config
+/// (else what distributions build for its version), the per-entry cost.
+fn cost_model(
+    args: &CheckArgs,
+    rules: &klpsym_livepatch::KernelRules,
+    config: Option<&klpsym_loader::KernelConfig>,
+) -> CostModel {
+    let preemption = config
+        .and_then(|c| {
+            Preemption::from_config(|o| c.enabled(o))
+                .map(|p| Fact::new(p, format!("{}", c.path.display())))
+        })
+        .unwrap_or_else(|| {
+            Fact::new(
+                Preemption::assumed(rules.version),
+                format!(
+                    "assumed for {}.{} (no kernel config found; --kernel-config)",
+                    rules.version.0, rules.version.1
+                ),
+            )
+        });
+    let hz = config
+        .and_then(|c| c.value("CONFIG_HZ"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(250);
+    let visit_ns = match args.visit_ns {
+        Some(ns) => Fact::new(ns, "--visit-ns"),
+        None => Fact::new(
+            DEFAULT_VISIT_NS,
+            "default: an x86_64 estimate, not yet calibrated on real hardware (--visit-ns)",
+        ),
+    };
+    CostModel {
+        preemption,
+        hz,
+        visit_ns,
+        hold_warn_ms: args.hold_warn_ms,
+    }
+}
+
+/// Nanoseconds per kallsyms entry: expanding one compressed name and one strcmp().
+const DEFAULT_VISIT_NS: f64 = 50.0;
 
 fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, u64)>, CliError> {
     specs
@@ -74,6 +125,9 @@ struct KernelResult {
     /// What was not checked (`--strict` fails on these), in words.
     unchecked: Vec<String>,
     report: CheckReport,
+    /// What resolving the patch's symbols costs this kernel (lookups, entries visited, the
+    /// longest hold without a reschedule point).
+    resolution_cost: ResolutionCost,
 }
 
 /// What a report leaves unchecked, for `--strict` and the warning lines.
@@ -129,7 +183,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     let mut results = Vec::new();
     // One check per kernel (the compatibility matrix), all through the user's driver.
     for k in &kernels {
-        let rules = rules_for(k, args.target.kernel_version.as_deref())?;
+        let mut rules = rules_for(k, args.target.kernel_version.as_deref())?;
+        if let Some(b) = &k.facts.version {
+            rules = rules.with_banner(b);
+        }
         let tree = module_tree(k, &args.source)?;
         let offline = offline_tables(&args.source, tree.as_ref(), &objects, &k.table, rs)?;
         let inputs = LoaderInputs::gather(k, tree.as_ref(), &args.source, &args.target, rs)?;
@@ -141,18 +198,23 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         if knows_exports(&k.table, rs)? {
             target = target.with_exports(&exported);
         }
-        for (n, t) in &offline {
-            target = target.with_offline_module(n, t);
+        for o in &offline {
+            target = target
+                .with_offline_module(&o.name, &o.table)
+                .with_loading_symbols(&o.name, o.loading_symbols);
         }
         for &(i, a) in &bases {
             target = target.with_section_base(i, a);
         }
         let mut report = check_with(&module, &target, rs)?;
         add_candidate_lines(k, &mut report, &args.source)?;
+        let model = cost_model(args, &rules, inputs.config());
+        let resolution_cost = resolution_cost(&module, &target, &model);
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
             unchecked: unchecked(&report),
             report,
+            resolution_cost,
         });
     }
     let refused = results.iter().any(|r| {
@@ -240,6 +302,10 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
         r.module, res.kernel, r.kernel_version, r.ksym_name_len, r.layouts_source
     );
     println!("{}", verdict_line(r));
+    println!("{}", cost_line(&res.resolution_cost));
+    if let Some(w) = &res.resolution_cost.warning {
+        eprintln!("klpsym: warning: {w}");
+    }
     for p in &r.problems {
         rs.tick()?;
         let label = stage_label(p);
@@ -393,6 +459,23 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
     Ok(())
 }
 
+/// The resolution cost in one line.
+fn cost_line(c: &ResolutionCost) -> String {
+    format!(
+        "resolution: {} lookups, {} kallsyms entries visited, longest unbroken {} ({:?} preemption): ~{:.1} ms CPU, longest hold ~{:.1} ms",
+        c.lookups,
+        c.symbols_visited,
+        c.longest_unbroken_visits,
+        c.preemption,
+        c.estimated_cpu_ms,
+        c.estimated_longest_hold_ms
+    )
+    .replace("Voluntary", "voluntary")
+    .replace("Lazy", "lazy")
+    .replace("Full", "full")
+    .replace("(None preemption)", "(no preemption)")
+}
+
 fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancelled> {
     println!("\ncompatibility:");
     let width = results
@@ -401,7 +484,10 @@ fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancel
         .max()
         .unwrap_or(6)
         .max(6);
-    println!("  {:<width$}  {:<14}  PROBLEMS", "KERNEL", "VERDICT");
+    println!(
+        "  {:<width$}  {:<14}  {:>12}  PROBLEMS",
+        "KERNEL", "VERDICT", "LONGEST HOLD"
+    );
     for r in results {
         let mut kinds: Vec<String> = Vec::new();
         for p in &r.report.problems {
@@ -428,7 +514,8 @@ fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancel
         } else {
             kinds.join(",")
         };
-        println!("  {:<width$}  {verdict:<14}  {cell}", r.kernel);
+        let hold = format!("{:.1} ms", r.resolution_cost.estimated_longest_hold_ms);
+        println!("  {:<width$}  {verdict:<14}  {hold:>12}  {cell}", r.kernel);
     }
     Ok(())
 }

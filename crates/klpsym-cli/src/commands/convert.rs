@@ -153,8 +153,10 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let tree = module_tree(k, &args.source)?;
     let offline = offline_tables(&args.source, tree.as_ref(), &names, &k.table, rs)?;
     let mut target = Target::new(&k.table, rules, arch);
-    for (n, t) in &offline {
-        target = target.with_offline_module(n, t);
+    for o in &offline {
+        target = target
+            .with_offline_module(&o.name, &o.table)
+            .with_loading_symbols(&o.name, o.loading_symbols);
     }
     let exported = |n: &str| symvers.contains_key(n) || exported_by(&k.table, n);
     let result = convert_with(&bytes, &target, &pins, &exported, rs);

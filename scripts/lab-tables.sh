@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# README's "verified against" and livepatch-matrix tables, from what the last test run judged.
+#
+# Usage: scripts/lab-tables.sh LAB_ENV_FILES SUMMARY
+#   LAB_ENV_FILES  the lab kernels (lab.env files, ':'-separated: KLPSYM_TEST_LAB_KERNELS)
+#   SUMMARY        what the livepatch-oracle test judged per kernel (KLPSYM_TEST_SUMMARY;
+#                  written only when every kernel agreed with klpsym)
+# scripts/test.sh runs it after the tests pass and writes target/lab-tables.md. Markdown on
+# stdout.
+set -euo pipefail
+envs="${1:?usage: lab-tables.sh LAB_ENV_FILES SUMMARY}"
+summary="${2:?usage: lab-tables.sh LAB_ENV_FILES SUMMARY}"
+[ -s "$summary" ] || { echo "lab-tables.sh: $summary is empty: the oracle test did not pass" >&2; exit 1; }
+klpsym="$(dirname "$0")/../target/release/klpsym"
+
+get() { sed -n "s/^$2=//p" "$1"; }
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+
+IFS=: read -r -a files <<<"$envs"
+
+echo "| kernel | arch | image | modules | tables (dump byte-identical to the booted kernel) | livepatch cases matched | relocation targets | visit counts (kprobe) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+for f in "${files[@]}"; do
+	rel="$(get "$f" RELEASE)"
+	line="$(grep "^release=$rel " "$summary" || true)"
+	[ -n "$line" ] || { echo "lab-tables.sh: $rel is not in $summary" >&2; exit 1; }
+	format="$("$klpsym" info --kernel "$(get "$f" VMLINUZ)" --json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["format"] or "?")' 2>/dev/null || echo "?")"
+	modfmt="$(sed -n 2p "$(get "$f" MODULES_LOADED)" | awk -F'\t' '{ n = $2; sub(/.*\.ko/, ".ko", n); print n }')"
+	index="$(get "$f" LIVEPATCH_DIR)/index.txt"
+	skipped="$(awk '$2 == "skipped"' "$index" | wc -l)"
+	total="$(wc -l <"$index")"
+	visits="$(field "$line" visits)"
+	[ "$visits" = 0 ] && visits="- (6.2+: binary search)"
+	printf '| Debian %s (%s) | %s | %s | %s | vmlinuz, vmlinux, -dbg vmlinux; with %s modules | %s of %s (%s not applicable) | %s | %s |\n' \
+		"$rel" "$(get "$f" SUITE)" "$(get "$f" ARCH)" "$format" "$modfmt" \
+		"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(field "$line" compared)" "$total" "$skipped" \
+		"$(field "$line" relocations)" "$visits"
+done
+
+echo
+printf '| case |'
+for f in "${files[@]}"; do printf ' %s |' "$(get "$f" RELEASE)"; done
+echo
+printf '| --- |'
+for _ in "${files[@]}"; do printf ' --- |'; done
+echo
+cases="$(awk '{ print $1 }' "$(get "${files[0]}" LIVEPATCH_DIR)/index.txt")"
+for c in $cases; do
+	printf '| `%s` |' "$c"
+	for f in "${files[@]}"; do
+		o="$(get "$f" LIVEPATCH_DIR)/$c/oracle.txt"
+		v="$(awk -v c="$c" '$1 == c { print $2 }' "$(get "$f" LIVEPATCH_DIR)/index.txt")"
+		case "$v" in
+		skipped) printf ' n/a (%s) |' "$(sed -n 's/^skipped=not applicable: [^ ]* has no //p' "$o")" ;;
+		refused)
+			# the first kernel line of the refusal, shortened
+			why="$(sed -n 's/^dmesg=//p' "$o" | grep -v -e 'taints kernel' -e 'tainting kernel' -e '^KLP' | head -n1 | cut -c1-60)"
+			printf ' refused: %s |' "${why//|/\\|}" ;;
+		*) printf ' %s |' "$v" ;;
+		esac
+	done
+	echo
+done
