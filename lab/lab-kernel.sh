@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One kernel of the lab matrix, made ready for the tests: fetched and unpacked, captured,
-# its -dbg vmlinux fetched, and the livepatch oracle run (lab/livepatch-oracle.sh; KLPSYM_BIN
-# as there). The suite is KLPSYM_LAB_SUITE (default bookworm).
+# its -dbg vmlinux fetched, the livepatch oracle run (lab/livepatch-oracle.sh; KLPSYM_BIN
+# as there) and the seed's experiment (lab/seed-experiment.sh). The suite is KLPSYM_LAB_SUITE (default bookworm).
 #
 # Writes $KLPSYM_LAB_DIR/lab.env, the KEY=VALUE description of this kernel the tests read
 # (through KLPSYM_TEST_LAB_KERNELS), and prints LAB_ENV=<that file>.
@@ -22,6 +22,7 @@ run_and_import "$LAB_SRC_DIR/fetch-kernel.sh"
 run_and_import "$LAB_SRC_DIR/capture-kallsyms.sh"
 run_and_import "$LAB_SRC_DIR/fetch-dbg-vmlinux.sh"
 run_and_import "$LAB_SRC_DIR/livepatch-oracle.sh"
+run_and_import "$LAB_SRC_DIR/seed-experiment.sh"
 
 env_file="$KLPSYM_LAB_DIR/lab.env"
 cat >"$env_file.tmp" <<EOT
@@ -42,6 +43,8 @@ KALLSYMS_NOMOD=$KALLSYMS_NOMOD
 KALLSYMS_MODS=$KALLSYMS_MODS
 MODULES_LOADED=$CAPTURE_DIR/modules-loaded.txt
 LIVEPATCH_DIR=$ORACLE_DIR
+SEED_DIR=$SEED_DIR
+SEED_RESULTS=$SEED_RESULTS
 EOT
 mv "$env_file.tmp" "$env_file"
 printf 'LAB_ENV=%s\n' "$env_file"

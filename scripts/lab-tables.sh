@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# README's "verified against" and livepatch-matrix tables, from what the last test run judged.
+# README's "verified against", livepatch-matrix and seed tables, from what the last test run
+# judged.
 #
 # Usage: scripts/lab-tables.sh LAB_ENV_FILES SUMMARY
 #   LAB_ENV_FILES  the lab kernels (lab.env files, ':'-separated: KLPSYM_TEST_LAB_KERNELS)
@@ -25,7 +26,7 @@ for f in "${files[@]}"; do
 	line="$(grep "^release=$rel " "$summary" || true)"
 	[ -n "$line" ] || { echo "lab-tables.sh: $rel is not in $summary" >&2; exit 1; }
 	format="$("$klpsym" info --kernel "$(get "$f" VMLINUZ)" --json 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["format"] or "?")' 2>/dev/null || echo "?")"
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["format"] or "?")' 2>/dev/null || echo "?")"
 	modfmt="$(sed -n 2p "$(get "$f" MODULES_LOADED)" | awk -F'\t' '{ n = $2; sub(/.*\.ko/, ".ko", n); print n }')"
 	index="$(get "$f" LIVEPATCH_DIR)/index.txt"
 	skipped="$(awk '$2 == "skipped"' "$index" | wc -l)"
@@ -55,10 +56,32 @@ for c in $cases; do
 		skipped) printf ' n/a (%s) |' "$(sed -n 's/^skipped=not applicable: [^ ]* has no //p' "$o")" ;;
 		refused)
 			# the first kernel line of the refusal, shortened
-			why="$(sed -n 's/^dmesg=//p' "$o" | grep -v -e 'taints kernel' -e 'tainting kernel' -e '^KLP' | head -n1 | cut -c1-60)"
+			why="$(sed -n 's/^dmesg=//p' "$o" | grep -v -e 'taints kernel' -e 'tainting kernel' -e '^KLP' \
+				-e 'enabling patch' -e 'transition' -e 'patching complete' -e 'applying patch' \
+				-e 'reverting patch' -e 'unpatching' | head -n1 | cut -c1-60)"
 			printf ' refused: %s |' "${why//|/\\|}" ;;
 		*) printf ' %s |' "$v" ;;
 		esac
 	done
 	echo
+done
+
+echo
+echo "| kernel | relocations | load (finit_module) | longest a 1 ms task waited | klpsym: entries visited | longest unbroken | preemption | idle baseline |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+for f in "${files[@]}"; do
+	results="$(get "$f" SEED_RESULTS)"
+	base="$(grep '^SEED module=- ' "$results" | tr ' ' '\n' | sed -n 's/^max_us=//p')"
+	grep '^SEED module=klp_seed_' "$results" | while IFS= read -r line; do
+		m="$(field "$line" module)"
+		n="${m#klp_seed_}"
+		n="${n%.ko}"
+		cost="$("$klpsym" check "$(get "$f" SEED_DIR)/$m" -k "$(get "$f" VMLINUZ)" --json 2>/dev/null |
+			python3 -c 'import json,sys; c=json.load(sys.stdin)["results"][0]["resolution_cost"]; print(c["symbols_visited"], c["longest_unbroken_visits"], c["preemption"])')"
+		read -r visited unbroken preempt <<<"$cost"
+		printf '| %s | %s | %.2f s | %.1f ms | %s | %s | %s | %.1f ms |\n' "$(get "$f" RELEASE)" "$n" \
+			"$(awk -v u="$(field "$line" load_us)" 'BEGIN { print u / 1e6 }')" \
+			"$(awk -v u="$(field "$line" max_us)" 'BEGIN { print u / 1e3 }')" \
+			"$visited" "$unbroken" "$preempt" "$(awk -v u="$base" 'BEGIN { print u / 1e3 }')"
+	done
 done
