@@ -179,6 +179,16 @@ run_oracle() {
 	done
 	if [ -s "$work/lp/cases.txt" ]; then
 		adds=(--add "$work/lp:/lab/lp")
+		# klpsym itself in the guest (stripped, with the shared libraries it links, at their
+		# host paths): `klpsym status` runs there while each case's patch is loaded.
+		if [ -n "${KLPSYM_BIN:-}" ]; then
+			mkdir -p "$work/bin"
+			strip -o "$work/bin/klpsym" "$KLPSYM_BIN" || die "strip $KLPSYM_BIN failed"
+			adds+=(--add "$work/bin/klpsym:/lab/bin/klpsym")
+			while IFS= read -r lib; do
+				adds+=(--add "$lib:$lib")
+			done < <(ldd "$KLPSYM_BIN" | grep -o '/[^ ]*' | sort -u)
+		fi
 		while IFS= read -r f; do adds+=(--add "$MODULES_DIR/$f:/modules/$f"); done < <(sort -u "$work/module-files")
 		vm="$work/vm"
 		log "booting for $(wc -l <"$work/lp/cases.txt") cases"

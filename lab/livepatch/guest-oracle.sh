@@ -127,6 +127,11 @@ run_case() {
 		sed 's/^KLPADDR /addr /' "/sys/module/$p/parameters/klp_addrs" >>"$f"
 	fi
 	grep "	\[" /proc/kallsyms >"$o/kallsyms-modules.txt"
+	# What klpsym status says about the loaded patches, from inside the kernel that has them.
+	if [ -x /lab/bin/klpsym ]; then
+		/lab/bin/klpsym status --json --no-cache >"$o/status.json" 2>"$o/status.err" ||
+			echo "note=klpsym status failed: $(head -c 300 "$o/status.err")" >>"$f"
+	fi
 	if [ -d "$LIVEPATCH/$p" ]; then
 		sed -n 's/^exercise //p' "$plan" >/tmp/exercises
 		while IFS= read -r cmd; do

@@ -88,7 +88,10 @@ fn the_kernels_hold_the_cpu_where_klpsym_predicts_it() {
             ));
         }
         let baseline = baseline.expect("an idle baseline line");
-        table.push(format!("{}: idle baseline max lateness {baseline} us", k.name));
+        table.push(format!(
+            "{}: idle baseline max lateness {baseline} us",
+            k.name
+        ));
     }
     // Calibration: the largest module on a kernel whose walks are linear and nearly all in
     // one unbroken stretch (the relocations' lookups; the function's comes later).

@@ -177,6 +177,7 @@ fn judge(
     let mut compared = 0;
     let mut relocs_checked = 0;
     let visits_checked = &mut 0usize;
+    let statuses_checked = &mut 0usize;
     let mut failures = Vec::new();
     for line in index.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -260,6 +261,53 @@ fn judge(
                 ));
             }
             *visits_checked += 1;
+        }
+        // `klpsym status`, run inside the guest while the patch was loaded: the patch and its
+        // functions as sysfs lists them, at the addresses the kernel resolved.
+        if oracle.verdict == "accepted" && !oracle.addrs.is_empty() {
+            match std::fs::read_to_string(cdir.join("status.json")) {
+                Err(e) => failures.push(format!("{case}: no status.json from the guest: {e}")),
+                Ok(text) => {
+                    let st: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    let patch = st["patches"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|p| p["name"] == patch_name);
+                    match patch {
+                        None => failures.push(format!(
+                            "{case}: klpsym status in the guest does not list {patch_name}"
+                        )),
+                        Some(p) => {
+                            for ((obj, name), want) in &oracle.addrs {
+                                let got = p["objects"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .filter(|o| o["name"] == obj.as_str())
+                                    .flat_map(|o| o["funcs"].as_array().unwrap().iter())
+                                    .find(|f| f["name"] == name.as_str())
+                                    .and_then(|f| f["address"].as_str())
+                                    .and_then(|a| {
+                                        u64::from_str_radix(a.trim_start_matches("0x"), 16).ok()
+                                    });
+                                if got != Some(*want) {
+                                    failures.push(format!(
+                                        "{case}: klpsym status in the guest: {obj}:{name} at {got:x?}, the kernel used {want:#x}"
+                                    ));
+                                }
+                            }
+                            if p["enabled"] != serde_json::Value::Bool(true) {
+                                failures.push(format!(
+                                    "{case}: klpsym status in the guest: enabled {}",
+                                    p["enabled"]
+                                ));
+                            }
+                            *statuses_checked += 1;
+                        }
+                    }
+                }
+            }
         }
         let want_code = if oracle.verdict == "accepted" { 0 } else { 1 };
         if verdict != oracle.verdict || code != want_code {
@@ -376,6 +424,11 @@ fn judge(
             }
         }
         compared += 1;
+    }
+    if *statuses_checked < 5 {
+        failures.push(format!(
+            "only {statuses_checked} cases had klpsym status run in the guest"
+        ));
     }
     if version < (6, 2) && *visits_checked < 5 {
         failures.push(format!(
