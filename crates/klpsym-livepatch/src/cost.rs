@@ -328,15 +328,22 @@ fn walk(
                 Some(i) => u64::from(i) + 1,
                 None => w.vmlinux.len() as u64,
             };
+            let stopped = stop_index(matches, l.sympos).is_some();
             if v >= (5, 17) && m.preemption.cond_resched_yields() && walked > 0 {
-                // cond_resched() after every entry: the run never exceeds one entry.
-                m.visit(1);
-                m.cond_resched();
-                m.total += walked - 1;
+                // cond_resched() after every entry but the one the callback stopped at: the
+                // run never exceeds one entry, and a stopped walk leaves one behind.
+                let followed = if stopped { walked - 1 } else { walked };
+                if followed > 0 {
+                    m.visit(1);
+                    m.cond_resched();
+                    m.total += followed - 1;
+                }
+                if stopped {
+                    m.visit(1);
+                }
             } else {
                 m.visit(walked);
             }
-            let stopped = stop_index(matches, l.sympos).is_some();
             if old_locking && !stopped {
                 // The module tail of kallsyms_on_each_symbol(): every formed module's
                 // symbols, each rejected by the callback's object test.
@@ -350,16 +357,7 @@ fn walk(
     let target = normalize_module_name(l.object);
     if v >= (6, 2) {
         if let Some((name, count)) = list.iter().find(|(n, _)| *n == target) {
-            let syms = module_symbols(w, name);
-            let matches: Vec<u32> = syms
-                .map(|s| {
-                    s.iter()
-                        .enumerate()
-                        .filter(|(_, n)| **n == l.name)
-                        .map(|(i, _)| i as u32)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let matches = module_matches(w, name, l.name);
             m.visit(match stop_index(&matches, l.sympos) {
                 Some(i) => u64::from(i) + 1,
                 None => *count as u64,
@@ -367,33 +365,43 @@ fn walk(
         }
         return m.total - before;
     }
+    // 5.10.220+ stops with a `break` that leaves only the inner loop: the walk stops inside
+    // the target module and goes on through every module after it.
     let always_all = v == (5, 10) && sublevel.is_some_and(|s| s >= 220);
     for (name, n) in list {
-        if *name != target || always_all {
+        if *name != target {
             m.visit(*n as u64);
             continue;
         }
-        let matches: Vec<u32> = module_symbols(w, name)
-            .map(|s| {
-                s.iter()
-                    .enumerate()
-                    .filter(|(_, x)| **x == l.name)
-                    .map(|(i, _)| i as u32)
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Matches before the stop count across modules, but only this module matches.
+        let matches = module_matches(w, name, l.name);
+        // Only this module matches (the callback compares the module name).
         if let Some(i) = stop_index(&matches, l.sympos) {
             m.visit(u64::from(i) + 1);
-            return m.total - before;
+            if !always_all {
+                return m.total - before;
+            }
+        } else {
+            m.visit(*n as u64);
         }
-        m.visit(*n as u64);
     }
     m.total - before
 }
 
-fn module_symbols<'w, 't>(w: &'w Walks<'t>, name: &str) -> Option<&'w Vec<&'t str>> {
-    w.modules.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+/// Where `symbol` sits in loaded module `module`'s symbols (symtab order). A module read from
+/// its `.ko` for a deferred object is not among them: its matches are not counted, only its
+/// whole walk.
+fn module_matches(w: &Walks<'_>, module: &str, symbol: &str) -> Vec<u32> {
+    w.modules
+        .iter()
+        .find(|(n, _)| n == module)
+        .map(|(_, syms)| {
+            syms.iter()
+                .enumerate()
+                .filter(|(_, n)| **n == symbol)
+                .map(|(i, _)| i as u32)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The resolution cost of `module` on `target`.
@@ -527,13 +535,14 @@ pub fn resolution_cost(
             &mut m,
         );
     }
-    m.boundary();
-    // 2. klp_enable_patch(): the patch module is formed (COMING) and first in the list.
+    // 2. klp_enable_patch() takes klp_mutex: a might_sleep() point.
+    m.might_sleep();
+    // The patch module is formed (COMING) and first in the list.
     let mut at_enable = vec![(module.name.clone(), patch_syms)];
     at_enable.extend(loaded.iter().cloned());
     let mut later = Vec::new();
     for (obj, funcs) in &funcs_of {
-        m.boundary(); // klp_init_object(): kobject_add() allocates
+        m.might_sleep(); // klp_init_object(): kobject_add() allocates (GFP_KERNEL)
         if !target.is_loaded(obj) {
             later.push((obj.clone(), funcs.clone()));
             continue;
@@ -690,8 +699,9 @@ mod tests {
             walk(&w, (6, 1), None, &list, &look("vmlinux", "zz", 0), &mut m),
             8
         );
-        // 6.1 reschedules per entry.
-        assert_eq!(m.longest, 1);
+        // 6.1 reschedules after every entry but the one a walk stops at: a stopped walk and
+        // the first entry of the next make the longest run.
+        assert_eq!(m.longest, 2);
         // 5.10 before .220: the module tail after an unstopped walk, no point inside.
         let mut m = meter(Preemption::Voluntary);
         assert_eq!(
@@ -800,10 +810,24 @@ mod tests {
             walk(&w, (6, 12), None, &list, &look("ext4", "a", 0), &mut m),
             4
         );
-        // 5.10.220+: every module, always to the end.
+        // 5.10.220+: the walk stops inside ext4 (index 1) but would go on through the modules
+        // after it; with ext4 first it walks ext4 to the stop, then the patch to its end.
+        let list2 = vec![("ext4".to_string(), 4), ("patch".to_string(), 10)];
         assert_eq!(
-            walk(&w, (5, 10), Some(223), &list, &look("ext4", "x", 1), &mut m),
-            14
+            walk(
+                &w,
+                (5, 10),
+                Some(223),
+                &list2,
+                &look("ext4", "x", 1),
+                &mut m
+            ),
+            12
+        );
+        // 6.1 stops there.
+        assert_eq!(
+            walk(&w, (6, 1), None, &list2, &look("ext4", "x", 1), &mut m),
+            2
         );
     }
 

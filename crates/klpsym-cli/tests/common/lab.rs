@@ -58,6 +58,10 @@ pub fn lab_kernels() -> Vec<LabKernel> {
         return Vec::new();
     };
     let list = list.into_os_string().into_string().expect("UTF-8 paths");
+    assert!(
+        list.split(':').any(|s| !s.is_empty()) || std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
+        "KLPSYM_TEST_LAB_KERNELS names no kernel (KLPSYM_REQUIRE_LAB is set)"
+    );
     list.split(':')
         .filter(|s| !s.is_empty())
         .map(|file| {
