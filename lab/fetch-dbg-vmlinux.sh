@@ -20,7 +20,7 @@ if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
 		log "download failed; refreshing the $LAB_SUITE apt lists and retrying"
 		lab_apt_update
 		lab_apt_download "$tmp" "$pkg=$KLPSYM_LAB_VERSION"
-	} || die "apt-get download $pkg=$KLPSYM_LAB_VERSION failed"
+	} || die "apt-get download $pkg=$KLPSYM_LAB_VERSION failed (if the archive dropped this version, remove $KLPSYM_LAB_DIR: the next run takes the suite's newest kernel)"
 	mv "$tmp"/*.deb "$deb"
 	rmdir "$tmp"
 fi

@@ -27,14 +27,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DOWNLOAD_FAILED=75
 # binutils (readelf) and llvm (llvm-dwarfdump): the independent DWARF readers of the lab tests;
 # rpm (rpmbuild): the package tests build RPMs of the lab kernel.
-HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils zstd libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
+HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils zstd python3 libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
 
 # discover_abi: the ABI that linux-image-amd64 currently depends on in the suite, e.g.
 # "6.1.0-57" or "6.12.117+deb13". apt-cache takes over a second (no binary package cache), so
 # the answer is memoised against a fingerprint of the suite's lists: it changes only with them.
 discover_abi() {
 	local memo="$LAB_APT_DIR/abi-discovery" stamp abi
-	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	lab_apt_fresh
 	stamp="$(find "$LAB_APT_DIR/lists" -maxdepth 1 -name '*Packages*' -printf '%f %s %T@\n' 2>/dev/null |
 		sort | md5sum | cut -d' ' -f1)"
 	if [ -f "$memo" ] && [ "$(head -n1 "$memo")" = "$stamp" ]; then
@@ -78,7 +78,8 @@ fetch_deb() {
 # 6.1, zstd in Debian's 6.12 and 7.x). The boot protocol's setup header says where the
 # payload is: setup_sects (byte 0x1f1; the protected-mode code starts at (setup_sects+1)*512),
 # payload_offset (0x248) and payload_length (0x24c), both relative to that start. The kernel's
-# build appends the uncompressed size (4 bytes) after the compressed stream.
+# build appends the uncompressed size (4 bytes) after the compressed stream: left out, so the
+# decompressor reads all it is given.
 extract_vmlinux() {
 	local in="$1" out="$2" setup_sects off len magic
 	le32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
@@ -90,7 +91,7 @@ extract_vmlinux() {
 	magic="$(od -An -tx1 -j "$off" -N4 "$in" | tr -d ' \n')"
 	case "$magic" in
 	fd377a58) # XZ; --single-stream ignores the size appended after the stream
-		payload "$in" "$off" "$len" | xz -dc --single-stream >"$out.tmp" ;;
+		payload "$in" "$off" "$((len - 4))" | xz -dc --single-stream >"$out.tmp" ;;
 	28b52ffd) # zstd
 		payload "$in" "$off" "$((len - 4))" | zstd -dcq >"$out.tmp" ;;
 	*) die "$in: payload at offset $off starts with $magic, neither XZ nor zstd" ;;
@@ -179,7 +180,7 @@ kernel_file() {
 image_package() {
 	local abi="$1" dir="$2" release="$1-amd64"
 	if [ -e "$dir/root/boot/vmlinuz-$release" ]; then
-		printf 'linux-image-%s\n' "$release"
+		printf 'linux-image-%s%s\n' "$release" "$([ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && echo -unsigned)"
 	else
 		printf 'linux-binary-%s\n' "$release"
 	fi

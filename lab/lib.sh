@@ -9,7 +9,9 @@
 set -euo pipefail
 
 LAB_SRC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export LAB_CACHE="${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"
+# Canonical (no symlink, absolute): the chroot builds bind-mount it at this very path.
+LAB_CACHE="$(realpath -m "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}")"
+export LAB_CACHE
 export DEBIAN_FRONTEND=noninteractive
 
 log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -52,7 +54,8 @@ LAB_APT_OPTS=(
 )
 LAB_APT_UPDATED=0
 
-# lab_apt_update: refresh the suite's private lists (at most once per script run).
+# lab_apt_update: refresh the suite's private lists (at most once per script run), under the
+# suite's lock (concurrent lab runs share the lists).
 lab_apt_update() {
 	[ "$LAB_APT_UPDATED" = 0 ] || return 0
 	mkdir -p "$LAB_APT_DIR/lists/partial" "$LAB_APT_DIR/cache/archives/partial" "$LAB_APT_DIR/parts"
@@ -66,24 +69,40 @@ lab_apt_update() {
 			printf 'deb %s %s-security main\n' "$LAB_SECURITY_MIRROR" "$LAB_SUITE"
 			;;
 		esac
-	} >"$LAB_APT_DIR/sources.list"
+	} >"$LAB_APT_DIR/sources.list.new"
+	mv "$LAB_APT_DIR/sources.list.new" "$LAB_APT_DIR/sources.list"
 	: >"$LAB_APT_DIR/preferences"
 	touch "$LAB_APT_DIR/status"
 	chown -R _apt "$LAB_APT_DIR/lists/partial" "$LAB_APT_DIR/cache/archives/partial" 2>/dev/null || true
 	log "apt-get update ($LAB_SUITE, private lists in $LAB_APT_DIR)"
-	apt-get "${LAB_APT_OPTS[@]}" update -qq </dev/null >&2 || die "apt-get update of $LAB_SUITE failed"
+	# A suite's Release changes its Suite field when Debian releases (testing -> stable): the
+	# lists kept from before must still update.
+	with_lock "$LAB_APT_DIR/.lock" apt-get "${LAB_APT_OPTS[@]}" -o Acquire::AllowReleaseInfoChange::Suite=true \
+		-o Acquire::AllowReleaseInfoChange::Codename=true -o Acquire::AllowReleaseInfoChange::Version=true \
+		update -qq </dev/null >&2 || die "apt-get update of $LAB_SUITE failed"
+	touch "$LAB_APT_DIR/.updated"
 	LAB_APT_UPDATED=1
 }
 
-# lab_apt_cache ARGS...: apt-cache over the suite's lists (fetched first when there are none).
+# lab_apt_fresh: the suite's lists were fetched less than a day ago (else they are fetched
+# again: the archive keeps only each suite's newest kernel, and the lab follows it). apt keeps
+# the server's dates on the list files, so the stamp is our own.
+lab_apt_fresh() {
+	if [ -z "$(find "$LAB_APT_DIR/.updated" -mmin -1440 2>/dev/null)" ] ||
+		! compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null; then
+		lab_apt_update
+	fi
+}
+
+# lab_apt_cache ARGS...: apt-cache over the suite's lists.
 lab_apt_cache() {
-	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	lab_apt_fresh
 	apt-cache "${LAB_APT_OPTS[@]}" "$@"
 }
 
 # lab_apt_download DIR PKG=VER: apt-get download into DIR from the suite's archive.
 lab_apt_download() {
-	compgen -G "$LAB_APT_DIR/lists/*Packages*" >/dev/null || lab_apt_update
+	lab_apt_fresh
 	(cd "$1" && apt-get "${LAB_APT_OPTS[@]}" download -qq "$2" </dev/null >&2)
 }
 

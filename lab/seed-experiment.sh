@@ -11,8 +11,8 @@
 # it runs. Every patch is disabled and removed before the next.
 #
 # Outputs in $KLPSYM_LAB_DIR/seed/: results.txt (one "SEED ..." line per run, see probe.c),
-# klp_seed_<N>.ko (the modules loaded), dmesg.txt. Redone only when the modules or the
-# kernel change. Prints SEED_DIR= and SEED_RESULTS=.
+# klp_seed_<N>.ko (the modules loaded), dmesg.txt. Redone only when an input changes (the
+# kernel package, its capture, klpsym, the compiler, the sources here). Prints SEED_DIR= and SEED_RESULTS=.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SEED_SRC="$LAB_SRC_DIR/seed"
@@ -22,6 +22,20 @@ run() {
 	local dir="$KLPSYM_LAB_DIR/seed" build n stamp
 	build="$dir/.build"
 	[ -n "${KLPSYM_BIN:-}" ] && [ -x "$KLPSYM_BIN" ] || die "KLPSYM_BIN must name a klpsym binary (it converts the modules)"
+	# Everything the measurement depends on: the kernel, the generator's inputs, the
+	# converter, the compiler, the guest program and this script. Unchanged: nothing to redo.
+	stamp="$(
+		echo "${IMAGE_SHA256:-} sizes=$SIZES toolchain=$TOOLCHAIN_CC"
+		[ -z "$TOOLCHAIN_ROOT" ] || cat "$TOOLCHAIN_ROOT/.made"
+		md5sum <"$KALLSYMS_NOMOD"
+		md5sum <"$KLPSYM_BIN"
+		cat "$SEED_SRC/gen-patch.py" "$SEED_SRC/probe.c" "$LAB_SRC_DIR/seed-experiment.sh" \
+			"$LAB_SRC_DIR/livepatch/include/"* | md5sum
+	)"
+	if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ] && [ -s "$dir/results.txt" ]; then
+		log "seed results are up to date in $dir"
+		return 0
+	fi
 	rm -rf "$build"
 	mkdir -p "$build/include" "$dir"
 	cp "$LAB_SRC_DIR/livepatch/include/"* "$build/include/"
@@ -40,12 +54,6 @@ run() {
 			--kernel "$VMLINUZ" >"$build/convert-$n.log" 2>&1 ||
 			{ tail -n 5 "$build/convert-$n.log" >&2; die "klpsym convert of klp_seed_$n failed"; }
 	done
-	stamp="$(cd "$build/guest" && md5sum ./*.ko; echo "${IMAGE_SHA256:-} $SIZES"; md5sum <"$SEED_SRC/probe.c"; md5sum <"$LAB_SRC_DIR/seed-experiment.sh")"
-	if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ] && [ -s "$dir/results.txt" ]; then
-		log "seed results are up to date in $dir"
-		return 0
-	fi
-	ensure_packages gcc libc6-dev
 	gcc -static -O2 -Wall -Wextra -Werror -o "$build/guest/probe" "$SEED_SRC/probe.c" || die "building probe.c failed"
 	cat >"$build/guest.sh" <<'GUEST'
 : >"$OUT/results.txt"
@@ -78,6 +86,7 @@ GUEST
 }
 
 main() {
+	ensure_packages gcc libc6-dev make python3
 	load_kernel_env
 	local tc
 	tc="$("$LAB_SRC_DIR/toolchain.sh" "$CONFIG")" || die "no toolchain for $KERNEL_RELEASE"

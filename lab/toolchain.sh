@@ -12,7 +12,8 @@
 #
 # Prints TOOLCHAIN_CC=<gcc-N> and TOOLCHAIN_ROOT=<chroot folder, empty for the host>.
 # The chroot is cached in $CACHE/chroot/<suite> and made again only when its recipe (suite,
-# package list, this script) changes; its gcc version is recorded in .made.
+# mirror, package list) changes; its gcc version is recorded in .made and compared with the
+# kernel's.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 config="${1:?usage: toolchain.sh CONFIG}"
@@ -34,7 +35,8 @@ root="$LAB_CACHE/chroot/$LAB_SUITE"
 # libelf-dev pulls the suite's libelf (libelf1 or libelf1t64); dwarves: kbuild runs pahole for
 # module BTF when the headers ship a BTF vmlinux; xz-utils: compressed module tooling.
 packages="$cc_pkg,make,libc6-dev,libelf-dev,dwarves,xz-utils,kmod"
-recipe="suite=$LAB_SUITE mirror=$LAB_MIRROR packages=$packages script=$(md5sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1)"
+# What makes the chroot (bump the recipe number when make_chroot changes what it builds).
+recipe="recipe=1 suite=$LAB_SUITE mirror=$LAB_MIRROR variant=minbase packages=$packages"
 
 make_chroot() {
 	if [ -f "$root/.made" ] && [ "$(head -n1 "$root/.made")" = "$recipe" ]; then
@@ -61,4 +63,8 @@ make_chroot() {
 }
 
 with_lock "$LAB_CACHE/chroot/.lock" make_chroot
+# The suite's compiler may have moved past the one that built the kernel (sid does): say so.
+want="$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(.*\)"$/\1/p' "$config")"
+have="$(sed -n 2p "$root/.made")"
+[ "$want" = "$have" ] || log "note: the $LAB_SUITE chroot has '$have', the kernel was built by '$want'"
 printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=%s\n' "$cc" "$root"

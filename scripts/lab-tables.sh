@@ -76,8 +76,9 @@ for f in "${files[@]}"; do
 		m="$(field "$line" module)"
 		n="${m#klp_seed_}"
 		n="${n%.ko}"
-		cost="$("$klpsym" check "$(get "$f" SEED_DIR)/$m" -k "$(get "$f" VMLINUZ)" --json 2>/dev/null |
-			python3 -c 'import json,sys; c=json.load(sys.stdin)["results"][0]["resolution_cost"]; print(c["symbols_visited"], c["longest_unbroken_visits"], c["preemption"])')"
+		cost="$("$klpsym" check "$(get "$f" SEED_DIR)/$m" -k "$(get "$f" VMLINUZ)" --json |
+			python3 -c 'import json,sys; c=json.load(sys.stdin)["results"][0]["resolution_cost"]; print(c["symbols_visited"], c["longest_unbroken_visits"], c["preemption"])')" ||
+			{ echo "lab-tables.sh: klpsym check of $m failed" >&2; exit 1; }
 		read -r visited unbroken preempt <<<"$cost"
 		printf '| %s | %s | %.2f s | %.1f ms | %s | %s | %s | %.1f ms |\n' "$(get "$f" RELEASE)" "$n" \
 			"$(awk -v u="$(field "$line" load_us)" 'BEGIN { print u / 1e6 }')" \

@@ -30,7 +30,8 @@ done
 
 # probe_hits FN: the kprobe's hit count so far.
 probe_hits() {
-	sed -n "s/^ *klpsym_$1 *\([0-9]*\).*/\1/p" "$TRACING/kprobe_profile"
+	_h="$(sed -n "s/^ *klpsym_$1 *\([0-9]*\).*/\1/p" "$TRACING/kprobe_profile")"
+	echo "${_h:-0}"
 }
 
 # sleep_short: 0.1 s (busybox sleep takes fractions when built with FANCY_SLEEP).
@@ -130,7 +131,7 @@ run_case() {
 	# What klpsym status says about the loaded patches, from inside the kernel that has them.
 	if [ -x /lab/bin/klpsym ]; then
 		/lab/bin/klpsym status --json --no-cache >"$o/status.json" 2>"$o/status.err" ||
-			echo "note=klpsym status failed: $(head -c 300 "$o/status.err")" >>"$f"
+			echo "note=klpsym status failed: $(head -c 300 "$o/status.err" | tr '\n' ' ')" >>"$f"
 	fi
 	if [ -d "$LIVEPATCH/$p" ]; then
 		sed -n 's/^exercise //p' "$plan" >/tmp/exercises
