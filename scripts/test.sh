@@ -73,5 +73,6 @@ fi
 cargo test --workspace --release
 if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 	bash scripts/lab-tables.sh "$KLPSYM_TEST_LAB_KERNELS" "$KLPSYM_TEST_SUMMARY" >target/lab-tables.md
-	echo "== the lab's verified-against and livepatch tables (README): target/lab-tables.md" >&2
+	python3 scripts/seed-plot.py "$KLPSYM_TEST_LAB_KERNELS" target/seed.svg
+	echo "== README's lab tables and seed plot: target/lab-tables.md, target/seed.svg" >&2
 fi
