@@ -8,7 +8,7 @@
 # `klpsym convert` ($KLPSYM_BIN) turns the references into klp relocations, and one boot
 # (QEMU, one vCPU) runs lab/seed/probe.c: first an idle baseline, then each module loaded
 # with one finit_module(2) call while a task that wakes every millisecond records how late
-# it runs. Every patch is disabled and removed before the next.
+# it runs and a loopback TCP flow counts the kernel's retransmissions. Every patch is disabled and removed before the next.
 #
 # Outputs in $KLPSYM_LAB_DIR/seed/: results.txt (one "SEED ..." line per run, see probe.c),
 # klp_seed_<N>.ko (the modules loaded), dmesg.txt. Redone only when an input changes (the
@@ -57,6 +57,8 @@ run() {
 	gcc -static -O2 -Wall -Wextra -Werror -o "$build/guest/probe" "$SEED_SRC/probe.c" || die "building probe.c failed"
 	cat >"$build/guest.sh" <<'GUEST'
 : >"$OUT/results.txt"
+# probe's loopback TCP flow needs lo up.
+ifconfig lo 127.0.0.1 up
 /lab/seed/probe - 500 >>"$OUT/results.txt"
 for ko in /lab/seed/klp_seed_*.ko; do
 	p="$(basename "$ko" .ko)"

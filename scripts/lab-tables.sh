@@ -67,8 +67,8 @@ for c in $cases; do
 done
 
 echo
-echo "| kernel | relocations | load (finit_module) | longest a 1 ms task waited | klpsym: entries visited | longest unbroken | preemption | idle baseline |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| kernel | relocations | load (finit_module) | longest a 1 ms task waited | TCP retransmits (loopback, 1 KiB/ms) | klpsym: entries visited | longest unbroken | preemption | idle baseline |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in "${files[@]}"; do
 	results="$(get "$f" SEED_RESULTS)"
 	base="$(grep '^SEED module=- ' "$results" | tr ' ' '\n' | sed -n 's/^max_us=//p')"
@@ -80,9 +80,9 @@ for f in "${files[@]}"; do
 			python3 -c 'import json,sys; c=json.load(sys.stdin)["results"][0]["resolution_cost"]; print(c["symbols_visited"], c["longest_unbroken_visits"], c["preemption"])')" ||
 			{ echo "lab-tables.sh: klpsym check of $m failed" >&2; exit 1; }
 		read -r visited unbroken preempt <<<"$cost"
-		printf '| %s | %s | %.2f s | %.1f ms | %s | %s | %s | %.1f ms |\n' "$(get "$f" RELEASE)" "$n" \
+		printf '| %s | %s | %.2f s | %.1f ms | %s | %s | %s | %s | %.1f ms |\n' "$(get "$f" RELEASE)" "$n" \
 			"$(awk -v u="$(field "$line" load_us)" 'BEGIN { print u / 1e6 }')" \
 			"$(awk -v u="$(field "$line" max_us)" 'BEGIN { print u / 1e3 }')" \
-			"$visited" "$unbroken" "$preempt" "$(awk -v u="$base" 'BEGIN { print u / 1e3 }')"
+			"$(field "$line" retrans)" "$visited" "$unbroken" "$preempt" "$(awk -v u="$base" 'BEGIN { print u / 1e3 }')"
 	done
 done

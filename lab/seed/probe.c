@@ -10,12 +10,21 @@
  * symbol lookups never reschedule, the child cannot run while the module resolves its
  * symbols, so its longest lateness is the time the CPU was held.
  *
+ * Meanwhile a loopback TCP flow runs (one process sends 1 KiB every millisecond to another,
+ * which reads it): the kernel's TCP retransmissions during the run (RetransSegs of
+ * /proc/net/snmp, after minus before) show what a starved CPU does to network traffic. The
+ * loopback interface must be up (`ifconfig lo 127.0.0.1 up`).
+ *
  * Output, one line:
  *   SEED module=<name> rc=<n> errno=<n> load_us=<n> samples=<n> p50_us=<n> p99_us=<n> max_us=<n>
+ *        retrans=<n>   (-1 when the flow could not be set up)
  * Built static (gcc -static -O2) for the busybox initramfs.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +83,69 @@ static void waker(int out)
 	_exit(0);
 }
 
+/* RetransSegs from /proc/net/snmp (the Tcp: header line names the columns), or -1. */
+static long retrans_segs(void)
+{
+	FILE *f = fopen("/proc/net/snmp", "r");
+	char head[1024], vals[1024];
+	long out = -1;
+	if (!f)
+		return -1;
+	while (fgets(head, sizeof(head), f)) {
+		if (strncmp(head, "Tcp:", 4) || !fgets(vals, sizeof(vals), f))
+			continue;
+		char *hs, *vs, *h = strtok_r(head, " \n", &hs), *v = strtok_r(vals, " \n", &vs);
+		while (h && v) {
+			if (!strcmp(h, "RetransSegs")) {
+				out = atol(v);
+				break;
+			}
+			h = strtok_r(NULL, " \n", &hs);
+			v = strtok_r(NULL, " \n", &vs);
+		}
+		break;
+	}
+	fclose(f);
+	return out;
+}
+
+/* The loopback flow: a reader and a writer process; returns 0 when both run. */
+static int start_flow(pid_t *reader, pid_t *writer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(5001) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	if (l < 0)
+		return -1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1)) {
+		close(l);
+		return -1;
+	}
+	*reader = fork();
+	if (*reader == 0) {
+		char buf[4096];
+		int c = accept(l, NULL, NULL);
+		while (c >= 0 && read(c, buf, sizeof(buf)) > 0)
+			;
+		_exit(0);
+	}
+	close(l);
+	*writer = fork();
+	if (*writer == 0) {
+		char buf[1024] = { 0 };
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)))
+			_exit(1);
+		for (;;) {
+			if (write(s, buf, sizeof(buf)) < 0)
+				_exit(1);
+			usleep(1000);
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -91,7 +163,10 @@ int main(int argc, char **argv)
 		waker(p[1]);
 	}
 	close(p[1]);
+	pid_t reader = -1, writer = -1;
+	int flow = start_flow(&reader, &writer);
 	usleep(settle * 1000);
+	long retrans0 = retrans_segs();
 	long rc = 0;
 	int e = 0;
 	long long t0 = now_ns(), t1 = t0;
@@ -108,6 +183,14 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	usleep(settle * 1000);
+	long retrans1 = retrans_segs();
+	if (flow == 0) {
+		kill(writer, SIGKILL);
+		kill(reader, SIGKILL);
+		waitpid(writer, NULL, 0);
+		waitpid(reader, NULL, 0);
+	}
+	long retrans = flow == 0 && retrans0 >= 0 && retrans1 >= 0 ? retrans1 - retrans0 : -1;
 	kill(child, SIGUSR1);
 	char buf[256] = { 0 };
 	ssize_t got = read(p[0], buf, sizeof(buf) - 1);
@@ -115,7 +198,7 @@ int main(int argc, char **argv)
 	if (got > 0 && buf[got - 1] == '\n')
 		buf[got - 1] = 0;
 	const char *base = strrchr(path, '/');
-	printf("SEED module=%s rc=%ld errno=%d load_us=%lld %s\n", base ? base + 1 : path, rc, e,
-	       (t1 - t0) / 1000, buf);
+	printf("SEED module=%s rc=%ld errno=%d load_us=%lld %s retrans=%ld\n", base ? base + 1 : path,
+	       rc, e, (t1 - t0) / 1000, buf, retrans);
 	return 0;
 }

@@ -6,6 +6,7 @@
 //! - where klpsym predicts a long unbroken hold (no reschedule point: 5.10), the waking task
 //!   was starved for about that long; where it predicts none (6.1's cond_resched per entry,
 //!   6.2+'s binary search, 7.x's preemption at the tick), it was not;
+//! - a loopback TCP flow ran during every load (its retransmissions are reported in README);
 //! - with the per-entry cost calibrated on the largest module of the first kernel that walks
 //!   linearly, every walk-dominated load time is predicted within 2x.
 
@@ -63,6 +64,14 @@ fn the_kernels_hold_the_cpu_where_klpsym_predicts_it() {
             }
             let module = f["module"].clone();
             assert_eq!(f["rc"], "0", "{}: {module} did not load: {line}", k.name);
+            // The loopback TCP flow ran (retrans is -1 when it could not be set up).
+            let retrans: i64 = f.get("retrans").and_then(|r| r.parse().ok()).unwrap_or(-1);
+            if retrans < 0 {
+                failures.push(format!(
+                    "{}: {module}: no TCP flow during the load: {line}",
+                    k.name
+                ));
+            }
             let relocs: u64 = module
                 .trim_start_matches("klp_seed_")
                 .trim_end_matches(".ko")
