@@ -7,8 +7,9 @@
 //!   was starved for about that long; where it predicts none (6.1's cond_resched per entry,
 //!   6.2+'s binary search, 7.x's preemption at the tick), it was not;
 //! - a loopback TCP flow ran during every load (its retransmissions are reported in README);
-//! - with the per-entry cost calibrated on the largest module of the first kernel that walks
-//!   linearly, every walk-dominated load time is predicted within 2x.
+//! - with the per-entry cost calibrated on the largest module of a kernel that walks linearly
+//!   without a point, its other load times are predicted within 2x, and no kernel's predicted
+//!   walking exceeds twice its load's wall time (which also holds the time given to others).
 
 mod common;
 use common::lab_kernels;
@@ -135,14 +136,23 @@ fn the_kernels_hold_the_cpu_where_klpsym_predicts_it() {
             "{kname}, {n} relocations: load {:.0} us (predicted CPU {predicted_cpu_us:.0} us), longest lateness {:.0} us (predicted hold {predicted_hold_us:.0} us), {} entries visited",
             run.load_us, run.max_us, visits
         ));
-        // Walk-dominated loads: the predicted CPU time within 2x of the measured load.
-        if predicted_cpu_us > 200_000.0
-            && !(run.load_us / 2.0..=run.load_us * 2.0).contains(&predicted_cpu_us)
-        {
-            failures.push(format!(
-                "{kname}, {n}: load took {:.0} us, klpsym predicts {predicted_cpu_us:.0} us of walking",
-                run.load_us
-            ));
+        // Walk-dominated loads: the predicted CPU time within 2x of the measured load where
+        // the kernel never gives the CPU away (the load's wall time is its CPU time); where
+        // it reschedules, the other tasks' time (the waking task, the TCP flow) is added to
+        // the wall time, so the prediction must only not exceed it by more than 2x.
+        let holds_all = unbroken >= 0.9 * visits;
+        if predicted_cpu_us > 200_000.0 {
+            let ok = if holds_all {
+                (run.load_us / 2.0..=run.load_us * 2.0).contains(&predicted_cpu_us)
+            } else {
+                predicted_cpu_us <= run.load_us * 2.0
+            };
+            if !ok {
+                failures.push(format!(
+                    "{kname}, {n}: load took {:.0} us, klpsym predicts {predicted_cpu_us:.0} us of walking",
+                    run.load_us
+                ));
+            }
         }
         // A long predicted hold: the waking task was starved about that long.
         if predicted_hold_us > 200_000.0
