@@ -12,10 +12,9 @@
 //!   walking exceeds twice its load's wall time (which also holds the time given to others).
 
 mod common;
-use common::lab_kernels;
+use common::{json, lab_kernels, run};
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 struct Run {
     load_us: f64,
@@ -30,17 +29,8 @@ fn parse(line: &str) -> BTreeMap<String, String> {
 }
 
 fn cost(ko: &std::path::Path, vmlinuz: &std::path::Path) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_klpsym"))
-        .arg("check")
-        .arg(ko)
-        .arg("-k")
-        .arg(vmlinuz)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    v["results"][0].clone()
+    let (ko, vmlinuz) = (ko.to_str().unwrap(), vmlinuz.to_str().unwrap());
+    json(&run(&["check", ko, "-k", vmlinuz, "--json"]))["results"][0].clone()
 }
 
 #[test]
