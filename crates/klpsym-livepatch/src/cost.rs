@@ -673,6 +673,20 @@ mod tests {
         }
     }
 
+    impl Walks<'_> {
+        /// The entries one lookup visits on version `v`.
+        fn at(
+            &self,
+            v: (u32, u32),
+            sublevel: Option<u32>,
+            list: &[(String, usize)],
+            l: &Lookup<'_>,
+            m: &mut Meter,
+        ) -> u64 {
+            walk(self, v, sublevel, list, l, m)
+        }
+    }
+
     const NAMES: &[&str] = &["a", "dup", "b", "c", "dup", "d", "u", "e"];
 
     #[test]
@@ -682,21 +696,21 @@ mod tests {
         let mut m = meter(Preemption::Voluntary);
         // unique: the whole table (8); 6.1 has no module tail.
         assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("vmlinux", "u", 0), &mut m),
+            w.at((6, 1), None, &list, &look("vmlinux", "u", 0), &mut m),
             8
         );
         // sympos 0 on a duplicate: stops at the second match (index 4).
         assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("vmlinux", "dup", 0), &mut m),
+            w.at((6, 1), None, &list, &look("vmlinux", "dup", 0), &mut m),
             5
         );
         assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("vmlinux", "dup", 1), &mut m),
+            w.at((6, 1), None, &list, &look("vmlinux", "dup", 1), &mut m),
             2
         );
         // missing: whole table.
         assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("vmlinux", "zz", 0), &mut m),
+            w.at((6, 1), None, &list, &look("vmlinux", "zz", 0), &mut m),
             8
         );
         // 6.1 reschedules after every entry but the one a walk stops at: a stopped walk and
@@ -705,19 +719,11 @@ mod tests {
         // 5.10 before .220: the module tail after an unstopped walk, no point inside.
         let mut m = meter(Preemption::Voluntary);
         assert_eq!(
-            walk(
-                &w,
-                (5, 10),
-                Some(219),
-                &list,
-                &look("vmlinux", "u", 0),
-                &mut m
-            ),
+            w.at((5, 10), Some(219), &list, &look("vmlinux", "u", 0), &mut m),
             12
         );
         assert_eq!(
-            walk(
-                &w,
+            w.at(
                 (5, 10),
                 Some(219),
                 &list,
@@ -731,25 +737,11 @@ mod tests {
         // 5.10.220+: no tail, and no point between vmlinux lookups.
         let mut m = meter(Preemption::Voluntary);
         assert_eq!(
-            walk(
-                &w,
-                (5, 10),
-                Some(223),
-                &list,
-                &look("vmlinux", "u", 0),
-                &mut m
-            ),
+            w.at((5, 10), Some(223), &list, &look("vmlinux", "u", 0), &mut m),
             8
         );
         assert_eq!(
-            walk(
-                &w,
-                (5, 10),
-                Some(223),
-                &list,
-                &look("vmlinux", "u", 0),
-                &mut m
-            ),
+            w.at((5, 10), Some(223), &list, &look("vmlinux", "u", 0), &mut m),
             8
         );
         assert_eq!(m.longest, 16);
@@ -763,18 +755,18 @@ mod tests {
         // sorted: a b c d dup dup e u (8), bounds 0..=7. "u": mid 3 (d), 5 (dup), 6 (e),
         // 7 (u) = 4 probes; then one entry before (e), none after (the end): 5.
         assert_eq!(
-            walk(&w, (6, 12), None, &list, &look("vmlinux", "u", 0), &mut m),
+            w.at((6, 12), None, &list, &look("vmlinux", "u", 0), &mut m),
             5
         );
         // "dup": mid 3 (d), 5 (dup) = 2 probes; back over 4 (dup) to 3 (d, differs), forward
         // to 6 (e, differs): 3 more.
         assert_eq!(
-            walk(&w, (6, 12), None, &list, &look("vmlinux", "dup", 0), &mut m),
+            w.at((6, 12), None, &list, &look("vmlinux", "dup", 0), &mut m),
             5
         );
         // missing: the probes only (mid 3, 5, 6, 7).
         assert_eq!(
-            walk(&w, (6, 12), None, &list, &look("vmlinux", "zz", 0), &mut m),
+            w.at((6, 12), None, &list, &look("vmlinux", "zz", 0), &mut m),
             4
         );
         // The search has no point; each match's callback is followed by one.
@@ -787,48 +779,23 @@ mod tests {
         let list = vec![("patch".to_string(), 10), ("ext4".to_string(), 4)];
         let mut m = meter(Preemption::Voluntary);
         // 6.1: the patch's 10 symbols first, then ext4 up to the second "x" (index 3).
-        assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("ext4", "x", 0), &mut m),
-            14
-        );
+        assert_eq!(w.at((6, 1), None, &list, &look("ext4", "x", 0), &mut m), 14);
         // unique in ext4 ("a"): every module to the end.
-        assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("ext4", "a", 0), &mut m),
-            14
-        );
+        assert_eq!(w.at((6, 1), None, &list, &look("ext4", "a", 0), &mut m), 14);
         // sympos 1: stops at index 1.
-        assert_eq!(
-            walk(&w, (6, 1), None, &list, &look("ext4", "x", 1), &mut m),
-            12
-        );
+        assert_eq!(w.at((6, 1), None, &list, &look("ext4", "x", 1), &mut m), 12);
         // 6.2+: only ext4.
-        assert_eq!(
-            walk(&w, (6, 12), None, &list, &look("ext4", "x", 1), &mut m),
-            2
-        );
-        assert_eq!(
-            walk(&w, (6, 12), None, &list, &look("ext4", "a", 0), &mut m),
-            4
-        );
+        assert_eq!(w.at((6, 12), None, &list, &look("ext4", "x", 1), &mut m), 2);
+        assert_eq!(w.at((6, 12), None, &list, &look("ext4", "a", 0), &mut m), 4);
         // 5.10.220+: the walk stops inside ext4 (index 1) but would go on through the modules
         // after it; with ext4 first it walks ext4 to the stop, then the patch to its end.
         let list2 = vec![("ext4".to_string(), 4), ("patch".to_string(), 10)];
         assert_eq!(
-            walk(
-                &w,
-                (5, 10),
-                Some(223),
-                &list2,
-                &look("ext4", "x", 1),
-                &mut m
-            ),
+            w.at((5, 10), Some(223), &list2, &look("ext4", "x", 1), &mut m),
             12
         );
         // 6.1 stops there.
-        assert_eq!(
-            walk(&w, (6, 1), None, &list2, &look("ext4", "x", 1), &mut m),
-            2
-        );
+        assert_eq!(w.at((6, 1), None, &list2, &look("ext4", "x", 1), &mut m), 2);
     }
 
     #[test]
