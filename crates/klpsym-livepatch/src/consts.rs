@@ -12,12 +12,14 @@ pub const EM_X86_64: u16 = 62;
 pub const EM_AARCH64: u16 = 183;
 
 pub const SHT_RELA: u32 = 4;
+pub const SHT_REL: u32 = 9;
 pub const SHT_NOBITS: u32 = 8;
 pub const SHF_ALLOC: u64 = 0x2;
 pub const SHF_EXECINSTR: u64 = 0x4;
 pub const SHF_INFO_LINK: u64 = 0x40;
 pub const SHN_UNDEF: u16 = 0;
 pub const SHN_LORESERVE: u16 = 0xff00;
+pub const SHN_ABS: u16 = 0xfff1;
 pub const SHN_COMMON: u16 = 0xfff2;
 pub const STB_WEAK: u8 = 2;
 pub const STT_FUNC: u8 = 2;

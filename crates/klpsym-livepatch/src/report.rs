@@ -341,7 +341,7 @@ pub enum CheckStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoaderCheck {
     /// `module_support`, `signature`, `module_layout`, `vermagic`, `livepatch_support`,
-    /// `symbol_versions`, `unresolved_symbols`.
+    /// `symbol_versions`, `unresolved_symbols`, `relocations`.
     pub check: &'static str,
     /// How it went.
     pub status: CheckStatus,
@@ -376,6 +376,9 @@ pub struct CheckReport {
     pub objects: Vec<ObjectReport>,
     /// Every klp relocation.
     pub relocations: Vec<RelocationReport>,
+    /// Every ordinary relocation the module loader applies (`apply_relocate_add()`), in
+    /// section order: what the module's code and data hold after the load.
+    pub ordinary_relocations: Vec<RelocationReport>,
     /// Warnings that do not change the verdict (suspicious names, guesses).
     pub warnings: Vec<String>,
 }
@@ -388,11 +391,13 @@ impl CheckReport {
             problems,
             objects,
             relocations,
+            ordinary_relocations,
             warnings,
             kernel_log,
             ..
         } = self;
         free_with_points(relocations, resched)?;
+        free_with_points(ordinary_relocations, resched)?;
         free_with_points(problems, resched)?;
         free_with_points(kernel_log, resched)?;
         for o in objects {

@@ -3,7 +3,7 @@
 //! are not livepatches, and of the log the kernel prints on success.
 
 use crate::consts as elf;
-use crate::scenarios::{check61, only_problem, target};
+use crate::scenarios::{check61, only_problem, refs, target};
 use crate::testutil::*;
 use crate::*;
 
@@ -326,4 +326,127 @@ fn an_accepted_patch_logs_what_the_kernel_logs() {
             "livepatch: 'lp': patching complete"
         ]
     );
+}
+
+/// The ordinary relocations of `spec`'s code, checked on 6.1 with `.text` placed at `text`.
+fn ordinary(spec: &ModSpec, text: Option<u64>) -> CheckReport {
+    let k = kernel();
+    let bytes = build_module(spec);
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let mut t = target(&k).with_exports(&exported);
+    if let Some(a) = text {
+        let i = m.elf.section_by_name(".text").expect(".text").index;
+        t = t.with_section_base(i, a);
+    }
+    check(&m, &t)
+}
+
+fn relocations_check(r: &CheckReport) -> &LoaderCheck {
+    r.loader_checks
+        .iter()
+        .find(|c| c.check == "relocations")
+        .expect("a relocations check")
+}
+
+#[test]
+fn an_ordinary_relocation_that_overflows_refuses_the_load() {
+    // A module built without -mcmodel=kernel: an absolute 32-bit reference to printk.
+    let r = ordinary(&refs(&[("printk", elf::R_X86_64_32, 0)]), None);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::RelocationOverflow);
+    assert_eq!(
+        p.log,
+        vec![
+            "overflow in relocation type 10 val ffffffff81700000".to_string(),
+            "`lp' likely not compiled with -mcmodel=kernel".to_string(),
+        ]
+    );
+    assert_eq!(p.section.as_deref(), Some(".rela.text"));
+    assert_eq!(relocations_check(&r).status, CheckStatus::Failed);
+    let failed: Vec<_> = r
+        .ordinary_relocations
+        .iter()
+        .filter(|x| x.status == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].symbol, "printk");
+}
+
+#[test]
+fn ordinary_relocations_refuse_unknown_types_and_dirty_places() {
+    let r = ordinary(&refs(&[("printk", elf::R_X86_64_GOTPCREL, 0)]), None);
+    assert_eq!(
+        only_problem(&r).log,
+        vec!["lp: Unknown rela relocation: 9".to_string()]
+    );
+    let dirty = ModSpec {
+        dirty_slots: true,
+        ..refs(&[("printk", elf::R_X86_64_PLT32, -4)])
+    };
+    let r = ordinary(&dirty, Some(0xffff_ffff_c000_0000));
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::RelocationTargetNonzero);
+    assert!(
+        p.log[0].contains("existing value is nonzero for type 4"),
+        "{:?}",
+        p.log
+    );
+}
+
+#[test]
+fn placed_ordinary_relocations_have_exact_bytes() {
+    let spec = refs(&[
+        ("printk", elf::R_X86_64_PLT32, -4),
+        ("printk", elf::R_X86_64_32S, 8),
+        ("printk", elf::R_X86_64_64, 0),
+    ]);
+    let unplaced = ordinary(&spec, None);
+    assert_eq!(unplaced.verdict.kind, VerdictKind::Accepted);
+    let pc = |r: &CheckReport| {
+        r.ordinary_relocations
+            .iter()
+            .find(|x| {
+                x.target_section == ".text"
+                    && x.r_type == elf::R_X86_64_PLT32
+                    && x.symbol == "printk"
+            })
+            .cloned()
+            .expect("the PLT32 to printk")
+    };
+    let x = pc(&unplaced);
+    assert_eq!((x.status, x.bytes), ("needs_placement", None));
+    assert!(relocations_check(&unplaced)
+        .detail
+        .contains("give --section-base"));
+    let text = 0xffff_ffff_c000_0000u64;
+    let placed = ordinary(&spec, Some(text));
+    let x = pc(&placed);
+    let want = 0xffff_ffff_8170_0000u64
+        .wrapping_sub(4)
+        .wrapping_sub(text + x.offset) as u32;
+    assert_eq!(x.status, "applied");
+    assert_eq!(
+        x.bytes.as_deref(),
+        Some(hex_le(&want.to_le_bytes()).as_str())
+    );
+    let abs = placed
+        .ordinary_relocations
+        .iter()
+        .find(|x| x.r_type == elf::R_X86_64_32S && x.symbol == "printk")
+        .expect("the 32S");
+    assert_eq!(abs.bytes.as_deref(), Some("08007081"));
+    assert_eq!(relocations_check(&placed).status, CheckStatus::Passed);
+}
+
+#[test]
+fn ordinary_relocations_are_not_reached_after_an_unknown_symbol() {
+    let r = ordinary(&refs(&[("not_exported_fn", elf::R_X86_64_32, 0)]), None);
+    // The unknown symbol stops the load before apply_relocations().
+    assert_eq!(only_problem(&r).kind, ProblemKind::UnknownSymbol);
+    assert_eq!(relocations_check(&r).status, CheckStatus::NotReached);
+}
+
+fn hex_le(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -362,3 +362,41 @@ fn btf_in(data: &[u8]) -> Option<&[u8]> {
     }
     None
 }
+
+/// The addresses the kernel gave a loaded module's sections: a `/sys/module/<name>/sections`
+/// folder (or a copy of it), one file per section named like the section and holding its
+/// address in hex (`0xffffffffc0a01000`). Sorted by name.
+pub fn read_section_addresses(dir: &Path) -> Result<Vec<(String, u64)>, LoadError> {
+    let io = |path: &Path, source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|s| io(dir, s))? {
+        let e = e.map_err(|s| io(dir, s))?;
+        let path = e.path();
+        if !e.file_type().map_err(|s| io(&path, s))?.is_file() {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).map_err(|s| io(&path, s))?;
+        let t = text.trim();
+        let addr = u64::from_str_radix(t.trim_start_matches("0x"), 16).map_err(|_| {
+            LoadError::Unrecognized {
+                path: path.clone(),
+                what: format!(
+                    "'{t}' is not a section address (expected hex such as 0xffffffffc0a01000)"
+                ),
+            }
+        })?;
+        out.push((name, addr));
+    }
+    if out.is_empty() {
+        return Err(LoadError::Unrecognized {
+            path: dir.to_path_buf(),
+            what: "no section files: expected a /sys/module/<name>/sections folder (readable by root only)".into(),
+        });
+    }
+    out.sort();
+    Ok(out)
+}

@@ -10,7 +10,8 @@ use klpsym_core::bulk;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_livepatch::{
     check_with, errno_name, resolution_cost, CheckReport, CheckStatus, CostModel, ExportInfo, Fact,
-    LivepatchModule, ObjectState, Preemption, Problem, ResolutionCost, Stage, Target, VerdictKind,
+    LivepatchModule, ObjectState, Preemption, Problem, RelocationReport, ResolutionCost, Stage,
+    Target, VerdictKind,
 };
 
 use crate::cli::SourceArgs;
@@ -32,6 +33,11 @@ pub struct CheckArgs {
     /// are exact.
     #[arg(long = "section-base", value_name = "NAME=ADDR")]
     pub section_bases: Vec<String>,
+    /// Place every section as the kernel did when it loaded this module: its
+    /// `/sys/module/<name>/sections` folder (or a copy). With --explain, the bytes of every
+    /// relocation are then exact.
+    #[arg(long = "sections-from", value_name = "DIR")]
+    pub sections_from: Option<PathBuf>,
     /// Print every klp relocation: section, offset, type, symbol, resolved address, bytes.
     #[arg(long)]
     pub explain: bool,
@@ -167,7 +173,22 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         };
         format!("PATCH {}: {e}{hint}", args.patch.display())
     })?;
-    let bases = section_bases(&module, &args.section_bases)?;
+    let mut specs = Vec::new();
+    if let Some(dir) = &args.sections_from {
+        for (name, addr) in klpsym_loader::read_section_addresses(dir)? {
+            if module.elf.section_by_name(&name).is_none() {
+                return Err(format!(
+                    "--sections-from {}: the kernel placed a section '{name}' that {} does not have: is this the module that was loaded?",
+                    dir.display(),
+                    args.patch.display()
+                )
+                .into());
+            }
+            specs.push(format!("{name}={addr:#x}"));
+        }
+    }
+    specs.extend(args.section_bases.iter().cloned());
+    let bases = section_bases(&module, &specs)?;
     let objects: Vec<String> = match &module.patch {
         Ok(p) => p
             .objects
@@ -207,6 +228,11 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             target = target.with_section_base(i, a);
         }
         let mut report = check_with(&module, &target, rs)?;
+        if !args.explain {
+            // Every ordinary relocation is listed on request only: a patch has thousands.
+            let all = std::mem::take(&mut report.ordinary_relocations);
+            bulk::free_with_points(all, rs)?;
+        }
         add_candidate_lines(k, &mut report, &args.source)?;
         let model = cost_model(args, &rules, inputs.config());
         let resolution_cost = resolution_cost(&module, &target, &model);
@@ -293,6 +319,44 @@ fn verdict_line(r: &CheckReport) -> String {
             r.module
         ),
     }
+}
+
+/// The `--explain` lines of relocations: place, type, symbol, then S, A, value and bytes.
+fn print_relocations(list: &[RelocationReport], rs: &mut Resched) -> Result<(), Cancelled> {
+    for x in list {
+        rs.tick()?;
+        println!(
+            "  {}[{}]  {}+{:#x}  {}  {}",
+            x.section, x.index, x.target_section, x.offset, x.type_name, x.symbol
+        );
+        println!(
+            "      S={} A={}  {}  value={}  bytes={}  {}{}",
+            match x.resolved {
+                None => "?".to_string(),
+                Some(a) if x.offline => format!("+{a:#x}"),
+                Some(a) => hex(a),
+            },
+            x.addend,
+            x.expression,
+            x.value
+                .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
+            x.bytes.as_deref().unwrap_or("?"),
+            x.status,
+            if x.offline { " (unplaced module)" } else { "" }
+        );
+        if let Some(n) = &x.note {
+            println!("      {n}");
+        }
+        if x.value.is_none() && x.resolved.is_some() && x.status != "none" {
+            println!(
+                    "      value ?: {} is PC-relative, so it depends on where the kernel loads {}; give --section-base {}=ADDR",
+                    x.type_name, x.target_section, x.target_section
+                );
+        } else if x.resolved.is_none() && x.note.is_none() {
+            println!("      S ?: the symbol was not resolved (see the problems above)");
+        }
+    }
+    Ok(())
 }
 
 fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(), Cancelled> {
@@ -415,38 +479,10 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
     }
     if explain {
         println!("relocations:");
-        for x in &r.relocations {
-            rs.tick()?;
-            println!(
-                "  {}[{}]  {}+{:#x}  {}  {}",
-                x.section, x.index, x.target_section, x.offset, x.type_name, x.symbol
-            );
-            println!(
-                "      S={} A={}  {}  value={}  bytes={}  {}{}",
-                match x.resolved {
-                    None => "?".to_string(),
-                    Some(a) if x.offline => format!("+{a:#x}"),
-                    Some(a) => hex(a),
-                },
-                x.addend,
-                x.expression,
-                x.value
-                    .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
-                x.bytes.as_deref().unwrap_or("?"),
-                x.status,
-                if x.offline { " (unplaced module)" } else { "" }
-            );
-            if let Some(n) = &x.note {
-                println!("      {n}");
-            }
-            if x.value.is_none() && x.resolved.is_some() && x.status != "none" {
-                println!(
-                    "      value ?: {} is PC-relative, so it depends on where the kernel loads {}; give --section-base {}=ADDR",
-                    x.type_name, x.target_section, x.target_section
-                );
-            } else if x.resolved.is_none() && x.note.is_none() {
-                println!("      S ?: the symbol was not resolved (see the problems above)");
-            }
+        print_relocations(&r.relocations, rs)?;
+        if !r.ordinary_relocations.is_empty() {
+            println!("ordinary relocations (apply_relocate_add):");
+            print_relocations(&r.ordinary_relocations, rs)?;
         }
     }
     for w in &r.warnings {

@@ -17,31 +17,26 @@ use klpsym_core::resched::Cancelled;
 use klpsym_core::{LookupOutcome, SymbolTable};
 
 impl Ctx<'_, '_, '_, '_> {
-    /// The klp part of `apply_relocations()` while the patch module loads: every
-    /// SHF_RELA_LIVEPATCH section in index order; since 5.8 the vmlinux ones are applied here.
-    pub(super) fn klp_relocations_at_load(&mut self) -> Result<(), Cancelled> {
+    /// One SHF_RELA_LIVEPATCH section met by `apply_relocations()` while the patch module
+    /// loads: since 5.8 the vmlinux ones are applied here, module ones wait for their module.
+    pub(super) fn klp_section_at_load(&mut self, sec: &KlpRelaSection) -> Result<(), Cancelled> {
         let stage = Stage::ModuleLoad;
         let m = self.m;
         let nsec = m.elf.sections.len() as u32;
-        for sec in &m.klp_sections {
-            self.r.tick()?;
-            if sec.target >= nsec || m.elf.sections[sec.target as usize].flags & elf::SHF_ALLOC == 0
-            {
-                self.warn(format!(
-                    "section {} patches section {}, which is not allocated: the loader skips it",
-                    sec.name, sec.target
-                ));
-                continue;
-            }
-            if !self.t.rules.vmlinux_relocs_at_load {
-                continue;
-            }
-            match self.section_object(sec, &stage) {
-                Some(obj) if obj == "vmlinux" => self.klp_section(sec, &obj, &stage, None)?,
-                _ => {}
-            }
+        if sec.target >= nsec || m.elf.sections[sec.target as usize].flags & elf::SHF_ALLOC == 0 {
+            self.warn(format!(
+                "section {} patches section {}, which is not allocated: the loader skips it",
+                sec.name, sec.target
+            ));
+            return Ok(());
         }
-        Ok(())
+        if !self.t.rules.vmlinux_relocs_at_load {
+            return Ok(());
+        }
+        match self.section_object(sec, &stage) {
+            Some(obj) if obj == "vmlinux" => self.klp_section(sec, &obj, &stage, None),
+            _ => Ok(()),
+        }
     }
 
     pub(super) fn section_object(&mut self, sec: &KlpRelaSection, stage: &Stage) -> Option<String> {
@@ -197,7 +192,7 @@ impl Ctx<'_, '_, '_, '_> {
         bulk::free_with_points(resolved, self.r)
     }
 
-    fn existing(&self, section: u32, offset: u64, width: usize) -> Vec<u8> {
+    pub(super) fn existing(&self, section: u32, offset: u64, width: usize) -> Vec<u8> {
         let full = self
             .m
             .elf
@@ -217,7 +212,12 @@ impl Ctx<'_, '_, '_, '_> {
             .unwrap_or_default()
     }
 
-    fn write_overlay(&mut self, section: u32, offset: u64, bytes: &[u8]) -> Result<(), Cancelled> {
+    pub(super) fn write_overlay(
+        &mut self,
+        section: u32,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), Cancelled> {
         if !self.overlay.contains_key(&section) {
             let copy = self.section_copy(section)?;
             self.overlay.insert(section, copy);

@@ -58,11 +58,16 @@ impl Ctx<'_, '_, '_, '_> {
         self.module_layout();
         self.modinfo();
         self.simplify_symbols()?;
-        self.klp_relocations_at_load()
+        self.apply_relocations()
     }
 
     /// Records a check; `reached` is whether the kernel gets to it (taken before it ran).
-    fn loader_check(&mut self, check: &'static str, status: CheckStatus, detail: String) {
+    pub(super) fn loader_check(
+        &mut self,
+        check: &'static str,
+        status: CheckStatus,
+        detail: String,
+    ) {
         let reached = self.loader_reached;
         let status = if !reached && status != CheckStatus::NotApplicable {
             CheckStatus::NotReached

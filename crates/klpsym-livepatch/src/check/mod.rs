@@ -23,6 +23,7 @@ mod coming;
 mod enable;
 mod klp_relocs;
 mod loader;
+mod module_relocs;
 
 use std::collections::{HashMap, HashSet};
 
@@ -68,6 +69,8 @@ struct Ctx<'m, 'd, 't, 'r> {
     r: &'r mut Resched,
     problems: Vec<Problem>,
     relocs: Vec<RelocationReport>,
+    /// The module's ordinary (non-klp) relocations.
+    ordinary: Vec<RelocationReport>,
     warnings: Vec<String>,
     /// The warnings already given, so each is given once without a walk over the list.
     warned: HashSet<String>,
@@ -116,6 +119,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
             r,
             problems: Vec::with_capacity(problems),
             relocs: Vec::with_capacity(relocs),
+            ordinary: Vec::new(),
             warnings: Vec::new(),
             warned: HashSet::with_capacity(names),
             objects: Vec::with_capacity(objects),
@@ -287,6 +291,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
             problems: self.problems,
             objects: self.objects,
             relocations: self.relocs,
+            ordinary_relocations: self.ordinary,
             warnings: self.warnings,
         })
     }

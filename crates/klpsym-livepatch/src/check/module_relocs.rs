@@ -1,0 +1,288 @@
+//! `apply_relocations()` (kernel/module/main.c; kernel/module.c before 5.19): every
+//! relocation section of the module in section-index order. A section whose target is out of
+//! range or not SHF_ALLOC is skipped; a SHF_RELA_LIVEPATCH section goes to
+//! `klp_apply_section_relocs()` (`klp_relocs.rs`); an SHT_REL section fails on x86_64 and
+//! arm64 (the generic `apply_relocate()`: "module %s: REL relocation unsupported"); an
+//! SHT_RELA section goes to the architecture's `apply_relocate_add()` with the symbol values
+//! `simplify_symbols()` left: an undefined symbol's exported address (0 for an unresolved weak
+//! one), a defined symbol's value plus its section's address, an SHN_ABS value as it is. The
+//! first failure ends the load.
+//!
+//! Values that depend on where the loader puts the module's sections (a module-local symbol,
+//! a PC-relative place) are exact only with `--section-base` for those sections.
+
+use super::{Ctx, ENOEXEC};
+use crate::consts as elf;
+use crate::elf::{SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
+use crate::reloc::{self, RelocInput};
+use crate::report::*;
+use klpsym_core::resched::Cancelled;
+
+/// How the ordinary relocations went, for the loader check's line.
+#[derive(Default)]
+struct Tally {
+    sections: usize,
+    relocations: usize,
+    computed: usize,
+    needs_placement: usize,
+    refused: usize,
+}
+
+impl Ctx<'_, '_, '_, '_> {
+    /// `apply_relocations()` while the module loads.
+    pub(super) fn apply_relocations(&mut self) -> Result<(), Cancelled> {
+        let stage = Stage::ModuleLoad;
+        let m = self.m;
+        let nsec = m.elf.sections.len() as u32;
+        let mut tally = Tally::default();
+        // Whether the kernel gets here at all (an earlier check of the load failed).
+        let reached = !self.blocked(&stage);
+        let mut klp = m.klp_sections.iter().peekable();
+        for s in m.elf.sections.iter().skip(1) {
+            self.r.tick()?;
+            let is_rel = s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA;
+            if s.flags & SHF_RELA_LIVEPATCH != 0 {
+                // The module's klp sections are the SHF_RELA_LIVEPATCH ones, in this order.
+                while klp.peek().is_some_and(|k| k.index < s.index) {
+                    klp.next();
+                }
+                if let Some(sec) = klp.next_if(|k| k.index == s.index) {
+                    self.klp_section_at_load(sec)?;
+                }
+                continue;
+            }
+            if !is_rel || s.info >= nsec {
+                continue;
+            }
+            if m.elf.sections[s.info as usize].flags & elf::SHF_ALLOC == 0 {
+                continue;
+            }
+            tally.sections += 1;
+            if s.sh_type == elf::SHT_REL {
+                let line = format!("module {}: REL relocation unsupported", m.name);
+                self.problem(
+                    ProblemKind::RelocationType,
+                    &stage,
+                    vec![line],
+                    ENOEXEC,
+                    None,
+                    Some(&s.name),
+                    None,
+                    "x86_64 and arm64 modules carry RELA relocations; this object was not built for the kernel".into(),
+                );
+                self.fail(&stage);
+                tally.refused += 1;
+                continue;
+            }
+            self.ordinary_section(s.index, &mut tally)?;
+        }
+        self.loader_reached = reached;
+        self.relocations_check(&tally);
+        Ok(())
+    }
+
+    /// The loader check line for the ordinary relocations.
+    fn relocations_check(&mut self, t: &Tally) {
+        let status = if t.refused > 0 {
+            CheckStatus::Failed
+        } else if t.relocations == 0 {
+            CheckStatus::NotApplicable
+        } else {
+            CheckStatus::Passed
+        };
+        let mut detail = format!(
+            "{} relocation(s) in {} section(s): {} computed, {} refused",
+            t.relocations, t.sections, t.computed, t.refused
+        );
+        if t.needs_placement > 0 {
+            detail.push_str(&format!(
+                "; {} depend on where the loader places the module (give --section-base for exact values)",
+                t.needs_placement
+            ));
+        }
+        self.loader_check("relocations", status, detail);
+    }
+
+    /// `apply_relocate_add()` for one ordinary SHT_RELA section.
+    fn ordinary_section(&mut self, index: u32, tally: &mut Tally) -> Result<(), Cancelled> {
+        let stage = Stage::ModuleLoad;
+        let m = self.m;
+        let s = &m.elf.sections[index as usize];
+        let target = s.info;
+        let tname = m.elf.sections[target as usize].name.clone();
+        let relas = m
+            .elf
+            .relas
+            .get(index as usize)
+            .map_or(&[][..], Vec::as_slice);
+        for (i, r) in relas.iter().enumerate() {
+            self.r.tick_step()?;
+            tally.relocations += 1;
+            let sym = m.elf.symbols.get(r.sym as usize);
+            let mut rep = RelocationReport {
+                section: s.name.clone(),
+                index: i,
+                target_section: tname.clone(),
+                offset: r.offset,
+                r_type: r.r_type,
+                type_name: reloc::type_name(m.arch, r.r_type),
+                symbol: sym.map_or_else(String::new, |y| y.name.clone()),
+                resolved: None,
+                offline: false,
+                addend: r.addend,
+                expression: String::new(),
+                value: None,
+                bytes: None,
+                status: "not_reached",
+                note: None,
+            };
+            let was_blocked = self.blocked(&stage);
+            let s_val = match sym {
+                None => {
+                    rep.note = Some(format!("symbol index {} is out of range", r.sym));
+                    self.ordinary.push(rep);
+                    continue;
+                }
+                Some(y) => self.ordinary_symbol_value(y),
+            };
+            let place = self
+                .t
+                .section_bases
+                .get(&target)
+                .map(|b| b.wrapping_add(r.offset));
+            let Some(s_val) = s_val else {
+                rep.note = Some(match sym {
+                    Some(y) if y.in_section() => format!(
+                        "S is in section {} of the module: give --section-base for it",
+                        m.elf
+                            .sections
+                            .get(usize::from(y.shndx))
+                            .map_or("?", |x| x.name.as_str())
+                    ),
+                    _ => "the target's address for this symbol is not known".into(),
+                });
+                if !was_blocked {
+                    rep.status = "needs_placement";
+                }
+                tally.needs_placement += 1;
+                // Unknown bytes: a later relocation at the same place must not read zeros.
+                let w = if m.arch == crate::Arch::X86_64
+                    && matches!(r.r_type, elf::R_X86_64_64 | elf::R_X86_64_PC64)
+                {
+                    8
+                } else {
+                    4
+                };
+                self.write_overlay(target, r.offset, &vec![0xff; w])?;
+                self.ordinary.push(rep);
+                continue;
+            };
+            rep.resolved = Some(s_val);
+            let existing = self.existing(target, r.offset, 8);
+            let input = RelocInput {
+                r_type: r.r_type,
+                symbol_value: s_val,
+                addend: r.addend,
+                place,
+                existing: &existing,
+            };
+            match reloc::apply(m.arch, &m.name, &input) {
+                Ok(None) => rep.status = "none",
+                Ok(Some(a)) => {
+                    rep.expression = a.expression.to_string();
+                    rep.value = a.value;
+                    rep.bytes = a
+                        .bytes
+                        .as_ref()
+                        .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+                    rep.note = a.note.clone();
+                    if a.bytes.is_some() && !a.overflow_unknown {
+                        tally.computed += 1;
+                    } else {
+                        tally.needs_placement += 1;
+                    }
+                    rep.status = if was_blocked {
+                        "not_reached"
+                    } else if a.bytes.is_none() || a.overflow_unknown {
+                        "needs_placement"
+                    } else {
+                        "applied"
+                    };
+                    let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
+                    self.write_overlay(target, r.offset, &written)?;
+                }
+                Err(f) => {
+                    tally.refused += 1;
+                    rep.status = if was_blocked { "not_reached" } else { "failed" };
+                    let kind = if f.lines[0].contains("overflow") {
+                        ProblemKind::RelocationOverflow
+                    } else if f.lines[0].contains("nonzero") {
+                        ProblemKind::RelocationTargetNonzero
+                    } else {
+                        ProblemKind::RelocationType
+                    };
+                    let hint = match kind {
+                        ProblemKind::RelocationOverflow => format!(
+                            "{}+{:#x}: the value does not fit the relocation's field (a module built without the kernel's code model?)",
+                            tname, r.offset
+                        ),
+                        ProblemKind::RelocationTargetNonzero => format!(
+                            "{}+{:#x}: the bytes at the place are not zero (the object was pre-linked or relocated twice)",
+                            tname, r.offset
+                        ),
+                        _ => format!(
+                            "{}+{:#x}: the kernel cannot apply {} in a module",
+                            tname, r.offset, rep.type_name
+                        ),
+                    };
+                    let section = s.name.clone();
+                    let symbol = rep.symbol.clone();
+                    self.problem(
+                        kind,
+                        &stage,
+                        f.lines,
+                        f.errno,
+                        Some(&symbol),
+                        Some(&section),
+                        None,
+                        hint,
+                    );
+                    self.fail(&stage);
+                }
+            }
+            self.ordinary.push(rep);
+        }
+        Ok(())
+    }
+
+    /// S as `simplify_symbols()` leaves it; `None` when it depends on an unknown placement
+    /// or address.
+    fn ordinary_symbol_value(&self, y: &crate::elf::ElfSymbol) -> Option<u64> {
+        match y.shndx {
+            elf::SHN_UNDEF if y.name.is_empty() => Some(0),
+            elf::SHN_UNDEF => {
+                let table = self.t.kernel;
+                // An export is a global symbol: the upper-case entry of its name, in
+                // vmlinux or a loaded module (the first, as find_symbol() takes it).
+                let found = table
+                    .by_name(&y.name)
+                    .find(|s| s.kind.is_ascii_uppercase())
+                    .or_else(|| table.by_name(&y.name).next());
+                match found {
+                    Some(s) if !table.addresses_hidden() => Some(s.addr),
+                    Some(_) => None,
+                    // Not exported: refused earlier, unless weak (then 0).
+                    None if y.bind() == elf::STB_WEAK => Some(0),
+                    None => None,
+                }
+            }
+            elf::SHN_ABS | SHN_LIVEPATCH => Some(y.value),
+            sh if y.in_section() => self
+                .t
+                .section_bases
+                .get(&u32::from(sh))
+                .map(|b| b.wrapping_add(y.value)),
+            _ => Some(y.value),
+        }
+    }
+}
