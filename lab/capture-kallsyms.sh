@@ -17,7 +17,7 @@
 # a dash in the file name (crc-itu-t.ko -> crc_itu_t), a driver (dummy) and a filesystem
 # (minix).
 #
-# Cached: the boot is skipped when every output exists, is newer than the vmlinux, and was
+# Cached: the boot is skipped when every output exists, is newer than the booted kernel, and was
 # made for the same module list by the same version of this script; FORCE=1 re-captures.
 # Prints KALLSYMS_NOMOD=, KALLSYMS_MODS=, CAPTURE_DIR= on stdout.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -87,7 +87,8 @@ check_capture() {
 	grep -q '	\[' "$dir/kallsyms-nomod.txt" && die "kallsyms-nomod.txt contains module symbols"
 	awk '$1 != "0000000000000000" { found = 1; exit } END { exit !found }' "$dir/kallsyms-nomod.txt" ||
 		die "kallsyms-nomod.txt has only zero addresses (kptr_restrict?)"
-	grep -q '^ffffffff8[0-9a-f]* T _text$' "$dir/kallsyms-nomod.txt" ||
+	# amd64: ffffffff81000000; arm64 (nokaslr): ffff800080000000.
+	grep -qE '^ffff(ffff8|8000)[0-9a-f]* T _text$' "$dir/kallsyms-nomod.txt" ||
 		die "kallsyms-nomod.txt has no '_text' text symbol"
 	while IFS=$'\t' read -r name _; do
 		grep -q "^$name " "$dir/proc-modules.txt" || die "module $name missing from /proc/modules"
@@ -102,7 +103,7 @@ capture() {
 	local modules="$1" params="$2" cap="$KLPSYM_LAB_DIR/capture" f fresh=1 order
 	if [ "${FORCE:-0}" != 1 ] && [ -f "$cap/.params" ] && [ "$(cat "$cap/.params")" = "$params" ]; then
 		for f in "${OUTPUTS[@]}"; do
-			[ -s "$cap/$f" ] && [ "$cap/$f" -nt "$VMLINUX" ] || fresh=0
+			[ -s "$cap/$f" ] && [ "$cap/$f" -nt "$BOOT_KERNEL" ] || fresh=0
 		done
 	else
 		fresh=0
@@ -133,7 +134,7 @@ capture() {
 		adds+=(--add "$MODULES_DIR/$path:/modules/$path")
 	done <"$order"
 	write_guest_script "$work/guest.sh"
-	"$LAB_SRC_DIR/run-vm.sh" --kernel "$VMLINUX" --script "$work/guest.sh" \
+	"$LAB_SRC_DIR/run-vm.sh" --kernel "$BOOT_KERNEL" --script "$work/guest.sh" \
 		--out "$cap" "${adds[@]}" || die "the capture VM run failed"
 	check_capture "$cap"
 	printf '%s\n' "$params" >"$cap/.params"

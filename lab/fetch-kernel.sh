@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Fetch and unpack the newest amd64 kernel of a Debian suite for the real-kernel lab
-# (KLPSYM_LAB_SUITE: bullseye 5.10, bookworm 6.1 (default), trixie 6.12, sid 7.x).
+# Fetch and unpack the newest kernel of a Debian suite for the real-kernel lab
+# (KLPSYM_LAB_SUITE: bullseye 5.10, bookworm 6.1 (default), trixie 6.12, sid 7.x), for
+# KLPSYM_LAB_ARCH amd64 (default) or arm64 (trixie and sid).
 #
 # Prints KEY=VALUE lines on stdout (logs go to stderr):
-#   KLPSYM_LAB_DIR  $CACHE/<abi>            the per-ABI work folder
+#   KLPSYM_LAB_DIR  $CACHE/<abi>            the per-ABI work folder ($CACHE/<abi>-arm64 for arm64)
 #   KLPSYM_LAB_ABI  e.g. 6.1.0-57           Debian kernel ABI
 #   KLPSYM_LAB_SUITE e.g. bookworm          the suite it came from
 #   IMAGE_DEB IMAGE_SHA256                  the image package and its SHA-256 (cache key)
 #   KLPSYM_LAB_VERSION e.g. 6.1.192-3       Debian package version
 #   KERNEL_RELEASE  e.g. 6.1.0-57-amd64     uname -r of the booted kernel
 #   VMLINUZ VMLINUX MODULES_DIR HEADERS_DIR SYSTEM_MAP CONFIG
+#   BOOT_KERNEL     what run-vm.sh boots: amd64 the ELF vmlinux (= VMLINUX), arm64 the raw
+#                   Image ($KLPSYM_LAB_DIR/Image: the packaged file itself when it is one,
+#                   else decompressed from it). VMLINUX is empty for arm64 (no ELF in the image).
+#   KBUILD_DIR      the unpacked linux-kbuild (always the amd64 build: its tools run here)
 #
 # Environment:
 #   KLPSYM_LAB_CACHE   cache folder (default /var/cache/klpsym-lab); created if missing
@@ -18,6 +23,7 @@
 #                      linux-image-<abi>-amd64 (same kernel, modules without signatures)
 #   KLPSYM_LAB_SUITE   the Debian suite (default bookworm); its packages come from a private
 #                      apt configuration in $CACHE/apt/<suite> (see lib.sh)
+#   KLPSYM_LAB_ARCH    amd64 (default) or arm64 ($CACHE/apt/<suite>-arm64)
 #   KLPSYM_LAB_APT_UPDATE=1  refresh the suite's apt lists before discovering the ABI
 #
 # Idempotent: .debs are kept in $CACHE/debs and reused, the unpacked tree and the extracted
@@ -29,9 +35,10 @@ DOWNLOAD_FAILED=75
 # rpm (rpmbuild): the package tests build RPMs of the lab kernel.
 HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils zstd python3 libelf1 zlib1g gcc libc6-dev make kmod binutils llvm rpm)
 
-# discover_abi: the ABI that linux-image-amd64 currently depends on in the suite, e.g.
-# "6.1.0-57" or "6.12.117+deb13". apt-cache takes over a second (no binary package cache), so
-# the answer is memoised against a fingerprint of the suite's lists: it changes only with them.
+# discover_abi: the ABI that linux-image-<arch> currently depends on in the suite, e.g.
+# "6.1.0-57" or "6.12.117+deb13" (the same string for amd64 and arm64). apt-cache takes over
+# a second (no binary package cache), so the answer is memoised against a fingerprint of the
+# suite's lists: it changes only with them.
 discover_abi() {
 	local memo="$LAB_APT_DIR/abi-discovery" stamp abi
 	lab_apt_fresh
@@ -41,8 +48,8 @@ discover_abi() {
 		sed -n 2p "$memo"
 		return 0
 	fi
-	abi="$({ lab_apt_cache depends linux-image-amd64 2>/dev/null || true; } |
-		sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*\)-amd64$/\1/p' | head -n1)"
+	abi="$({ lab_apt_cache depends "linux-image-$LAB_ARCH" 2>/dev/null || true; } |
+		sed -n "s/^ *Depends: linux-image-\\([0-9][^ ]*\\)-$LAB_ARCH\$/\\1/p" | head -n1)"
 	if [ -n "$abi" ]; then
 		printf '%s\n%s\n' "$stamp" "$abi" >"$memo.$$" && mv "$memo.$$" "$memo"
 	fi
@@ -54,18 +61,21 @@ pkg_field() {
 	{ lab_apt_cache show --no-all-versions "$1" 2>/dev/null || true; } | sed -n "s/^$2: //p" | head -n1
 }
 
-# fetch_deb PKG VERSION: make sure $CACHE/debs holds PKG at VERSION; print its path.
+# fetch_deb PKG VERSION [ARCH]: make sure $CACHE/debs holds PKG at VERSION (of ARCH, default
+# the kernel's); print its path.
 fetch_deb() {
-	local pkg="$1" ver="$2" file tmp
-	file="$LAB_CACHE/debs/${pkg}_${ver//:/%3a}_amd64.deb"
+	local pkg="$1" ver="$2" arch="${3:-$LAB_ARCH}" file tmp spec
+	file="$LAB_CACHE/debs/${pkg}_${ver//:/%3a}_$arch.deb"
+	spec="$pkg=$ver"
+	[ "$arch" = "$LAB_ARCH" ] || spec="$pkg:$arch=$ver"
 	if [ -s "$file" ] && dpkg-deb --info "$file" >/dev/null 2>&1; then
 		log "reusing $(basename "$file")"
 	else
 		tmp="$(mktemp -d "$LAB_CACHE/debs/.dl.XXXXXX")"
 		# apt's _apt sandbox user must be able to write the folder, else apt warns.
 		chown _apt "$tmp" 2>/dev/null || true
-		log "apt-get download $pkg=$ver ($LAB_SUITE)"
-		if ! lab_apt_download "$tmp" "$pkg=$ver"; then
+		log "apt-get download $spec ($LAB_SUITE)"
+		if ! lab_apt_download "$tmp" "$spec"; then
 			rm -rf "$tmp"
 			return 1
 		fi
@@ -102,14 +112,64 @@ extract_vmlinux() {
 	log "extracted vmlinux from the $magic payload at offset $off of $(basename "$in")"
 }
 
-# unpack ABI VERSION: download and unpack the four packages into $CACHE/<abi>/root.
+# extract_arm64_image VMLINUZ OUT: a raw arm64 Image that QEMU's -kernel boots. Debian's
+# trixie arm64 package ships the raw Image (magic "ARMd" at 0x38, an EFI stub header "MZ"
+# at 0): OUT is then a symlink to it. A gzip/zstd/xz file or an EFI zboot image ("MZ" then
+# "zimg" at 4: payload offset and size at 8 and 12, compression name at 0x18) is
+# decompressed into OUT.
+extract_arm64_image() {
+	local in="$1" out="$2" head4 zimg off len comp
+	rm -f "$out" "$out.tmp"
+	head4="$(od -An -tx1 -N4 "$in" | tr -d ' \n')"
+	if [ "$(od -An -c -j $((0x38)) -N4 "$in" | tr -d ' \n')" = ARMd ]; then
+		ln -sr "$in" "$out"
+		log "$(basename "$in") is a raw arm64 Image: booted as it is"
+		return 0
+	fi
+	zimg="$(od -An -c -j4 -N4 "$in" | tr -d ' \n')"
+	case "$head4" in
+	1f8b*) gzip -dc <"$in" >"$out.tmp" ;;
+	28b52ffd) zstd -dcq <"$in" >"$out.tmp" ;;
+	fd377a58) xz -dc <"$in" >"$out.tmp" ;;
+	4d5a*)
+		[ "$zimg" = zimg ] || die "$in: an EFI image that is neither a raw Image nor a zboot image"
+		off="$(od -An -tu4 -j8 -N4 "$in" | tr -d ' ')"
+		len="$(od -An -tu4 -j12 -N4 "$in" | tr -d ' ')"
+		comp="$(dd if="$in" bs=1 skip=$((0x18)) count=32 status=none | tr -d '\0')"
+		log "$(basename "$in") is an EFI zboot image: $comp payload of $len bytes at $off"
+		case "$comp" in
+		gzip) dd if="$in" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=1M status=none | gzip -dc >"$out.tmp" ;;
+		zstd*) dd if="$in" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=1M status=none | zstd -dcq >"$out.tmp" ;;
+		xzkern | xz) dd if="$in" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=1M status=none | xz -dc --single-stream >"$out.tmp" ;;
+		*) die "$in: zboot compression '$comp' not supported" ;;
+		esac
+		;;
+	*) die "$in: starts with $head4: not an arm64 Image, gzip, zstd, xz or zboot file" ;;
+	esac
+	[ "$(od -An -c -j $((0x38)) -N4 "$out.tmp" | tr -d ' \n')" = ARMd ] ||
+		die "$in: did not decompress to an arm64 Image (no ARMd magic)"
+	mv "$out.tmp" "$out"
+	log "decompressed $(basename "$in") to $out"
+}
+
+# kernel_ready DIR: the unpacked tree and the file it boots are there.
+kernel_ready() {
+	if [ "$LAB_ARCH" = amd64 ]; then
+		[ -f "$1/.unpacked" ] && [ -s "$1/vmlinux" ]
+	else
+		[ -f "$1/.unpacked" ] && [ -s "$1/Image" ]
+	fi
+}
+
+# unpack ABI VERSION: download and unpack the four packages into $CACHE/<abi>/root
+# ($CACHE/<abi>-arm64/root for arm64).
 unpack() {
-	local abi="$1" ver="$2" release="$1-amd64" dir="$LAB_CACHE/$1"
+	local abi="$1" ver="$2" release="$1-$LAB_ARCH" dir="$LAB_CACHE/$1$LAB_ARCH_SUFFIX"
 	local image_pkg="linux-image-$release" hdr_pkg="linux-headers-$release"
 	local common_pkg kbuild_pkg kbuild_ver debs=() deps
 	[ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && image_pkg="$image_pkg-unsigned"
 
-	if [ -f "$dir/.unpacked" ] && [ -s "$dir/vmlinux" ]; then
+	if kernel_ready "$dir"; then
 		return 0
 	fi
 	deps="$(pkg_field "$hdr_pkg" Depends)"
@@ -118,10 +178,11 @@ unpack() {
 	[ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] ||
 		die "cannot find -common/kbuild dependencies of $hdr_pkg (Depends: '$deps')"
 	# The headers require kbuild >= their own version: take exactly that version when the
-	# archive has it (it is built from the same source), else the candidate.
+	# archive has it (it is built from the same source), else the candidate. Always the amd64
+	# build: its programs (fixdep, modpost, objtool) run on this host, also for arm64 kernels.
 	kbuild_ver="$ver"
-	if ! lab_apt_cache show "$kbuild_pkg=$ver" >/dev/null 2>&1; then
-		kbuild_ver="$(pkg_field "$kbuild_pkg" Version)"
+	if ! lab_apt_cache show "$kbuild_pkg:amd64=$ver" >/dev/null 2>&1; then
+		kbuild_ver="$(pkg_field "$kbuild_pkg:amd64" Version)"
 		log "$kbuild_pkg $ver not in the archive, using $kbuild_ver"
 	fi
 
@@ -130,18 +191,20 @@ unpack() {
 	# same version (and named in its Depends).
 	local split=() p abi_re
 	abi_re="$(sed 's/[].+*?^$[]/\\&/g' <<<"$abi")"
-	for p in $(pkg_field "$image_pkg" Depends | grep -oE "linux-(binary|base|modules)-$abi_re-amd64" || true); do
+	for p in $(pkg_field "$image_pkg" Depends | grep -oE "linux-(binary|base|modules)-$abi_re-$LAB_ARCH" || true); do
 		split+=("$p=$ver")
 	done
 
 	mkdir -p "$LAB_CACHE/debs"
 	local spec pkg pver f
-	for spec in "$image_pkg=$ver" "${split[@]}" "$hdr_pkg=$ver" "$common_pkg=$ver" "$kbuild_pkg=$kbuild_ver"; do
+	for spec in "$image_pkg=$ver" "${split[@]}" "$hdr_pkg=$ver" "$common_pkg=$ver"; do
 		pkg="${spec%%=*}"
 		pver="${spec#*=}"
 		f="$(fetch_deb "$pkg" "$pver")" || return "$DOWNLOAD_FAILED"
 		debs+=("$f")
 	done
+	f="$(fetch_deb "$kbuild_pkg" "$kbuild_ver" amd64)" || return "$DOWNLOAD_FAILED"
+	debs+=("$f")
 
 	local t0
 	t0="$(now)"
@@ -160,7 +223,11 @@ unpack() {
 	fix_headers_makefile "$dir/root.tmp" "$dir/root" "$abi"
 	rm -rf "$dir/root"
 	mv "$dir/root.tmp" "$dir/root"
-	extract_vmlinux "$(kernel_file "$dir/root" vmlinuz "$release")" "$dir/vmlinux"
+	if [ "$LAB_ARCH" = amd64 ]; then
+		extract_vmlinux "$(kernel_file "$dir/root" vmlinuz "$release")" "$dir/vmlinux"
+	else
+		extract_arm64_image "$(kernel_file "$dir/root" vmlinuz "$release")" "$dir/Image"
+	fi
 	printf '%s\n' "$ver" >"$dir/.unpacked"
 	log "unpacked $abi in $(elapsed "$t0")s"
 }
@@ -178,7 +245,7 @@ kernel_file() {
 
 # The package that holds the image file: the image package itself, or linux-binary-* (7.x).
 image_package() {
-	local abi="$1" dir="$2" release="$1-amd64"
+	local abi="$1" dir="$2" release="$1-$LAB_ARCH"
 	if [ -e "$dir/root/boot/vmlinuz-$release" ]; then
 		printf 'linux-image-%s%s\n' "$release" "$([ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && echo -unsigned)"
 	else
@@ -186,13 +253,13 @@ image_package() {
 	fi
 }
 
-# The -amd64 headers Makefile names installed paths: it includes the -common Makefile by its
+# The -<flavour> headers Makefile names installed paths: it includes the -common Makefile by its
 # absolute path (/usr/src/linux-headers-<abi>-common/Makefile) and, since 7.x, sets
-# KBUILD_OUTPUT=/usr/src/linux-headers-<abi>-amd64. Point both at the unpacked copies so that
+# KBUILD_OUTPUT=/usr/src/linux-headers-<abi>-<flavour>. Point both at the unpacked copies so that
 # `make -C $HEADERS_DIR M=... modules` works without a system-wide install.
 fix_headers_makefile() {
 	local tmp_root="$1" final_root="$2" abi="$3"
-	local mk="$tmp_root/usr/src/linux-headers-$abi-amd64/Makefile"
+	local mk="$tmp_root/usr/src/linux-headers-$abi-$LAB_ARCH/Makefile"
 	local common="/usr/src/linux-headers-$abi-common"
 	[ -f "$mk" ] || die "headers Makefile missing: $mk"
 	[ -d "$tmp_root$common" ] || die "unpacked -common headers missing: $tmp_root$common"
@@ -201,7 +268,7 @@ fix_headers_makefile() {
 	# A basic regular expression: only . [ ] * ^ $ and the # delimiter are special ("+" is not).
 	re="$(sed 's/[].*^$#[]/\\&/g' <<<"$prefix")"
 	sed -i "s#\([ =]\)$re#\1$final_root$prefix#g" "$mk"
-	log "headers Makefile now names $final_root$prefix{common,amd64}"
+	log "headers Makefile now names $final_root$prefix{common,$LAB_ARCH}"
 }
 
 # The package ships no modules.dep (its postinst runs depmod on the installed system):
@@ -226,18 +293,18 @@ main() {
 			lab_apt_update
 			abi="$(discover_abi)"
 		fi
-		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-amd64' in $LAB_SUITE names no linux-image-<abi>-amd64"
+		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-$LAB_ARCH' in $LAB_SUITE names no linux-image-<abi>-$LAB_ARCH"
 	fi
-	local dir="$LAB_CACHE/$abi"
-	if [ -f "$dir/.unpacked" ] && [ -s "$dir/vmlinux" ]; then
+	local dir="$LAB_CACHE/$abi$LAB_ARCH_SUFFIX"
+	if kernel_ready "$dir"; then
 		ver="$(cat "$dir/.unpacked")"
 	else
-		ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+		ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
 		if [ -z "$ver" ]; then
 			lab_apt_update
-			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+			ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
 		fi
-		[ -n "$ver" ] || die "linux-image-$abi-amd64 is not in the apt lists"
+		[ -n "$ver" ] || die "linux-image-$abi-$LAB_ARCH is not in the apt lists"
 		local rc
 		set +e
 		with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
@@ -249,8 +316,8 @@ main() {
 			[ "$LAB_APT_UPDATED" = 0 ] || die "download of kernel $abi ($ver) failed"
 			lab_apt_update
 			[ -n "${KLPSYM_LAB_ABI:-}" ] || abi="$(discover_abi)"
-			dir="$LAB_CACHE/$abi"
-			ver="$(pkg_field "linux-image-$abi-amd64" Version)"
+			dir="$LAB_CACHE/$abi$LAB_ARCH_SUFFIX"
+			ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
 			set +e
 			with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
 			rc=$?
@@ -259,7 +326,7 @@ main() {
 		fi
 	fi
 
-	local release="$abi-amd64" root="$dir/root"
+	local release="$abi-$LAB_ARCH" root="$dir/root"
 	if [ ! -s "$root/lib/modules/$release/modules.dep" ]; then
 		with_lock "$LAB_CACHE/.lock" make_modules_dep "$root" "$release"
 	fi
@@ -268,7 +335,13 @@ main() {
 	vmlinuz="$(kernel_file "$root" vmlinuz "$release")"
 	config="$(kernel_file "$root" config "$release")"
 	sysmap="$(kernel_file "$root" System.map "$release")"
-	for f in "$vmlinuz" "$config" "$dir/vmlinux" "$root/lib/modules/$release" "$hdr/Makefile"; do
+	local vmlinux="" boot="$dir/Image" kbuild
+	if [ "$LAB_ARCH" = amd64 ]; then
+		vmlinux="$dir/vmlinux"
+		boot="$vmlinux"
+	fi
+	kbuild="$(find "$root/usr/lib" -maxdepth 1 -name 'linux-kbuild-*' | head -n1)"
+	for f in "$vmlinuz" "$config" "$boot" "$root/lib/modules/$release" "$hdr/Makefile" "$kbuild"; do
 		[ -e "$f" ] || die "expected $f after unpacking; remove $dir and retry"
 	done
 	# The image package itself, read in place by the package tests (kept from the unpacking;
@@ -293,9 +366,11 @@ KLPSYM_LAB_SUITE=$LAB_SUITE
 KLPSYM_LAB_VERSION=$ver
 KERNEL_RELEASE=$release
 VMLINUZ=$vmlinuz
-VMLINUX=$dir/vmlinux
+VMLINUX=$vmlinux
+BOOT_KERNEL=$boot
 MODULES_DIR=$root/lib/modules/$release
 HEADERS_DIR=$hdr
+KBUILD_DIR=$kbuild
 SYSTEM_MAP=$sysmap
 CONFIG=$config
 IMAGE_DEB=$image_deb

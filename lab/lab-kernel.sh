@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # One kernel of the lab matrix, made ready for the tests: fetched and unpacked, captured,
 # its -dbg vmlinux fetched, the livepatch oracle run (lab/livepatch-oracle.sh; KLPSYM_BIN
-# as there) and the seed's experiment (lab/seed-experiment.sh). The suite is KLPSYM_LAB_SUITE (default bookworm).
+# as there), the seed's experiment (lab/seed-experiment.sh) and, for bookworm's amd64 kernel
+# and the arm64 kernels, the relocation oracle (lab/reloc-oracle.sh). The suite is
+# KLPSYM_LAB_SUITE (default bookworm), the architecture KLPSYM_LAB_ARCH (default amd64).
+#
+# arm64 kernels: no -dbg package (~1 GB; VMLINUX_DBG and DBG_DEB are empty), no VMLINUX (the
+# image is a raw Image, not ELF). A kernel without CONFIG_LIVEPATCH=y (Debian's arm64 kernels)
+# gets neither the livepatch oracle nor the seed experiment: LIVEPATCH_SKIPPED= says why and
+# LIVEPATCH_DIR, SEED_DIR and SEED_RESULTS are empty. Every key is always present.
 #
 # Writes $KLPSYM_LAB_DIR/lab.env, the KEY=VALUE description of this kernel the tests read
 # (through KLPSYM_TEST_LAB_KERNELS), and prints LAB_ENV=<that file>.
@@ -18,11 +25,24 @@ run_and_import() {
 	done <<<"$out"
 }
 
+VMLINUX_DBG="" DBG_DEB="" ORACLE_DIR="" SEED_DIR="" SEED_RESULTS="" RELOC_DIR="" LIVEPATCH_SKIPPED=""
 run_and_import "$LAB_SRC_DIR/fetch-kernel.sh"
 run_and_import "$LAB_SRC_DIR/capture-kallsyms.sh"
-run_and_import "$LAB_SRC_DIR/fetch-dbg-vmlinux.sh"
-run_and_import "$LAB_SRC_DIR/livepatch-oracle.sh"
-run_and_import "$LAB_SRC_DIR/seed-experiment.sh"
+if [ "$LAB_ARCH" = amd64 ]; then
+	run_and_import "$LAB_SRC_DIR/fetch-dbg-vmlinux.sh"
+fi
+if grep -qx 'CONFIG_LIVEPATCH=y' "$CONFIG"; then
+	run_and_import "$LAB_SRC_DIR/livepatch-oracle.sh"
+	run_and_import "$LAB_SRC_DIR/seed-experiment.sh"
+else
+	LIVEPATCH_SKIPPED="CONFIG_LIVEPATCH is not set"
+	log "$KERNEL_RELEASE: CONFIG_LIVEPATCH is not set: no livepatch oracle, no seed experiment"
+fi
+# The relocation oracle: ordinary modules whose relocations the kernel applies (amd64 once,
+# on bookworm's 6.1; every arm64 kernel).
+if [ "$LAB_ARCH" = arm64 ] || [ "$LAB_SUITE" = bookworm ]; then
+	run_and_import "$LAB_SRC_DIR/reloc-oracle.sh"
+fi
 
 env_file="$KLPSYM_LAB_DIR/lab.env"
 cat >"$env_file.tmp" <<EOT
@@ -33,6 +53,7 @@ PACKAGE_VERSION=$KLPSYM_LAB_VERSION
 LAB_DIR=$KLPSYM_LAB_DIR
 VMLINUZ=$VMLINUZ
 VMLINUX=$VMLINUX
+BOOT_KERNEL=$BOOT_KERNEL
 VMLINUX_DBG=$VMLINUX_DBG
 MODULES_DIR=$MODULES_DIR
 CONFIG=$CONFIG
@@ -43,8 +64,10 @@ KALLSYMS_NOMOD=$KALLSYMS_NOMOD
 KALLSYMS_MODS=$KALLSYMS_MODS
 MODULES_LOADED=$CAPTURE_DIR/modules-loaded.txt
 LIVEPATCH_DIR=$ORACLE_DIR
+LIVEPATCH_SKIPPED=$LIVEPATCH_SKIPPED
 SEED_DIR=$SEED_DIR
 SEED_RESULTS=$SEED_RESULTS
+RELOC_DIR=$RELOC_DIR
 EOT
 mv "$env_file.tmp" "$env_file"
 printf 'LAB_ENV=%s\n' "$env_file"

@@ -41,10 +41,21 @@ apt_update_once() {
 # KLPSYM_LAB_SUITE picks it (default bookworm); KLPSYM_LAB_MIRROR and
 # KLPSYM_LAB_SECURITY_MIRROR the archives.
 export LAB_SUITE="${KLPSYM_LAB_SUITE:-bookworm}"
-LAB_ARCH=amd64
+# KLPSYM_LAB_ARCH: the kernel's Debian architecture, amd64 (default) or arm64. An arm64 kernel
+# has its own apt configuration ($LAB_CACHE/apt/<suite>-arm64, APT::Architectures=arm64): its
+# packages are downloaded and unpacked, never installed on the (amd64) host.
+export LAB_ARCH="${KLPSYM_LAB_ARCH:-amd64}"
+case "$LAB_ARCH" in
+amd64 | arm64) ;;
+*) die "KLPSYM_LAB_ARCH must be amd64 or arm64, not '$LAB_ARCH'" ;;
+esac
+# The folder and ABI suffix of non-amd64 kernels ("" for amd64, "-arm64" else): the arm64
+# kernel of a suite must not share the amd64 kernel's folders.
+LAB_ARCH_SUFFIX=""
+[ "$LAB_ARCH" = amd64 ] || LAB_ARCH_SUFFIX="-$LAB_ARCH"
 LAB_MIRROR="${KLPSYM_LAB_MIRROR:-http://deb.debian.org/debian}"
 LAB_SECURITY_MIRROR="${KLPSYM_LAB_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
-LAB_APT_DIR="$LAB_CACHE/apt/$LAB_SUITE"
+LAB_APT_DIR="$LAB_CACHE/apt/$LAB_SUITE$LAB_ARCH_SUFFIX"
 LAB_APT_OPTS=(
 	-o "Dir::Etc::sourcelist=$LAB_APT_DIR/sources.list" -o "Dir::Etc::sourceparts=$LAB_APT_DIR/parts"
 	-o "Dir::State::Lists=$LAB_APT_DIR/lists" -o "Dir::Cache=$LAB_APT_DIR/cache"
@@ -52,6 +63,10 @@ LAB_APT_OPTS=(
 	-o "Dir::Etc::preferencesparts=$LAB_APT_DIR/parts" -o "APT::Architecture=$LAB_ARCH"
 	-o "APT::Architectures::=$LAB_ARCH" -o "Acquire::Languages=none"
 )
+# A foreign kernel's configuration also lists amd64, as a second architecture: the kbuild
+# package whose host tools (fixdep, modpost, objtool) must run here is the amd64 build
+# (`apt-get download linux-kbuild-<ver>:amd64`).
+[ "$LAB_ARCH" = amd64 ] || LAB_APT_OPTS+=(-o "APT::Architectures::=amd64")
 LAB_APT_UPDATED=0
 
 # lab_apt_update: refresh the suite's private lists (at most once per script run), under the
@@ -146,13 +161,14 @@ load_kernel_env() {
 		key="${line%%=*}"
 		val="${line#*=}"
 		case "$key" in
-		KLPSYM_LAB_DIR | KLPSYM_LAB_ABI | KLPSYM_LAB_VERSION | KLPSYM_LAB_SUITE | KERNEL_RELEASE | VMLINUZ | VMLINUX | MODULES_DIR | HEADERS_DIR | SYSTEM_MAP | CONFIG | IMAGE_DEB | IMAGE_SHA256)
+		KLPSYM_LAB_DIR | KLPSYM_LAB_ABI | KLPSYM_LAB_VERSION | KLPSYM_LAB_SUITE | KERNEL_RELEASE | VMLINUZ | VMLINUX | BOOT_KERNEL | MODULES_DIR | HEADERS_DIR | KBUILD_DIR | SYSTEM_MAP | CONFIG | IMAGE_DEB | IMAGE_SHA256)
 			printf -v "$key" '%s' "$val"
 			export "${key?}"
 			;;
 		esac
 	done <<<"$out"
-	[ -n "${VMLINUX:-}" ] || die "fetch-kernel.sh printed no VMLINUX="
+	# BOOT_KERNEL: what run-vm.sh boots (amd64: the ELF vmlinux, arm64: the raw Image).
+	[ -n "${BOOT_KERNEL:-}" ] || die "fetch-kernel.sh printed no BOOT_KERNEL="
 }
 
 # in_toolchain ROOT CMD...: run CMD on the host (ROOT empty) or inside the chroot ROOT made by

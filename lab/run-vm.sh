@@ -10,10 +10,12 @@
 #   --add     copy SRC (file or folder) into the initramfs at DEST (absolute guest path; a
 #             DEST ending in / keeps SRC's base name). Repeatable.
 #   --env     KEY=VALUE exported to the guest script. Repeatable.
-#   --kernel  kernel to boot (default: $VMLINUX, else what fetch-kernel.sh prints). An ELF
-#             vmlinux boots through its PVH entry: no decompressor, hence no KASLR.
+#   --kernel  kernel to boot (default: $BOOT_KERNEL, else what fetch-kernel.sh prints). An ELF
+#             vmlinux boots through its PVH entry: no decompressor, hence no KASLR. arm64
+#             (KLPSYM_LAB_ARCH=arm64): a raw Image, booted with nokaslr on qemu's virt machine.
 #   --out-mb  size of the shared-memory output window (power of two, default 64); a larger
-#             /out falls back to the serial port (gzipped, ~250 KB/s).
+#             /out falls back to the serial port (gzipped, ~250 KB/s; arm64: a virtio-serial
+#             port named klplab.out).
 #   --out     host folder that receives the results; replaced as a whole on success. On
 #             failure the partial results are left in OUTDIR.failed.
 #
@@ -33,7 +35,7 @@ usage() {
 	exit 2
 }
 
-script="" out="" kernel="${VMLINUX:-}" timeout_s="${KLPSYM_LAB_TIMEOUT:-300}" extra_append="" mem=1G out_mb=64
+script="" out="" kernel="${BOOT_KERNEL:-}" timeout_s="${KLPSYM_LAB_TIMEOUT:-300}" extra_append="" mem=1G out_mb=64
 adds=() envs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -57,20 +59,22 @@ done
 [[ "$out_mb" =~ ^[0-9]+$ ]] && [ "$out_mb" -gt 0 ] && [ $((out_mb & (out_mb - 1))) = 0 ] ||
 	die "--out-mb must be a power of two, got '$out_mb'"
 
-ensure_packages qemu-system-x86 busybox-static cpio
+if [ "$LAB_ARCH" = arm64 ]; then
+	ensure_packages qemu-system-arm cpio
+else
+	ensure_packages qemu-system-x86 cpio
+fi
 if [ -z "$kernel" ]; then
 	load_kernel_env
-	kernel="$VMLINUX"
+	kernel="$BOOT_KERNEL"
 fi
 [ -f "$kernel" ] || die "kernel not found: $kernel"
+# The guest's static binaries, for the kernel's architecture (busybox included).
 helpers="$("$LAB_SRC_DIR/build-helpers.sh")" || die "building the guest helpers failed"
 finit_bin="$(sed -n 's/^FINIT_BIN=//p' <<<"$helpers")"
 shmout_bin="$(sed -n 's/^SHMOUT_BIN=//p' <<<"$helpers")"
-[ -x "$finit_bin" ] && [ -x "$shmout_bin" ] || die "guest helpers missing after build"
-busybox_bin=/bin/busybox
-[ -x "$busybox_bin" ] || die "$busybox_bin missing (package busybox-static)"
-# ensure_packages installed busybox-static, which conflicts with the dynamically linked
-# busybox package: /bin/busybox is static and runs in the bare initramfs.
+busybox_bin="$(sed -n 's/^BUSYBOX_BIN=//p' <<<"$helpers")"
+[ -x "$finit_bin" ] && [ -x "$shmout_bin" ] && [ -x "$busybox_bin" ] || die "guest helpers missing after build"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-lab-vm.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -110,10 +114,24 @@ done
 t_initrd="$(elapsed "$t_start")"
 
 # --- boot -------------------------------------------------------------------------------
-append="console=ttyS0 panic=-1 loglevel=1${extra_append:+ $extra_append}"
-qemu_cmd=(qemu-system-x86_64 -accel tcg -cpu max -m "$mem" -smp 1 -nographic -no-reboot
-	-nic none -serial mon:stdio -serial "file:$work/data.bin"
-	-kernel "$kernel" -initrd "$work/initrd.cpio" -append "$append")
+if [ "$LAB_ARCH" = arm64 ]; then
+	# qemu's virt machine has one usable UART (PL011, ttyAMA0): the console. The fallback
+	# data channel is a named virtio-serial port (virtio_console and virtio_pci are built into
+	# Debian's arm64 kernels) saved to a host file. pauth-impdef: QEMU's own pointer
+	# authentication algorithm, much faster under TCG than the architected QARMA5.
+	append="console=ttyAMA0 panic=-1 loglevel=1 nokaslr${extra_append:+ $extra_append}"
+	# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+	qemu_cmd=(qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -accel tcg -m "$mem" -smp 1
+		-nographic -no-reboot -nic none -serial mon:stdio
+		-device virtio-serial-pci -chardev "file,id=klplabdata,path=$work/data.bin"
+		-device virtserialport,chardev=klplabdata,name=klplab.out
+		-kernel "$kernel" -initrd "$work/initrd.cpio" -append "$append")
+else
+	append="console=ttyS0 panic=-1 loglevel=1${extra_append:+ $extra_append}"
+	qemu_cmd=(qemu-system-x86_64 -accel tcg -cpu max -m "$mem" -smp 1 -nographic -no-reboot
+		-nic none -serial mon:stdio -serial "file:$work/data.bin"
+		-kernel "$kernel" -initrd "$work/initrd.cpio" -append "$append")
+fi
 if [ "${KLPSYM_LAB_NO_SHM:-0}" != 1 ]; then
 	# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 	qemu_cmd+=(-object "memory-backend-file,id=klplabout,share=on,mem-path=$work/out.mem,size=${out_mb}M"

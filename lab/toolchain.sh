@@ -14,6 +14,13 @@
 # The chroot is cached in $CACHE/chroot/<suite> and made again only when its recipe (suite,
 # mirror, package list) changes; its gcc version is recorded in .made and compared with the
 # kernel's.
+#
+# arm64 kernels (CONFIG_CC_VERSION_TEXT "aarch64-linux-gnu-gcc-N ..."): the same chroot of the
+# suite, with the suite's cross compiler added to it (gcc-N-aarch64-linux-gnu and
+# binutils-aarch64-linux-gnu, apt-get install in the chroot). The addition has its own stamp,
+# .made-arm64 (its recipe, then the cross gcc's version), so the chroot's recipe and cache
+# key stay those of the amd64 builds. The headers' .kernelvariables set ARCH=arm64 and
+# CROSS_COMPILE=aarch64-linux-gnu-: `make -C HEADERS M=...` needs no extra argument.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 config="${1:?usage: toolchain.sh CONFIG}"
@@ -24,9 +31,10 @@ cc="$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$config")"
 [[ "$cc" =~ ^([a-z0-9_]+-linux-gnu-)?(gcc(-[0-9]+)?)$ ]] ||
 	die "$config: CONFIG_CC_VERSION_TEXT names no gcc ('$cc'); only gcc-built kernels are supported"
 cc_pkg="${BASH_REMATCH[2]}"
+cross="${BASH_REMATCH[1]}"
 
 host_suite="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)"
-if [ "$LAB_SUITE" = "$host_suite" ] && command -v "$cc" >/dev/null 2>&1; then
+if [ "$cross" != aarch64-linux-gnu- ] && [ "$LAB_SUITE" = "$host_suite" ] && command -v "$cc" >/dev/null 2>&1; then
 	printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=\n' "$cc"
 	exit 0
 fi
@@ -62,9 +70,40 @@ make_chroot() {
 	log "chroot $root ready in $(elapsed "$t0")s: $(sed -n 2p "$root/.made")"
 }
 
+# add_arm64_cross: the suite's aarch64 cross compiler in the chroot (stamp .made-arm64).
+cross_packages="$cc_pkg-aarch64-linux-gnu binutils-aarch64-linux-gnu"
+cross_recipe="arm64-recipe=1 packages=$cross_packages"
+add_arm64_cross() {
+	if [ -f "$root/.made-arm64" ] && [ "$(head -n1 "$root/.made-arm64")" = "$cross_recipe" ]; then
+		return 0
+	fi
+	local t0
+	t0="$(now)"
+	log "apt-get install $cross_packages in the $LAB_SUITE chroot"
+	# sid's Release carries a Valid-Until date (a week ahead); a mirror snapshot may be past it:
+	# the chroot's lists are only read once, here, so its date is not checked (debootstrap
+	# does not check it either).
+	# shellcheck disable=SC2086 # one package per word
+	in_toolchain "$root" /bin/sh -c "apt-get -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $cross_packages && apt-get clean" \
+		</dev/null >"$LAB_CACHE/chroot/$LAB_SUITE-arm64.install.log" 2>&1 ||
+		die "installing $cross_packages in the $LAB_SUITE chroot failed (log: $LAB_CACHE/chroot/$LAB_SUITE-arm64.install.log)"
+	chroot "$root" "$cc" --version >/dev/null || die "the $LAB_SUITE chroot has no working $cc"
+	{
+		printf '%s\n' "$cross_recipe"
+		chroot "$root" "$cc" --version | head -n1
+	} >"$root/.made-arm64.tmp"
+	mv "$root/.made-arm64.tmp" "$root/.made-arm64"
+	log "cross compiler added to $root in $(elapsed "$t0")s: $(sed -n 2p "$root/.made-arm64")"
+}
+
 with_lock "$LAB_CACHE/chroot/.lock" make_chroot
+made="$root/.made"
+if [ "$cross" = aarch64-linux-gnu- ]; then
+	with_lock "$LAB_CACHE/chroot/.lock" add_arm64_cross
+	made="$root/.made-arm64"
+fi
 # The suite's compiler may have moved past the one that built the kernel (sid does): say so.
 want="$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(.*\)"$/\1/p' "$config")"
-have="$(sed -n 2p "$root/.made")"
+have="$(sed -n 2p "$made")"
 [ "$want" = "$have" ] || log "note: the $LAB_SUITE chroot has '$have', the kernel was built by '$want'"
 printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=%s\n' "$cc" "$root"

@@ -18,16 +18,26 @@ get() { sed -n "s/^$2=//p" "$1"; }
 field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 
 IFS=: read -r -a files <<<"$envs"
+# Kernels without the livepatch oracle (LIVEPATCH_SKIPPED=, e.g. Debian's arm64 kernels have
+# no CONFIG_LIVEPATCH): in the first table only, with what applies to them.
+lp_files=()
+for f in "${files[@]}"; do [ -n "$(get "$f" LIVEPATCH_DIR)" ] && lp_files+=("$f"); done
 
 echo "| kernel | arch | image | modules | tables (dump byte-identical to the booted kernel) | livepatch cases matched | relocation targets | visit counts (kprobe) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in "${files[@]}"; do
 	rel="$(get "$f" RELEASE)"
 	line="$(grep "^release=$rel " "$summary" || true)"
-	[ -n "$line" ] || { echo "lab-tables.sh: $rel is not in $summary" >&2; exit 1; }
 	format="$("$klpsym" info --kernel "$(get "$f" VMLINUZ)" --json 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["format"] or "?")' 2>/dev/null || echo "?")"
 	modfmt="$(sed -n 2p "$(get "$f" MODULES_LOADED)" | awk -F'\t' '{ n = $2; sub(/.*\.ko/, ".ko", n); print n }')"
+	if [ -z "$(get "$f" LIVEPATCH_DIR)" ]; then
+		printf '| Debian %s (%s) | %s | %s | %s | vmlinuz; with %s modules | n/a (%s) | - | - |\n' \
+			"$rel" "$(get "$f" SUITE)" "$(get "$f" ARCH)" "$format" "$modfmt" \
+			"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(get "$f" LIVEPATCH_SKIPPED)"
+		continue
+	fi
+	[ -n "$line" ] || { echo "lab-tables.sh: $rel is not in $summary" >&2; exit 1; }
 	index="$(get "$f" LIVEPATCH_DIR)/index.txt"
 	skipped="$(awk '$2 == "skipped"' "$index" | wc -l)"
 	total="$(wc -l <"$index")"
@@ -41,15 +51,15 @@ done
 
 echo
 printf '| case |'
-for f in "${files[@]}"; do printf ' %s |' "$(get "$f" RELEASE)"; done
+for f in "${lp_files[@]}"; do printf ' %s |' "$(get "$f" RELEASE)"; done
 echo
 printf '| --- |'
-for _ in "${files[@]}"; do printf ' --- |'; done
+for _ in "${lp_files[@]}"; do printf ' --- |'; done
 echo
-cases="$(awk '{ print $1 }' "$(get "${files[0]}" LIVEPATCH_DIR)/index.txt")"
+cases="$(awk '{ print $1 }' "$(get "${lp_files[0]}" LIVEPATCH_DIR)/index.txt")"
 for c in $cases; do
 	printf '| `%s` |' "$c"
-	for f in "${files[@]}"; do
+	for f in "${lp_files[@]}"; do
 		o="$(get "$f" LIVEPATCH_DIR)/$c/oracle.txt"
 		v="$(awk -v c="$c" '$1 == c { print $2 }' "$(get "$f" LIVEPATCH_DIR)/index.txt")"
 		case "$v" in
@@ -69,8 +79,9 @@ done
 echo
 echo "| kernel | relocations | load (finit_module) | longest a 1 ms task waited | TCP retransmits (loopback, 1 KiB/ms) | klpsym: entries visited | longest unbroken | preemption | idle baseline |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-for f in "${files[@]}"; do
+for f in "${lp_files[@]}"; do
 	results="$(get "$f" SEED_RESULTS)"
+	[ -n "$results" ] || continue
 	base="$(grep '^SEED module=- ' "$results" | tr ' ' '\n' | sed -n 's/^max_us=//p')"
 	grep '^SEED module=klp_seed_' "$results" | while IFS= read -r line; do
 		m="$(field "$line" module)"

@@ -40,6 +40,8 @@ def main():
     kernels = []
     for path in filter(None, envs.split(":")):
         env = read_env(path)
+        if not env.get("SEED_RESULTS"):
+            continue  # no seed experiment on this kernel (no CONFIG_LIVEPATCH, e.g. arm64)
         rs, base = runs(env["SEED_RESULTS"])
         kernels.append((env["RELEASE"], rs, base))
     # Log scale from 1 ms to 100 s.

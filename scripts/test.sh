@@ -7,7 +7,11 @@
 #    the newest kernel packages of that suite, boots the kernel under QEMU and captures
 #    /proc/kallsyms without and with real modules, fetches the -dbg vmlinux, builds the
 #    livepatch cases with the kernel's own compiler (a debootstrap chroot of its suite when
-#    the host has not that compiler) and records what the kernel did with them. Everything is
+#    the host has not that compiler) and records what the kernel did with them. Then the
+#    arm64 kernels of KLPSYM_LAB_ARM64_SUITES (default "trixie sid"; QEMU's aarch64 virt
+#    machine; no -dbg package, no livepatch oracle: Debian's arm64 kernels have no
+#    CONFIG_LIVEPATCH). bookworm's amd64 kernel and the arm64 kernels also run the
+#    relocation oracle (lab/reloc-oracle.sh). Everything is
 #    cached in ${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}, keyed by package checksums and
 #    sources, never required to be there.
 # 2. cargo test over the workspace, with the lab's files handed to the real-kernel tests.
@@ -42,6 +46,13 @@ else
 		echo "== lab kernel: $suite" >&2
 		env_file="$(KLPSYM_LAB_SUITE="$suite" bash lab/lab-kernel.sh | sed -n 's/^LAB_ENV=//p')"
 		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite failed" >&2; exit 1; }
+		lab_envs+=("$env_file")
+	done
+	# arm64 kernels come after the amd64 ones (the first entry stays bookworm's amd64 kernel).
+	for suite in ${KLPSYM_LAB_ARM64_SUITES-trixie sid}; do
+		echo "== lab kernel: $suite arm64" >&2
+		env_file="$(KLPSYM_LAB_ARCH=arm64 KLPSYM_LAB_SUITE="$suite" bash lab/lab-kernel.sh | sed -n 's/^LAB_ENV=//p')"
+		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite arm64 failed" >&2; exit 1; }
 		lab_envs+=("$env_file")
 	done
 	KLPSYM_TEST_LAB_KERNELS="$(IFS=:; printf '%s' "${lab_envs[*]}")"

@@ -12,7 +12,7 @@
 //!   walking exceeds twice its load's wall time (which also holds the time given to others).
 
 mod common;
-use common::{json, lab_kernels, run};
+use common::{json, livepatch_kernels, run};
 
 use std::collections::BTreeMap;
 
@@ -35,7 +35,7 @@ fn cost(ko: &std::path::Path, vmlinuz: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn the_kernels_hold_the_cpu_where_klpsym_predicts_it() {
-    let kernels = lab_kernels();
+    let kernels = livepatch_kernels();
     if kernels.is_empty() {
         return;
     }

@@ -8,7 +8,7 @@
 //! KLPSYM_REQUIRE_LAB is set.
 
 mod common;
-use common::lab_kernels;
+use common::livepatch_kernels;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -115,7 +115,7 @@ fn check(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
 
 #[test]
 fn check_predicts_what_every_lab_kernel_did() {
-    let kernels = lab_kernels();
+    let kernels = livepatch_kernels();
     let mut failures = Vec::new();
     let mut summary = Vec::new();
     let mut summary_lines = Vec::new();

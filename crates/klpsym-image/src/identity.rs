@@ -42,7 +42,8 @@ pub(crate) fn find_version(
 
 /// The kernel's `VERMAGIC_STRING` (include/linux/vermagic.h): `UTS_RELEASE " "` followed by
 /// configuration tokens, each ending in a space (`SMP `, `preempt `, `mod_unload `,
-/// `modversions `, `aarch64 `...), NUL-terminated in .rodata, where the module loader's
+/// `modversions `), then the architecture's `MODULE_ARCH_VERMAGIC` without one (`aarch64`
+/// on arm64, nothing on x86_64), NUL-terminated in .rodata, where the module loader's
 /// `vermagic[]` keeps it. `release` is the banner's (`6.1.0-57-amd64`). The first string of
 /// that shape wins; the banner (`6.1.0-57-amd64 (debian-kernel@...`) and bare releases do
 /// not have it.
@@ -74,10 +75,13 @@ pub fn find_vermagic(
                 && t.iter()
                     .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
         };
-        if !tail.is_empty()
-            && tail.ends_with(b" ")
-            && tail[..tail.len() - 1].split(|&b| b == b' ').all(token)
-        {
+        // x86_64 ends with the last token's space, arm64 with "aarch64" (no space).
+        let body = match tail.strip_suffix(b" ") {
+            Some(b) => Some(b),
+            None if tail == b"aarch64" || tail.ends_with(b" aarch64") => Some(tail),
+            None => None,
+        };
+        if body.is_some_and(|b| !b.is_empty() && b.split(|&c| c == b' ').all(token)) {
             return Ok(Some(String::from_utf8_lossy(s).into_owned()));
         }
     }
@@ -138,6 +142,14 @@ mod tests {
         assert_eq!(
             find_vermagic(b"\x006.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
             None
+        );
+        // arm64: MODULE_ARCH_VERMAGIC comes last, without a space (Debian 6.12 arm64).
+        let arm = b"\x006.12.118+deb13-arm64 SMP\x006.12.118+deb13-arm64 SMP mod_unload modversions aarch64\0";
+        assert_eq!(
+            find_vermagic(arm, "6.12.118+deb13-arm64", &mut Resched::none())
+                .unwrap()
+                .as_deref(),
+            Some("6.12.118+deb13-arm64 SMP mod_unload modversions aarch64")
         );
         assert_eq!(
             banner_release("Linux version 6.12.117+deb13-amd64 (x) #1 SMP"),

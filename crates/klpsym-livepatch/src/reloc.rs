@@ -20,6 +20,22 @@ use crate::elf::Arch;
 /// -ENOEXEC, what the arch relocation code returns.
 pub const ENOEXEC: i32 = 8;
 
+/// Which kernel applies a relocation, and where it sits: the architectures' messages changed
+/// over versions and since 6.19 (x86_64) name the relocation section and the entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Site {
+    /// The kernel's `major.minor`.
+    pub kernel: (u32, u32),
+    /// The relocation section's index in the module.
+    pub rela_section: u32,
+    /// The entry's index in its section.
+    pub index: usize,
+    /// Where the loader may place a module on this kernel (below and above the kernel
+    /// image), when known: with P unknown, a PC-relative field that overflows for every
+    /// place in it overflows for sure.
+    pub window: Option<[(u64, u64); 2]>,
+}
+
 /// One relocation to compute.
 #[derive(Debug, Clone, Copy)]
 pub struct RelocInput<'a> {
@@ -34,6 +50,8 @@ pub struct RelocInput<'a> {
     /// The bytes currently at the place (at least the relocation's width; fewer means the
     /// relocation runs past its section).
     pub existing: &'a [u8],
+    /// The kernel and the entry's position.
+    pub site: Site,
 }
 
 /// What the kernel writes.
@@ -76,12 +94,45 @@ pub fn type_name(arch: Arch, t: u32) -> String {
         (Arch::X86_64, elf::R_X86_64_PC32) => "R_X86_64_PC32",
         (Arch::X86_64, elf::R_X86_64_PLT32) => "R_X86_64_PLT32",
         (Arch::X86_64, elf::R_X86_64_PC64) => "R_X86_64_PC64",
+        (Arch::Aarch64, elf::R_AARCH64_NONE) => "R_AARCH64_NONE",
         (Arch::Aarch64, elf::R_AARCH64_ABS64) => "R_AARCH64_ABS64",
+        (Arch::Aarch64, elf::R_AARCH64_ABS32) => "R_AARCH64_ABS32",
+        (Arch::Aarch64, elf::R_AARCH64_ABS16) => "R_AARCH64_ABS16",
+        (Arch::Aarch64, elf::R_AARCH64_PREL64) => "R_AARCH64_PREL64",
         (Arch::Aarch64, elf::R_AARCH64_PREL32) => "R_AARCH64_PREL32",
-        (Arch::Aarch64, elf::R_AARCH64_CALL26) => "R_AARCH64_CALL26",
-        (Arch::Aarch64, elf::R_AARCH64_JUMP26) => "R_AARCH64_JUMP26",
+        (Arch::Aarch64, elf::R_AARCH64_PREL16) => "R_AARCH64_PREL16",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G0) => "R_AARCH64_MOVW_UABS_G0",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G0_NC) => "R_AARCH64_MOVW_UABS_G0_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G1) => "R_AARCH64_MOVW_UABS_G1",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G1_NC) => "R_AARCH64_MOVW_UABS_G1_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G2) => "R_AARCH64_MOVW_UABS_G2",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G2_NC) => "R_AARCH64_MOVW_UABS_G2_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_UABS_G3) => "R_AARCH64_MOVW_UABS_G3",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_SABS_G0) => "R_AARCH64_MOVW_SABS_G0",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_SABS_G1) => "R_AARCH64_MOVW_SABS_G1",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_SABS_G2) => "R_AARCH64_MOVW_SABS_G2",
+        (Arch::Aarch64, elf::R_AARCH64_LD_PREL_LO19) => "R_AARCH64_LD_PREL_LO19",
+        (Arch::Aarch64, elf::R_AARCH64_ADR_PREL_LO21) => "R_AARCH64_ADR_PREL_LO21",
         (Arch::Aarch64, elf::R_AARCH64_ADR_PREL_PG_HI21) => "R_AARCH64_ADR_PREL_PG_HI21",
+        (Arch::Aarch64, elf::R_AARCH64_ADR_PREL_PG_HI21_NC) => "R_AARCH64_ADR_PREL_PG_HI21_NC",
         (Arch::Aarch64, elf::R_AARCH64_ADD_ABS_LO12_NC) => "R_AARCH64_ADD_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_LDST8_ABS_LO12_NC) => "R_AARCH64_LDST8_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_TSTBR14) => "R_AARCH64_TSTBR14",
+        (Arch::Aarch64, elf::R_AARCH64_CONDBR19) => "R_AARCH64_CONDBR19",
+        (Arch::Aarch64, elf::R_AARCH64_JUMP26) => "R_AARCH64_JUMP26",
+        (Arch::Aarch64, elf::R_AARCH64_CALL26) => "R_AARCH64_CALL26",
+        (Arch::Aarch64, elf::R_AARCH64_LDST16_ABS_LO12_NC) => "R_AARCH64_LDST16_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_LDST32_ABS_LO12_NC) => "R_AARCH64_LDST32_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_LDST64_ABS_LO12_NC) => "R_AARCH64_LDST64_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G0) => "R_AARCH64_MOVW_PREL_G0",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G0_NC) => "R_AARCH64_MOVW_PREL_G0_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G1) => "R_AARCH64_MOVW_PREL_G1",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G1_NC) => "R_AARCH64_MOVW_PREL_G1_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G2) => "R_AARCH64_MOVW_PREL_G2",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G2_NC) => "R_AARCH64_MOVW_PREL_G2_NC",
+        (Arch::Aarch64, elf::R_AARCH64_MOVW_PREL_G3) => "R_AARCH64_MOVW_PREL_G3",
+        (Arch::Aarch64, elf::R_AARCH64_LDST128_ABS_LO12_NC) => "R_AARCH64_LDST128_ABS_LO12_NC",
+        (Arch::Aarch64, elf::R_AARCH64_TLSDESC_CALL) => "R_AARCH64_TLSDESC_CALL",
         _ => return format!("type {t}"),
     };
     n.to_string()
@@ -100,36 +151,40 @@ pub fn apply(
     }
 }
 
+/// x86_64 (arch/x86/kernel/module.c, whose pr_fmt prefixes every line with "module: ").
+/// Before 6.3 each type checks the place for nonzero bytes before its overflow check and
+/// the message says "Skipping" with val = S + A; 6.3 (the livepatch clearing rework,
+/// `__write_relocate_add()`) checks overflow first and prints the final value; 6.19 names
+/// the section and the entry and prints the place unhashed.
 fn x86_64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFailure> {
     let val = r.symbol_value.wrapping_add(r.addend as u64);
     let t = r.r_type;
+    let site = r.site;
+    let since = |v: (u32, u32)| site.kernel >= v;
     let overflow = |val: u64| RelocFailure {
         lines: vec![
-            format!("overflow in relocation type {t} val {val:x}"),
-            format!("`{module}' likely not compiled with -mcmodel=kernel"),
+            if since((6, 19)) {
+                format!(
+                    "module: overflow in relocation type {t} val {val:x} sec {} idx {}",
+                    site.rela_section, site.index
+                )
+            } else {
+                format!("module: overflow in relocation type {t} val {val:x}")
+            },
+            format!("module: `{module}' likely not compiled with -mcmodel=kernel"),
         ],
         errno: ENOEXEC,
     };
-    let (width, pcrel) = match t {
+    let (width, pcrel, fits) = match t {
         elf::R_X86_64_NONE => return Ok(None),
-        elf::R_X86_64_64 => (8u8, false),
-        elf::R_X86_64_32 => {
-            if val != u64::from(val as u32) {
-                return Err(overflow(val));
-            }
-            (4, false)
-        }
-        elf::R_X86_64_32S => {
-            if val as i64 != i64::from(val as i32) {
-                return Err(overflow(val));
-            }
-            (4, false)
-        }
-        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => (4, true),
-        elf::R_X86_64_PC64 => (8, true),
+        elf::R_X86_64_64 => (8u8, false, true),
+        elf::R_X86_64_32 => (4, false, val == u64::from(val as u32)),
+        elf::R_X86_64_32S => (4, false, val as i64 == i64::from(val as i32)),
+        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => (4, true, true),
+        elf::R_X86_64_PC64 => (8, true, true),
         _ => {
             return Err(RelocFailure {
-                lines: vec![format!("{module}: Unknown rela relocation: {t}")],
+                lines: vec![format!("module: {module}: Unknown rela relocation: {t}")],
                 errno: ENOEXEC,
             })
         }
@@ -140,12 +195,31 @@ fn x86_64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFail
         Some(val)
     };
     let w = usize::from(width);
-    if r.existing.len() < w || r.existing[..w].iter().any(|&b| b != 0) {
-        let shown = value.map_or_else(|| "<S+A-P>".to_string(), |v| format!("{v:x}"));
+    let dirty = r.existing.len() < w || r.existing[..w].iter().any(|&b| b != 0);
+    if !fits && (since((6, 3)) || !dirty) {
+        return Err(overflow(val));
+    }
+    if dirty {
+        let line = if since((6, 19)) {
+            format!(
+                "module: x86/modules: Invalid relocation target, existing value is nonzero for sec {}, idx {}, type {t}, loc {}, val {}",
+                site.rela_section,
+                site.index,
+                r.place.map_or_else(|| "<P>".to_string(), |p| format!("{p:x}")),
+                value.map_or_else(|| "<S+A-P>".to_string(), |v| format!("{v:x}"))
+            )
+        } else if since((6, 3)) {
+            format!(
+                "module: x86/modules: Invalid relocation target, existing value is nonzero for type {t}, loc <hashed %p>, val {}",
+                value.map_or_else(|| "<S+A-P>".to_string(), |v| format!("{v:x}"))
+            )
+        } else {
+            format!(
+                "module: x86/modules: Skipping invalid relocation target, existing value is nonzero for type {t}, loc <hashed %p>, val {val:x}"
+            )
+        };
         return Err(RelocFailure {
-            lines: vec![format!(
-                "x86/modules: Invalid relocation target, existing value is nonzero for type {t}, loc <hashed %p>, val {shown}"
-            )],
+            lines: vec![line],
             errno: ENOEXEC,
         });
     }
@@ -252,10 +326,42 @@ fn data(op: Op, place: u64, val: u64, bits: u32) -> (Vec<u8>, bool) {
     }
 }
 
+/// True when a PC-relative arm64 field with an unknown place overflows wherever in
+/// `r.site.window` the loader puts the module: at both ends of each part of the window, on
+/// the same side (the value is monotonic in P, so every place between does too).
+fn overflows_everywhere(module: &str, r: &RelocInput<'_>, op: Op, val: u64) -> bool {
+    let Some(window) = r.site.window else {
+        return false;
+    };
+    let side = |p: u64| do_reloc(op, p, val) >= 0;
+    let fails = |p: u64| {
+        let at = RelocInput {
+            place: Some(p),
+            site: Site {
+                window: None,
+                ..r.site
+            },
+            ..*r
+        };
+        aarch64(module, &at).is_err()
+    };
+    window.iter().all(|&(lo, hi)| {
+        let (a, b) = (lo & !3, hi.saturating_sub(4) & !3);
+        a <= b && fails(a) && fails(b) && side(a) == side(b)
+    })
+}
+
+/// arm64 (arch/arm64/kernel/module.c). Since 6.5 (3e35d303ab7d, the module VA range
+/// rework) its pr_fmt prefixes every line with "Modules: ".
 fn aarch64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFailure> {
     use elf::*;
     let val = r.symbol_value.wrapping_add(r.addend as u64);
     let t = r.r_type;
+    let prefix = if r.site.kernel >= (6, 5) {
+        "Modules: "
+    } else {
+        ""
+    };
     enum K {
         Data(Op, u32, bool),
         Movw(Op, u32, bool, bool),
@@ -302,14 +408,16 @@ fn aarch64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFai
         R_AARCH64_JUMP26 | R_AARCH64_CALL26 => K::Insn(Op::Prel, 2, 26, Imm::Imm26, true),
         _ => {
             return Err(RelocFailure {
-                lines: vec![format!("module {module}: unsupported RELA relocation: {t}")],
+                lines: vec![format!(
+                    "{prefix}module {module}: unsupported RELA relocation: {t}"
+                )],
                 errno: ENOEXEC,
             })
         }
     };
     let overflow = RelocFailure {
         lines: vec![format!(
-            "module {module}: overflow in relocation type {t} val {val:x}"
+            "{prefix}module {module}: overflow in relocation type {t} val {val:x}"
         )],
         errno: ENOEXEC,
     };
@@ -326,6 +434,9 @@ fn aarch64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFai
         let checks = match k {
             K::Data(_, _, c) | K::Movw(_, _, _, c) | K::Insn(.., c) => c,
         };
+        if checks && overflows_everywhere(module, r, op, val) {
+            return Err(overflow);
+        }
         let width = if let K::Data(_, bits, _) = k {
             (bits / 8) as u8
         } else {
@@ -418,9 +529,17 @@ mod tests {
                 addend: a,
                 place: p,
                 existing: &[0; 8],
+                site: SITE61,
             },
         )
     }
+
+    const SITE61: Site = Site {
+        kernel: (6, 1),
+        rela_section: 7,
+        index: 3,
+        window: None,
+    };
 
     #[test]
     fn x86_types_and_overflow() {
@@ -433,9 +552,12 @@ mod tests {
         let e = x86(elf::R_X86_64_32, k, 0, None).unwrap_err();
         assert_eq!(
             e.lines[0],
-            "overflow in relocation type 10 val ffffffff81000000"
+            "module: overflow in relocation type 10 val ffffffff81000000"
         );
-        assert_eq!(e.lines[1], "`lp' likely not compiled with -mcmodel=kernel");
+        assert_eq!(
+            e.lines[1],
+            "module: `lp' likely not compiled with -mcmodel=kernel"
+        );
         assert_eq!(e.errno, ENOEXEC);
         // a module address above the kernel's 2 GiB window overflows 32S
         let e = x86(
@@ -445,7 +567,7 @@ mod tests {
             None,
         )
         .unwrap_err();
-        assert!(e.lines[0].starts_with("overflow in relocation type 11 val "));
+        assert!(e.lines[0].starts_with("module: overflow in relocation type 11 val "));
         // PC32 needs P; with P it is S + A - P truncated
         let a = x86(elf::R_X86_64_PC32, k, -4, None).unwrap().unwrap();
         assert_eq!((a.value, a.expression), (None, "S + A - P"));
@@ -458,7 +580,10 @@ mod tests {
             .unwrap();
         assert_eq!(a.value, Some(u64::MAX - 0xf));
         let e = x86(elf::R_X86_64_GOTPCREL, k, 0, None).unwrap_err();
-        assert_eq!(e.lines, vec!["lp: Unknown rela relocation: 9".to_string()]);
+        assert_eq!(
+            e.lines,
+            vec!["module: lp: Unknown rela relocation: 9".to_string()]
+        );
     }
 
     #[test]
@@ -469,11 +594,58 @@ mod tests {
             addend: 0,
             place: None,
             existing: &[0, 0, 0, 0, 1, 0, 0, 0],
+            site: SITE61,
         };
         let e = apply(Arch::X86_64, "lp", &r).unwrap_err();
         assert_eq!(
             e.lines[0],
-            "x86/modules: Invalid relocation target, existing value is nonzero for type 1, loc <hashed %p>, val 1234"
+            "module: x86/modules: Skipping invalid relocation target, existing value is nonzero for type 1, loc <hashed %p>, val 1234"
+        );
+        // 6.3 rewords it and prints the final value; 6.19 names the entry and the place.
+        let pc = RelocInput {
+            r_type: elf::R_X86_64_PC32,
+            symbol_value: 0x1234,
+            addend: -4,
+            place: Some(0x1000),
+            existing: &[1, 0, 0, 0],
+            site: Site {
+                kernel: (6, 3),
+                ..SITE61
+            },
+        };
+        let e = apply(Arch::X86_64, "lp", &pc).unwrap_err();
+        assert_eq!(
+            e.lines[0],
+            "module: x86/modules: Invalid relocation target, existing value is nonzero for type 2, loc <hashed %p>, val 230"
+        );
+        let site = Site {
+            kernel: (6, 19),
+            ..SITE61
+        };
+        let e = apply(Arch::X86_64, "lp", &RelocInput { site, ..pc }).unwrap_err();
+        assert_eq!(
+            e.lines[0],
+            "module: x86/modules: Invalid relocation target, existing value is nonzero for sec 7, idx 3, type 2, loc 1000, val 230"
+        );
+        // before 6.3 a dirty place is reported before an overflow; from 6.3 after it
+        let dirty32 = RelocInput {
+            r_type: elf::R_X86_64_32,
+            symbol_value: 0xffff_ffff_8100_0000,
+            addend: 0,
+            place: None,
+            existing: &[1, 0, 0, 0],
+            site: SITE61,
+        };
+        let e = apply(Arch::X86_64, "lp", &dirty32).unwrap_err();
+        assert!(e.lines[0].contains("Skipping invalid"), "{e:?}");
+        let site = Site {
+            kernel: (6, 19),
+            ..SITE61
+        };
+        let e = apply(Arch::X86_64, "lp", &RelocInput { site, ..dirty32 }).unwrap_err();
+        assert_eq!(
+            e.lines[0],
+            "module: overflow in relocation type 10 val ffffffff81000000 sec 7 idx 3"
         );
         // only the relocation's width is checked
         let r = RelocInput {
@@ -494,6 +666,7 @@ mod tests {
                 addend: 0,
                 place: p,
                 existing: &insn.to_le_bytes(),
+                site: SITE61,
             },
         )
     }
@@ -543,6 +716,63 @@ mod tests {
         // data
         let e = a64(R_AARCH64_ABS32, 0x1_0000_0000, None, 0).unwrap_err();
         assert!(e.lines[0].starts_with("module lp: overflow in relocation type 258"));
+        // P unknown: an overflow wherever the loader may put the module is certain.
+        let (text, end) = (0xffff_8000_8000_0000u64, 0xffff_8000_8300_0000u64);
+        let site = Site {
+            kernel: (6, 12),
+            window: Some([(end - (2 << 30), text), (end, text + (2 << 30))]),
+            ..SITE61
+        };
+        let adr = |s: u64, t: u32| RelocInput {
+            r_type: t,
+            symbol_value: s,
+            addend: 0,
+            place: None,
+            existing: &[0; 4],
+            site,
+        };
+        let deep = text + 0x205_79c0;
+        assert!(apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_ADR_PREL_LO21)).is_err());
+        assert!(apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_PREL16)).is_err());
+        // near the image's end a module right above it is in range: not certain
+        let a = apply(
+            Arch::Aarch64,
+            "m",
+            &adr(end - 0x100, R_AARCH64_ADR_PREL_LO21),
+        );
+        assert!(a.unwrap().unwrap().overflow_unknown);
+        // a branch out of range takes a PLT veneer: never an error
+        assert!(apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_CALL26)).is_ok());
+        // without a window nothing is certain
+        let none = RelocInput {
+            site: SITE61,
+            ..adr(deep, R_AARCH64_ADR_PREL_LO21)
+        };
+        assert!(
+            apply(Arch::Aarch64, "m", &none)
+                .unwrap()
+                .unwrap()
+                .overflow_unknown
+        );
+        // 6.5 on: the arm64 module code's pr_fmt
+        let r = RelocInput {
+            r_type: R_AARCH64_ABS32,
+            symbol_value: 0xffff_8000_8205_79c0,
+            addend: 0,
+            place: None,
+            existing: &[0; 4],
+            site: Site {
+                kernel: (6, 12),
+                ..SITE61
+            },
+        };
+        assert_eq!(
+            apply(Arch::Aarch64, "m", &r).unwrap_err().lines,
+            vec![
+                "Modules: module m: overflow in relocation type 258 val ffff8000820579c0"
+                    .to_string()
+            ]
+        );
         let e = a64(R_AARCH64_ABS16, 0x1_0000, None, 0).unwrap_err();
         assert!(e.lines[0].contains("type 259"));
         let a = a64(R_AARCH64_PREL32, 0x100, None, 0).unwrap().unwrap();
@@ -593,7 +823,7 @@ mod tests {
                     let expect = (v as u64).to_le_bytes()[..w].to_vec();
                     prop_assert_eq!(app.bytes.unwrap(), expect);
                 }
-                Err(e) => { prop_assert!(!fits); prop_assert!(e.lines[0].starts_with("overflow")); }
+                Err(e) => { prop_assert!(!fits); prop_assert!(e.lines[0].starts_with("module: overflow")); }
                 Ok(None) => prop_assert!(false),
             }
         }

@@ -469,8 +469,8 @@ fn relocation_overflow_and_nonzero_target() {
     assert_eq!(
         p.log,
         vec![
-            "overflow in relocation type 10 val ffffffff81200000".to_string(),
-            "`lp' likely not compiled with -mcmodel=kernel".to_string()
+            "module: overflow in relocation type 10 val ffffffff81200000".to_string(),
+            "module: `lp' likely not compiled with -mcmodel=kernel".to_string()
         ]
     );
     assert_eq!(
@@ -491,7 +491,7 @@ fn relocation_overflow_and_nonzero_target() {
     let r = check61(&out);
     assert_eq!(
         only_problem(&r).log,
-        vec!["x86/modules: Invalid relocation target, existing value is nonzero for type 1, loc <hashed %p>, val ffffffff81200000".to_string()]
+        vec!["module: x86/modules: Skipping invalid relocation target, existing value is nonzero for type 1, loc <hashed %p>, val ffffffff81200000".to_string()]
     );
 }
 

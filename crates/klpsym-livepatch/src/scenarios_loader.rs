@@ -358,8 +358,8 @@ fn an_ordinary_relocation_that_overflows_refuses_the_load() {
     assert_eq!(
         p.log,
         vec![
-            "overflow in relocation type 10 val ffffffff81700000".to_string(),
-            "`lp' likely not compiled with -mcmodel=kernel".to_string(),
+            "module: overflow in relocation type 10 val ffffffff81700000".to_string(),
+            "module: `lp' likely not compiled with -mcmodel=kernel".to_string(),
         ]
     );
     assert_eq!(p.section.as_deref(), Some(".rela.text"));
@@ -378,7 +378,7 @@ fn ordinary_relocations_refuse_unknown_types_and_dirty_places() {
     let r = ordinary(&refs(&[("printk", elf::R_X86_64_GOTPCREL, 0)]), None);
     assert_eq!(
         only_problem(&r).log,
-        vec!["lp: Unknown rela relocation: 9".to_string()]
+        vec!["module: lp: Unknown rela relocation: 9".to_string()]
     );
     let dirty = ModSpec {
         dirty_slots: true,

@@ -209,6 +209,37 @@ impl<'a> Target<'a> {
         self
     }
 
+    /// Where the module loader may place a module's sections on this target: the part of its
+    /// module area below the kernel image and the part above (a module never overlaps the
+    /// image), from the table's `_text` and `_end`. arm64 only, where PC-relative fields of
+    /// ±1 MiB and less are checked: since 6.5 (3e35d303ab7d, `module_init_limits()`) every
+    /// module lies in a 2 GiB window that holds the whole image; before, a 4 GiB one
+    /// (CONFIG_RANDOMIZE_MODULE_REGION_FULL). `None` elsewhere or when addresses are hidden.
+    pub fn module_window(&self) -> Option<[(u64, u64); 2]> {
+        if self.arch != Arch::Aarch64 || self.kernel.addresses_hidden() {
+            return None;
+        }
+        let at = |n: &str| {
+            self.kernel
+                .by_name(n)
+                .find(|s| s.object == klpsym_core::ObjectId::VMLINUX)
+                .map(|s| s.addr)
+        };
+        let (text, end) = (at("_text")?, at("_end")?);
+        if text == 0 || end <= text {
+            return None;
+        }
+        let span: u64 = if self.rules.version >= (6, 5) {
+            2 << 30
+        } else {
+            4 << 30
+        };
+        Some([
+            (end.checked_sub(span)?, text),
+            (end, text.checked_add(span)?),
+        ])
+    }
+
     /// True when `module` is loaded on the target.
     pub fn is_loaded(&self, module: &str) -> bool {
         module == "vmlinux"

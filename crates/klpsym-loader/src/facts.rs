@@ -101,7 +101,8 @@ impl KernelConfig {
     /// `VERMAGIC_STRING` (include/linux/vermagic.h) from a kernel's release and this
     /// configuration: `UTS_RELEASE " "`, then `SMP `, the preemption token (`preempt ` for
     /// CONFIG_PREEMPT in 5.10, CONFIG_PREEMPT_BUILD since 5.13; `preempt_rt ` for PREEMPT_RT,
-    /// tested first since 6.13), `mod_unload `, `modversions `, and `aarch64 ` on arm64.
+    /// tested first since 6.13), `mod_unload `, `modversions `, and `aarch64` on arm64 (MODULE_ARCH_VERMAGIC, last and
+    /// without a space).
     /// `None` with a randomized struct layout (its token carries a seed hash the config does
     /// not hold).
     pub fn vermagic(&self, release: &str) -> Option<String> {
@@ -139,7 +140,7 @@ impl KernelConfig {
             v.push_str("modversions ");
         }
         if c.enabled("CONFIG_ARM64") {
-            v.push_str("aarch64 ");
+            v.push_str("aarch64");
         }
         Some(v)
     }

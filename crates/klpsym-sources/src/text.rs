@@ -262,11 +262,11 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Result<Line, String> {
             name.len()
         ));
     }
-    if !all_graphic(name) {
+    if !all_graphic(name) && !name.iter().all(|&c| name_byte(c)) {
         let c = name
             .iter()
             .copied()
-            .find(|c| !c.is_ascii_graphic())
+            .find(|&c| !name_byte(c))
             .unwrap_or(b'?');
         return Err(format!(
             "symbol name {:?} holds a byte ({c:#04x}) that no kernel symbol has",
@@ -320,6 +320,14 @@ const HEX_VALUE: [u8; 256] = {
 };
 
 /// True when every byte is printable ASCII without space (0x21..=0x7e), eight bytes at a time.
+/// A byte a kernel prints in a symbol name: printable ASCII, or a control byte other than
+/// tab and newline (the columns' separators). Assembler local labels carry one: gas names the
+/// Nth instance of local label `L14472` `.L14472\x021`, and arm64 module tables keep them.
+fn name_byte(c: u8) -> bool {
+    c.is_ascii_graphic() || (c != 0 && c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r')
+}
+
+/// True when every byte is printable ASCII (the common case, checked 8 bytes at a time).
 fn all_graphic(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -395,6 +403,20 @@ mod tests {
         for (input, want) in cases {
             let err = parse(input).unwrap_err().to_string();
             assert!(err.starts_with(want), "{input:?}: {err}");
+        }
+        // What arm64 module tables hold (gas's local label instances) is read; bytes no kernel
+        // prints in a name are not.
+        let p =
+            parse("ffff800080000000 T _text\nffff80007a0a1000 t .L14472\x021\t[crc7]\n").unwrap();
+        assert_eq!(
+            p.table.symbol(klpsym_core::SymbolId(1)).name,
+            ".L14472\u{2}1"
+        );
+        for bad in ["a b", "a\u{7f}", "a\rb"] {
+            let err = parse(&format!("ffffffff81000000 T {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("holds a byte"), "{bad:?}: {err}");
         }
         let long = format!("ffffffff81000000 T {}\n", "x".repeat(600));
         assert!(parse(&long)

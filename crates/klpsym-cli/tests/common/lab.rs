@@ -41,6 +41,20 @@ impl LabKernel {
             .unwrap_or_else(|| panic!("{}: lab.env has no {key}", self.name))
     }
 
+    /// The value `key` of this kernel when present and not empty (lab.env leaves a key empty
+    /// when the kernel has no such input: no -dbg vmlinux or livepatch oracle on arm64).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Why this kernel has no livepatch results (`LIVEPATCH_SKIPPED`), when it has none.
+    pub fn livepatch_skipped(&self) -> Option<&str> {
+        self.get("LIVEPATCH_SKIPPED")
+    }
+
     /// `major.minor` of the kernel release.
     pub fn version(&self) -> (u32, u32) {
         let mut it = self.value("RELEASE").split(|c: char| !c.is_ascii_digit());
@@ -48,6 +62,22 @@ impl LabKernel {
         let minor = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
         (major, minor)
     }
+}
+
+/// The kernels of the matrix that ran the livepatch oracle; the others are named on stderr
+/// with the reason (skipping is explicit).
+#[allow(dead_code)]
+pub fn livepatch_kernels() -> Vec<LabKernel> {
+    lab_kernels()
+        .into_iter()
+        .filter(|k| match k.livepatch_skipped() {
+            Some(why) => {
+                eprintln!("{}: no livepatch judgement: {why}", k.name);
+                false
+            }
+            None => true,
+        })
+        .collect()
 }
 
 /// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by

@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 mod lab;
 #[allow(unused_imports)]
-pub use lab::{lab, lab_kernels, LabKernel};
+pub use lab::{lab, lab_kernels, livepatch_kernels, LabKernel};
 
 /// Runs the klpsym binary.
 #[allow(dead_code)]

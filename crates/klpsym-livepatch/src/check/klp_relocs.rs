@@ -9,7 +9,7 @@ use crate::elf::SHN_LIVEPATCH;
 use crate::hints::{candidates, not_found_hint};
 use crate::module::KlpRelaSection;
 use crate::names::{parse_klp_section, parse_klp_symbol};
-use crate::reloc::{self, RelocInput};
+use crate::reloc::{self, RelocInput, Site};
 use crate::report::*;
 use crate::target::TableSource;
 use klpsym_core::bulk;
@@ -134,6 +134,12 @@ impl Ctx<'_, '_, '_, '_> {
                 addend: r.addend,
                 place,
                 existing: &existing,
+                site: Site {
+                    kernel: self.t.rules.version,
+                    rela_section: sec.index,
+                    index: i,
+                    window: self.window,
+                },
             };
             let was_blocked = self.blocked(stage);
             match reloc::apply(self.m.arch, &self.m.name, &input) {

@@ -71,6 +71,8 @@ struct Ctx<'m, 'd, 't, 'r> {
     relocs: Vec<RelocationReport>,
     /// The module's ordinary (non-klp) relocations.
     ordinary: Vec<RelocationReport>,
+    /// Where the loader may place the module (see [`Target::module_window`]).
+    window: Option<[(u64, u64); 2]>,
     warnings: Vec<String>,
     /// The warnings already given, so each is given once without a walk over the list.
     warned: HashSet<String>,
@@ -120,6 +122,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
             problems: Vec::with_capacity(problems),
             relocs: Vec::with_capacity(relocs),
             ordinary: Vec::new(),
+            window: t.module_window(),
             warnings: Vec::new(),
             warned: HashSet::with_capacity(names),
             objects: Vec::with_capacity(objects),

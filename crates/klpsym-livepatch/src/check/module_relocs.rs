@@ -14,7 +14,7 @@
 use super::{Ctx, ENOEXEC};
 use crate::consts as elf;
 use crate::elf::{SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
-use crate::reloc::{self, RelocInput};
+use crate::reloc::{self, RelocInput, Site};
 use crate::report::*;
 use klpsym_core::resched::Cancelled;
 
@@ -185,6 +185,12 @@ impl Ctx<'_, '_, '_, '_> {
                 addend: r.addend,
                 place,
                 existing: &existing,
+                site: Site {
+                    kernel: self.t.rules.version,
+                    rela_section: index,
+                    index: i,
+                    window: self.window,
+                },
             };
             match reloc::apply(m.arch, &m.name, &input) {
                 Ok(None) => rep.status = "none",

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Relocation oracle, arm64, expected to be refused: R_AARCH64_ABS32 of a kernel address
+ * (0xffff8000...) does not fit 32 bits.
+ * The R_AARCH64_ABS64 before it is harmless.
+ */
+#include "klpsym_reloc.h"
+
+asm(
+"	.pushsection .klpsym_reloc, \"a\", %progbits\n"
+"	.balign 16\n"
+"	.globl klpsym_reloc_start\n"
+"klpsym_reloc_start:\n"
+"	.quad jiffies\n"
+"	.reloc ., R_AARCH64_ABS32, jiffies\n"
+"	.long 0\n"
+"	.balign 8\n"
+"	.globl klpsym_reloc_end\n"
+"klpsym_reloc_end:\n"
+"	.popsection\n"
+);

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Relocation oracle, arm64, expected to be refused: R_AARCH64_ADR_PREL_LO21 (adr) to a kernel
+ * symbol, out of its +-1 MB range.
+ * The R_AARCH64_ABS64 before it is harmless.
+ */
+#include "klpsym_reloc.h"
+
+asm(
+"	.pushsection .klpsym_reloc, \"a\", %progbits\n"
+"	.balign 16\n"
+"	.globl klpsym_reloc_start\n"
+"klpsym_reloc_start:\n"
+"	.quad jiffies\n"
+"	.reloc ., R_AARCH64_ADR_PREL_LO21, jiffies\n"
+"	.inst 0x10000000\n"
+"	.balign 8\n"
+"	.globl klpsym_reloc_end\n"
+"klpsym_reloc_end:\n"
+"	.popsection\n"
+);

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Relocation oracle, x86_64, expected to be refused: R_X86_64_GOTPCREL (type 9), a type
+ * the module loader does not know ("Unknown rela relocation").
+ */
+#include "klpsym_reloc.h"
+
+asm(
+"	.pushsection .klpsym_reloc, \"a\", @progbits\n"
+"	.balign 16\n"
+"	.globl klpsym_reloc_start\n"
+"klpsym_reloc_start:\n"
+"	.quad jiffies\n"
+"	.reloc ., R_X86_64_GOTPCREL, jiffies\n"
+"	.long 0\n"
+"	.long 0\n"
+"	.globl klpsym_reloc_end\n"
+"klpsym_reloc_end:\n"
+"	.popsection\n"
+);
