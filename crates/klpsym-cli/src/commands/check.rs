@@ -189,6 +189,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     }
     specs.extend(args.section_bases.iter().cloned());
     let bases = section_bases(&module, &specs)?;
+    let placed = !bases.is_empty();
     let objects: Vec<String> = match &module.patch {
         Ok(p) => p
             .objects
@@ -259,7 +260,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         free_results(json.results, rs)?;
     } else {
         for r in &results {
-            print_report(r, args.explain, rs)?;
+            print_report(r, args.explain, placed, rs)?;
         }
         if results.len() > 1 {
             print_matrix(&results, rs)?;
@@ -359,7 +360,14 @@ fn print_relocations(list: &[RelocationReport], rs: &mut Resched) -> Result<(), 
     Ok(())
 }
 
-fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(), Cancelled> {
+/// The readable report; `placed`: the user placed sections (ordinary relocations are then
+/// listed one by one under --explain).
+fn print_report(
+    res: &KernelResult,
+    explain: bool,
+    placed: bool,
+    rs: &mut Resched,
+) -> Result<(), Cancelled> {
     let r = &res.report;
     println!(
         "{} on {} (rules {}, KSYM_NAME_LEN {}, layouts: {})",
@@ -480,9 +488,17 @@ fn print_report(res: &KernelResult, explain: bool, rs: &mut Resched) -> Result<(
     if explain {
         println!("relocations:");
         print_relocations(&r.relocations, rs)?;
-        if !r.ordinary_relocations.is_empty() {
+        let ordinary = &r.ordinary_relocations;
+        let refused = ordinary.iter().any(|x| x.status == "failed");
+        if placed || refused || r.verdict.kind == VerdictKind::OrdinaryModule {
             println!("ordinary relocations (apply_relocate_add):");
-            print_relocations(&r.ordinary_relocations, rs)?;
+            print_relocations(ordinary, rs)?;
+        } else if !ordinary.is_empty() {
+            // Unplaced, they are mostly "?": the count is in the loader check's line.
+            println!(
+                "ordinary relocations: {} (listed with --section-base or --sections-from, or in --json)",
+                ordinary.len()
+            );
         }
     }
     for w in &r.warnings {

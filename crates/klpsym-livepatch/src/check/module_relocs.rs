@@ -126,7 +126,7 @@ impl Ctx<'_, '_, '_, '_> {
                 offset: r.offset,
                 r_type: r.r_type,
                 type_name: reloc::type_name(m.arch, r.r_type),
-                symbol: sym.map_or_else(String::new, |y| y.name.clone()),
+                symbol: sym.map_or_else(String::new, |y| self.symbol_label(y)),
                 resolved: None,
                 offline: false,
                 addend: r.addend,
@@ -259,6 +259,16 @@ impl Ctx<'_, '_, '_, '_> {
             self.ordinary.push(rep);
         }
         Ok(())
+    }
+
+    /// A symbol's name for reports: a section symbol (no name) is named by its section.
+    fn symbol_label(&self, y: &crate::elf::ElfSymbol) -> String {
+        if y.name.is_empty() && y.kind() == elf::STT_SECTION {
+            if let Some(s) = self.m.elf.sections.get(usize::from(y.shndx)) {
+                return s.name.clone();
+            }
+        }
+        y.name.clone()
     }
 
     /// S as `simplify_symbols()` leaves it; `None` when it depends on an unknown placement
