@@ -23,8 +23,26 @@ IFS=: read -r -a files <<<"$envs"
 lp_files=()
 for f in "${files[@]}"; do [ -n "$(get "$f" LIVEPATCH_DIR)" ] && lp_files+=("$f"); done
 
-echo "| kernel | arch | image | modules | tables (dump byte-identical to the booted kernel) | livepatch cases matched | relocation targets | visit counts (kprobe) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+# reloc_cell ENV: the relocation oracle's cases (lab_reloc judged them before this runs):
+# relocations read back from loaded modules, their distinct types, and the refused modules.
+reloc_cell() {
+	local dir rels n types refused
+	dir="$(get "$1" RELOC_DIR)"
+	if [ -z "$dir" ]; then
+		printf -- '-'
+		return
+	fi
+	rels="$(awk '$2 == "loaded" { print $1 }' "$dir/index.txt" | while read -r c; do
+		sed -n '/^Relocation section .\.rela\.klpsym_reloc/,/^$/p' "$dir/$c/relocs.txt" | awk '$3 ~ /^R_/ { print $3 }'
+	done)"
+	n="$(grep -c . <<<"$rels")"
+	types="$(sort -u <<<"$rels" | grep -c .)"
+	refused="$(awk '$2 == "refused"' "$dir/index.txt" | wc -l)"
+	printf '%s relocations of %s types read back; %s refusals' "$n" "$types" "$refused"
+}
+
+echo "| kernel | arch | image | modules | tables (dump byte-identical to the booted kernel) | livepatch cases matched | klp relocation targets | visit counts (kprobe) | relocation arithmetic (ordinary modules) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in "${files[@]}"; do
 	rel="$(get "$f" RELEASE)"
 	line="$(grep "^release=$rel " "$summary" || true)"
@@ -32,9 +50,9 @@ for f in "${files[@]}"; do
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["format"] or "?")' 2>/dev/null || echo "?")"
 	modfmt="$(sed -n 2p "$(get "$f" MODULES_LOADED)" | awk -F'\t' '{ n = $2; sub(/.*\.ko/, ".ko", n); print n }')"
 	if [ -z "$(get "$f" LIVEPATCH_DIR)" ]; then
-		printf '| Debian %s (%s) | %s | %s | %s | vmlinuz; with %s modules | n/a (%s) | - | - |\n' \
+		printf '| Debian %s (%s) | %s | %s | %s | vmlinuz; with %s modules | n/a (%s) | - | - | %s |\n' \
 			"$rel" "$(get "$f" SUITE)" "$(get "$f" ARCH)" "$format" "$modfmt" \
-			"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(get "$f" LIVEPATCH_SKIPPED)"
+			"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(get "$f" LIVEPATCH_SKIPPED)" "$(reloc_cell "$f")"
 		continue
 	fi
 	[ -n "$line" ] || { echo "lab-tables.sh: $rel is not in $summary" >&2; exit 1; }
@@ -43,10 +61,10 @@ for f in "${files[@]}"; do
 	total="$(wc -l <"$index")"
 	visits="$(field "$line" visits)"
 	[ "$visits" = 0 ] && visits="- (6.2+: binary search)"
-	printf '| Debian %s (%s) | %s | %s | %s | vmlinuz, vmlinux, -dbg vmlinux; with %s modules | %s of %s (%s not applicable) | %s | %s |\n' \
+	printf '| Debian %s (%s) | %s | %s | %s | vmlinuz, vmlinux, -dbg vmlinux; with %s modules | %s of %s (%s not applicable) | %s | %s | %s |\n' \
 		"$rel" "$(get "$f" SUITE)" "$(get "$f" ARCH)" "$format" "$modfmt" \
 		"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(field "$line" compared)" "$total" "$skipped" \
-		"$(field "$line" relocations)" "$visits"
+		"$(field "$line" relocations)" "$visits" "$(reloc_cell "$f")"
 done
 
 echo
