@@ -98,6 +98,17 @@ prepare_case() {
 			return 1
 		fi
 	done < <(conf_get "$conf" requires)
+	# requires_symbol=NAME: a case about an interface the kernel may lack (klp-build's layout
+	# needs klp_find_section_by_name, 6.19+), judged by the kernel's own captured kallsyms.
+	local kallsyms="$KLPSYM_LAB_DIR/capture/kallsyms-nomod.txt"
+	while IFS= read -r req; do
+		[ -n "$req" ] || continue
+		[ -s "$kallsyms" ] || die "case $c: requires_symbol needs the capture ($kallsyms)"
+		if ! awk -v n="$req" '$3 == n { found = 1; exit } END { exit !found }' "$kallsyms"; then
+			printf 'case=%s\npatch=%s\nskipped=not applicable: %s has no %s\n' "$c" "$patch" "$KERNEL_RELEASE" "$req" >"$out/oracle.txt"
+			return 1
+		fi
+	done < <(conf_get "$conf" requires_symbol)
 	if [ "$(conf_get "$conf" convert)" = yes ]; then
 		cp "$built" "$out/$patch.built.ko"
 		if [ -z "${KLPSYM_BIN:-}" ]; then

@@ -94,6 +94,10 @@ pub enum Discovery {
     InitCall,
     /// A data object that looks like a klp_patch (`mod = THIS_MODULE`, `objs` set).
     Layout,
+    /// The layout the kernel's klp-build emits (6.19+): no klp_patch in the module; its
+    /// `.init.klp_objects` and `.init.klp_funcs` sections describe the patch, and a generic
+    /// init (scripts/livepatch/init.c) builds it at load time.
+    KlpBuild,
 }
 
 /// The patch description.
@@ -356,7 +360,11 @@ pub(crate) fn read_patch(
     l: &StructLayouts,
     resched: &mut Resched,
 ) -> Result<Result<PatchDesc, String>, Cancelled> {
-    match read_patch_inner(obj, relocs, l, resched) {
+    let read = match obj.section_by_name(KLP_OBJECTS_SEC) {
+        Some(sec) => read_klp_build(obj, relocs, sec.index, l, resched),
+        None => read_patch_inner(obj, relocs, l, resched),
+    };
+    match read {
         Ok(p) => Ok(Ok(p)),
         Err(ReadError::Tables(s)) => Ok(Err(s)),
         Err(ReadError::Cancelled(c)) => Err(c),
@@ -487,6 +495,152 @@ fn read_patch_inner(
     })
 }
 
+/// klp-build's sections (tools/objtool/include/objtool/klp.h, 6.19-7.1).
+pub(crate) const KLP_OBJECTS_SEC: &str = ".init.klp_objects";
+/// `struct klp_object_ext` (include/linux/livepatch_external.h, 6.19-7.1, 64-bit): `name`,
+/// `funcs`, `struct klp_callbacks` (four pointers and a bool), `nr_funcs`.
+const OBJECT_EXT_SIZE: u64 = 64;
+const OBJECT_EXT_FUNCS: u64 = 8;
+const OBJECT_EXT_NR_FUNCS: u64 = 56;
+/// `struct klp_func_ext`: `old_name`, `new_func`, `sympos`.
+const FUNC_EXT_SIZE: u64 = 24;
+
+/// The klp-build layout: scripts/livepatch/init.c takes `sh_size / sizeof(struct
+/// klp_object_ext)` objects from `.init.klp_objects` (found with klp_find_section_by_name())
+/// and for each `nr_funcs` entries of its `funcs` array, and builds zero-terminated
+/// klp_object and klp_func arrays from them (name, funcs, callbacks; old_name, new_func,
+/// sympos as old_sympos). An empty section gives no objects: init.c then prints
+/// "nothing to patch!" and fails with -EINVAL (see the enable step).
+fn read_klp_build(
+    obj: &ElfObject<'_>,
+    relocs: &RelocMap<'_>,
+    section: u32,
+    l: &StructLayouts,
+    resched: &mut Resched,
+) -> Result<PatchDesc, ReadError> {
+    let size = obj.sections.get(section as usize).map_or(0, |s| s.size);
+    let mut notes = Vec::new();
+    if size % OBJECT_EXT_SIZE != 0 {
+        notes.push(format!(
+            "{KLP_OBJECTS_SEC} holds {size} bytes, not a multiple of the {OBJECT_EXT_SIZE}-byte \
+             struct klp_object_ext of 6.19-7.1: the target's layout may differ"
+        ));
+    }
+    let functions = Functions::new(obj, resched)?;
+    let mut objects = Vec::new();
+    for i in 0..size / OBJECT_EXT_SIZE {
+        resched.tick()?;
+        let entry = i * OBJECT_EXT_SIZE;
+        let name = match pointer_at(obj, relocs, section, entry) {
+            Some(Pointer::Null) => None,
+            Some(Pointer::Local {
+                section: s, offset, ..
+            }) => Some(obj.read_cstr(s, offset).ok_or_else(|| {
+                format!("klp_object_ext[{i}].name points outside section {s} (offset {offset:#x})")
+            })?),
+            other => {
+                return Err(format!(
+                    "klp_object_ext[{i}].name is not a string of the module: {other:?}"
+                )
+                .into())
+            }
+        };
+        let nr = obj
+            .read_bytes(section, entry + OBJECT_EXT_NR_FUNCS, 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let mut desc = KlpObjectDesc {
+            name,
+            funcs: Vec::new(),
+            funcs_null: false,
+            at: (section, entry),
+        };
+        match pointer_at(obj, relocs, section, entry + OBJECT_EXT_FUNCS) {
+            Some(Pointer::Local {
+                section: fs,
+                offset,
+                ..
+            }) => {
+                for j in 0..u64::from(nr) {
+                    resched.tick_step()?;
+                    let at = offset.wrapping_add(j * FUNC_EXT_SIZE);
+                    let old_name = pointer_at(obj, relocs, fs, at);
+                    let new_func = pointer_at(obj, relocs, fs, at + 8);
+                    let sympos = read_u64(obj, fs, at + 16);
+                    let (Some(old_name), Some(new_func), Some(old_sympos)) =
+                        (old_name, new_func, sympos)
+                    else {
+                        return Err(format!(
+                            "klp_object_ext[{i}]: its {nr} klp_func_ext entries run past section {fs}"
+                        )
+                        .into());
+                    };
+                    desc.funcs.push(func_desc(
+                        obj,
+                        &functions,
+                        &old_name,
+                        new_func,
+                        old_sympos,
+                        (fs, at),
+                    ));
+                }
+            }
+            // init.c copies the (NULL) pointer only when there is nothing to copy.
+            Some(Pointer::Null) if nr == 0 => {}
+            other => {
+                return Err(format!(
+                    "klp_object_ext[{i}].funcs is not a pointer into the module: {other:?}"
+                )
+                .into())
+            }
+        }
+        objects.push(desc);
+    }
+    Ok(PatchDesc {
+        at: (section, 0),
+        discovery: Discovery::KlpBuild,
+        certain: true,
+        objects,
+        layouts: *l,
+        notes,
+    })
+}
+
+/// One function as a layout describes it: the `old_name` string, `new_func` and the function
+/// symbol it points at, `old_sympos`, where the entry sits.
+fn func_desc(
+    obj: &ElfObject<'_>,
+    functions: &Functions<'_>,
+    old_name: &Pointer,
+    new_func: Pointer,
+    old_sympos: u64,
+    at: (u32, u64),
+) -> KlpFuncDesc {
+    let old_name = match old_name {
+        Pointer::Local {
+            section, offset, ..
+        } => obj.read_cstr(*section, *offset),
+        _ => None,
+    };
+    let new_func_symbol = match &new_func {
+        Pointer::Local {
+            section,
+            offset,
+            symbol,
+        } => functions
+            .at(*section, *offset)
+            .or_else(|| Some(symbol.clone())),
+        Pointer::External { symbol, .. } => Some(symbol.clone()),
+        _ => None,
+    };
+    KlpFuncDesc {
+        old_name,
+        new_func,
+        new_func_symbol,
+        old_sympos,
+        at,
+    }
+}
+
 /// Where a `klp_func` array sits, and whose it is.
 struct FuncArray {
     section: u32,
@@ -549,30 +703,14 @@ fn read_funcs(
             }
             return Ok(Ok(out));
         }
-        let old_name_str = match &old_name {
-            Pointer::Local {
-                section, offset, ..
-            } => obj.read_cstr(*section, *offset),
-            _ => None,
-        };
-        let new_func_symbol = match &new_func {
-            Pointer::Local {
-                section,
-                offset,
-                symbol,
-            } => functions
-                .at(*section, *offset)
-                .or_else(|| Some(symbol.clone())),
-            Pointer::External { symbol, .. } => Some(symbol.clone()),
-            _ => None,
-        };
-        out.push(KlpFuncDesc {
-            old_name: old_name_str,
+        out.push(func_desc(
+            obj,
+            functions,
+            &old_name,
             new_func,
-            new_func_symbol,
             old_sympos,
-            at: (section, entry),
-        });
+            (section, entry),
+        ));
     }
     Ok(Err(format!(
         "klp_object[{oi}].funcs: no terminating empty entry"

@@ -315,7 +315,9 @@ pub struct RelocationReport {
     pub value: Option<u64>,
     /// The bytes written, lowercase hex, when known.
     pub bytes: Option<String>,
-    /// `applied`, `failed`, `not_reached`, `deferred_unchecked`, `needs_placement`, `none`.
+    /// `applied` (the kernel applies it; `bytes` may still be unknown without placement),
+    /// `failed`, `not_reached`, `deferred_unchecked`, `needs_placement` (whether the kernel
+    /// accepts it depends on where the module lands), `none`.
     pub status: &'static str,
     /// A remark.
     pub note: Option<String>,

@@ -307,6 +307,71 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
     obj.write().expect("write object")
 }
 
+/// A livepatch module in klp-build's layout (6.19+): `livepatch=Y`, one `struct
+/// klp_object_ext` per object in `.init.klp_objects` (64 bytes: name, funcs, callbacks,
+/// nr_funcs at 56) pointing into `.init.klp_funcs` (24-byte `struct klp_func_ext`: old_name,
+/// new_func, sympos), no klp_patch. `objects`: (name, None = vmlinux; (old_name, sympos)).
+pub fn build_klp_build_module(objects: &[(Option<&str>, Vec<(&str, u64)>)]) -> Vec<u8> {
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let text = obj.section_id(StandardSection::Text);
+    let rodata = obj.section_id(StandardSection::ReadOnlyData);
+    let modinfo = obj.add_section(vec![], b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+    obj.append_section_data(
+        modinfo,
+        b"livepatch=Y\0name=livepatch_fix\0vermagic=6.19.0 SMP preempt mod_unload \0",
+        1,
+    );
+    let objs = obj.add_section(
+        vec![],
+        b".init.klp_objects".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    let funcs = obj.add_section(
+        vec![],
+        b".init.klp_funcs".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    let ro_sym = obj.section_symbol(rodata);
+    let funcs_sym = obj.section_symbol(funcs);
+    let abs64 = elf::R_X86_64_64;
+    for (oi, (name, fs)) in objects.iter().enumerate() {
+        let mut entry = [0u8; 64];
+        entry[56..60].copy_from_slice(&(fs.len() as u32).to_le_bytes());
+        let at = obj.append_section_data(objs, &entry, 8);
+        if let Some(n) = name {
+            let s = obj.append_section_data(rodata, format!("{n}\0").as_bytes(), 1);
+            rel(&mut obj, objs, at, ro_sym, s as i64, abs64);
+        }
+        let mut first = None;
+        for (fi, (old, pos)) in fs.iter().enumerate() {
+            let mut fe = [0u8; 24];
+            fe[16..].copy_from_slice(&pos.to_le_bytes());
+            let fat = obj.append_section_data(funcs, &fe, 8);
+            first.get_or_insert(fat);
+            let s = obj.append_section_data(rodata, format!("{old}\0").as_bytes(), 1);
+            rel(&mut obj, funcs, fat, ro_sym, s as i64, abs64);
+            let off = obj.append_section_data(text, &[0xc3; 16], 16);
+            // klp-build keeps the patched function's own name for its clone.
+            let f = obj.add_symbol(Symbol {
+                name: old.as_bytes().to_vec(),
+                value: off,
+                size: 16,
+                kind: SymbolKind::Text,
+                scope: SymbolScope::Compilation,
+                weak: false,
+                section: SymbolSection::Section(text),
+                flags: SymbolFlags::None,
+            });
+            let _ = (oi, fi);
+            rel(&mut obj, funcs, fat + 8, f, 0, abs64);
+        }
+        if let Some(f) = first {
+            rel(&mut obj, objs, at + 8, funcs_sym, f as i64, abs64);
+        }
+    }
+    obj.write().expect("write object")
+}
+
 /// A target: vmlinux with unique, duplicated and suffixed names; module `nf_tables` loaded.
 pub fn kernel() -> SymbolTable {
     let mut b = SymbolTableBuilder::new();

@@ -17,6 +17,20 @@
 
 extern const unsigned char klpsym_reloc_start[], klpsym_reloc_end[];
 
+/*
+ * A case's top-level asm: asm(KLPSYM_RELOC_BEGIN "...the relocations..." KLPSYM_RELOC_END);
+ * opens .klpsym_reloc at klpsym_reloc_start and closes it at klpsym_reloc_end.
+ */
+#define KLPSYM_RELOC_BEGIN						\
+	"	.pushsection .klpsym_reloc, \"a\", %progbits\n"		\
+	"	.balign 16\n"							\
+	"	.globl klpsym_reloc_start\n"					\
+	"klpsym_reloc_start:\n"
+#define KLPSYM_RELOC_END						\
+	"	.globl klpsym_reloc_end\n"					\
+	"klpsym_reloc_end:\n"						\
+	"	.popsection\n"
+
 static __used __aligned(16) unsigned long klpsym_local_var[4] = {
 	0x1111111111111111UL, 0x2222222222222222UL, 0x3333333333333333UL, 0x4444444444444444UL
 };

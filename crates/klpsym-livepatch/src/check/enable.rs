@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::{drop_set_with_points, Ctx, EEXIST, EINVAL, MODULE_NAME_LEN};
-use crate::patch::{KlpObjectDesc, Pointer};
+use crate::patch::{Discovery, KlpObjectDesc, Pointer};
 use crate::report::*;
 use klpsym_core::resched::Cancelled;
 
@@ -33,6 +33,23 @@ impl Ctx<'_, '_, '_, '_> {
         for n in &patch.notes {
             self.r.tick()?;
             self.warn(n.clone());
+        }
+        if patch.discovery == Discovery::KlpBuild && patch.objects.is_empty() {
+            // scripts/livepatch/init.c (6.19+, pr_fmt KBUILD_MODNAME): an empty
+            // .init.klp_objects fails before klp_enable_patch() is called.
+            let line = format!("{}: nothing to patch!", m.name);
+            self.problem(
+                ProblemKind::InvalidPatchTable,
+                &stage,
+                vec![line],
+                EINVAL,
+                None,
+                Some(crate::patch::KLP_OBJECTS_SEC),
+                None,
+                "klp-build's .init.klp_objects section holds no struct klp_object_ext".into(),
+            );
+            self.fail(&stage);
+            return Ok(());
         }
         if !patch.certain {
             self.warn("the klp_patch was found by guessing between several candidates".into());

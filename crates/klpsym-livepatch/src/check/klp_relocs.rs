@@ -9,7 +9,7 @@ use crate::elf::SHN_LIVEPATCH;
 use crate::hints::{candidates, not_found_hint};
 use crate::module::KlpRelaSection;
 use crate::names::{parse_klp_section, parse_klp_symbol};
-use crate::reloc::{self, RelocInput, Site};
+use crate::reloc::{self, Applied, RelocFailure, RelocInput, Site};
 use crate::report::*;
 use crate::target::TableSource;
 use klpsym_core::bulk;
@@ -145,57 +145,89 @@ impl Ctx<'_, '_, '_, '_> {
             match reloc::apply(self.m.arch, &self.m.name, &input) {
                 Ok(None) => rep.status = "none",
                 Ok(Some(a)) => {
-                    rep.expression = a.expression.to_string();
-                    rep.value = a.value;
-                    rep.bytes = a
-                        .bytes
-                        .as_ref()
-                        .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
-                    rep.note = a.note.clone();
-                    rep.status = if was_blocked {
-                        "not_reached"
-                    } else if a.overflow_unknown {
-                        "needs_placement"
-                    } else {
-                        "applied"
-                    };
-                    let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
-                    self.write_overlay(target, r.offset, &written)?;
+                    self.record_applied(&mut rep, a, target, r.offset, was_blocked)?;
                 }
-                Err(f) => {
-                    rep.status = if was_blocked { "not_reached" } else { "failed" };
-                    let kind = if f.lines[0].contains("overflow") {
-                        ProblemKind::RelocationOverflow
-                    } else if f.lines[0].contains("nonzero") {
-                        ProblemKind::RelocationTargetNonzero
-                    } else {
-                        ProblemKind::RelocationType
-                    };
-                    let hint = match kind {
-                        ProblemKind::RelocationOverflow => "the resolved address does not fit the relocation's field",
-                        ProblemKind::RelocationTargetNonzero => {
-                            "the bytes at the place are not zero: a relocation was applied twice or the object was pre-linked"
-                        }
-                        _ => "the kernel cannot apply this relocation type in a module",
-                    };
-                    let section = sec.name.clone();
-                    let symbol = sym.name.clone();
-                    self.problem(
-                        kind,
-                        stage,
-                        f.lines,
-                        f.errno,
-                        Some(&symbol),
-                        Some(&section),
-                        None,
-                        hint.into(),
-                    );
-                    self.fail(stage);
-                }
+                Err(f) => self.record_refused(&mut rep, f, stage, was_blocked),
             }
             self.relocs.push(rep);
         }
         bulk::free_with_points(resolved, self.r)
+    }
+
+    /// Records what the architecture's code writes for one relocation (klp or ordinary):
+    /// the report's expression, value, bytes, note and status, and the bytes into the section
+    /// copy (unknown ones as 0xff, so a later relocation at the same place does not read
+    /// zeros). True when the value is exact.
+    pub(super) fn record_applied(
+        &mut self,
+        rep: &mut RelocationReport,
+        a: Applied,
+        target: u32,
+        offset: u64,
+        was_blocked: bool,
+    ) -> Result<bool, Cancelled> {
+        rep.expression = a.expression.to_string();
+        rep.value = a.value;
+        rep.bytes = a
+            .bytes
+            .as_ref()
+            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+        rep.note = a.note;
+        let exact = a.bytes.is_some() && !a.overflow_unknown;
+        rep.status = if was_blocked {
+            "not_reached"
+        } else if a.overflow_unknown {
+            "needs_placement"
+        } else {
+            "applied"
+        };
+        let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
+        self.write_overlay(target, offset, &written)?;
+        Ok(exact)
+    }
+
+    /// Records a relocation the architecture's code refuses: a problem with its lines and
+    /// errno, the load (or the module's coming) failed.
+    pub(super) fn record_refused(
+        &mut self,
+        rep: &mut RelocationReport,
+        f: RelocFailure,
+        stage: &Stage,
+        was_blocked: bool,
+    ) {
+        rep.status = if was_blocked { "not_reached" } else { "failed" };
+        let place = format!("{}+{:#x}", rep.target_section, rep.offset);
+        let (kind, hint) = if f.lines[0].contains("overflow") {
+            (
+                ProblemKind::RelocationOverflow,
+                format!("{place}: the value does not fit the relocation's field (a module built without the kernel's code model?)"),
+            )
+        } else if f.lines[0].contains("nonzero") {
+            (
+                ProblemKind::RelocationTargetNonzero,
+                format!("{place}: the bytes at the place are not zero (the object was pre-linked or relocated twice)"),
+            )
+        } else {
+            (
+                ProblemKind::RelocationType,
+                format!(
+                    "{place}: the kernel cannot apply {} in a module",
+                    rep.type_name
+                ),
+            )
+        };
+        let (section, symbol) = (rep.section.clone(), rep.symbol.clone());
+        self.problem(
+            kind,
+            stage,
+            f.lines,
+            f.errno,
+            Some(&symbol),
+            Some(&section),
+            None,
+            hint,
+        );
+        self.fail(stage);
     }
 
     pub(super) fn existing(&self, section: u32, offset: u64, width: usize) -> Vec<u8> {

@@ -195,65 +195,15 @@ impl Ctx<'_, '_, '_, '_> {
             match reloc::apply(m.arch, &m.name, &input) {
                 Ok(None) => rep.status = "none",
                 Ok(Some(a)) => {
-                    rep.expression = a.expression.to_string();
-                    rep.value = a.value;
-                    rep.bytes = a
-                        .bytes
-                        .as_ref()
-                        .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
-                    rep.note = a.note.clone();
-                    if a.bytes.is_some() && !a.overflow_unknown {
+                    if self.record_applied(&mut rep, a, target, r.offset, was_blocked)? {
                         tally.computed += 1;
                     } else {
                         tally.needs_placement += 1;
                     }
-                    rep.status = if was_blocked {
-                        "not_reached"
-                    } else if a.bytes.is_none() || a.overflow_unknown {
-                        "needs_placement"
-                    } else {
-                        "applied"
-                    };
-                    let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
-                    self.write_overlay(target, r.offset, &written)?;
                 }
                 Err(f) => {
                     tally.refused += 1;
-                    rep.status = if was_blocked { "not_reached" } else { "failed" };
-                    let kind = if f.lines[0].contains("overflow") {
-                        ProblemKind::RelocationOverflow
-                    } else if f.lines[0].contains("nonzero") {
-                        ProblemKind::RelocationTargetNonzero
-                    } else {
-                        ProblemKind::RelocationType
-                    };
-                    let hint = match kind {
-                        ProblemKind::RelocationOverflow => format!(
-                            "{}+{:#x}: the value does not fit the relocation's field (a module built without the kernel's code model?)",
-                            tname, r.offset
-                        ),
-                        ProblemKind::RelocationTargetNonzero => format!(
-                            "{}+{:#x}: the bytes at the place are not zero (the object was pre-linked or relocated twice)",
-                            tname, r.offset
-                        ),
-                        _ => format!(
-                            "{}+{:#x}: the kernel cannot apply {} in a module",
-                            tname, r.offset, rep.type_name
-                        ),
-                    };
-                    let section = s.name.clone();
-                    let symbol = rep.symbol.clone();
-                    self.problem(
-                        kind,
-                        &stage,
-                        f.lines,
-                        f.errno,
-                        Some(&symbol),
-                        Some(&section),
-                        None,
-                        hint,
-                    );
-                    self.fail(&stage);
+                    self.record_refused(&mut rep, f, &stage, was_blocked);
                 }
             }
             self.ordinary.push(rep);

@@ -10,11 +10,7 @@
  */
 #include "klpsym_reloc.h"
 
-asm(
-"	.pushsection .klpsym_reloc, \"a\", %progbits\n"
-"	.balign 16\n"
-"	.globl klpsym_reloc_start\n"
-"klpsym_reloc_start:\n"
+asm(KLPSYM_RELOC_BEGIN
 /* R_AARCH64_ABS64 */
 "	.quad jiffies\n"
 "	.quad kfree + 0x10\n"
@@ -93,7 +89,4 @@ asm(
 "	.balign 8\n"
 "1:	.quad 0x5a5a5a5a5a5a5a5a\n"
 "	.quad 0xa5a5a5a5a5a5a5a5\n"
-"	.globl klpsym_reloc_end\n"
-"klpsym_reloc_end:\n"
-"	.popsection\n"
-);
+KLPSYM_RELOC_END);

@@ -6,16 +6,9 @@
  */
 #include "klpsym_reloc.h"
 
-asm(
-"	.pushsection .klpsym_reloc, \"a\", %progbits\n"
-"	.balign 16\n"
-"	.globl klpsym_reloc_start\n"
-"klpsym_reloc_start:\n"
+asm(KLPSYM_RELOC_BEGIN
 "	.quad jiffies\n"
 "	.reloc ., R_AARCH64_GLOB_DAT, jiffies\n"
 "	.quad 0\n"
 "	.balign 8\n"
-"	.globl klpsym_reloc_end\n"
-"klpsym_reloc_end:\n"
-"	.popsection\n"
-);
+KLPSYM_RELOC_END);

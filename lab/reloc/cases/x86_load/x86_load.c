@@ -8,11 +8,7 @@
  */
 #include "klpsym_reloc.h"
 
-asm(
-"	.pushsection .klpsym_reloc, \"a\", @progbits\n"
-"	.balign 16\n"
-"	.globl klpsym_reloc_start\n"
-"klpsym_reloc_start:\n"
+asm(KLPSYM_RELOC_BEGIN
 /* R_X86_64_64 */
 "	.quad jiffies\n"
 "	.quad kfree + 0x10\n"
@@ -37,7 +33,4 @@ asm(
 "	.quad jiffies - .\n"
 "	.quad klpsym_local_func + 3 - .\n"
 "	.quad 0x5a5a5a5a5a5a5a5a\n"
-"	.globl klpsym_reloc_end\n"
-"klpsym_reloc_end:\n"
-"	.popsection\n"
-);
+KLPSYM_RELOC_END);
