@@ -520,7 +520,7 @@ fn read_klp_build(
 ) -> Result<PatchDesc, ReadError> {
     let size = obj.sections.get(section as usize).map_or(0, |s| s.size);
     let mut notes = Vec::new();
-    if size % OBJECT_EXT_SIZE != 0 {
+    if !size.is_multiple_of(OBJECT_EXT_SIZE) {
         notes.push(format!(
             "{KLP_OBJECTS_SEC} holds {size} bytes, not a multiple of the {OBJECT_EXT_SIZE}-byte \
              struct klp_object_ext of 6.19-7.1: the target's layout may differ"

@@ -452,6 +452,9 @@ fn hex_le(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// An object as read back: its name and its functions (old_name, old_sympos).
+type ExtObjectRead<'a> = (&'a str, Vec<(Option<&'a str>, u64)>);
+
 #[test]
 fn klp_build_layout_is_read_and_checked() {
     let bytes = build_klp_build_module(&[
@@ -461,7 +464,7 @@ fn klp_build_layout_is_read_and_checked() {
     let m = LivepatchModule::parse(&bytes).expect("parse");
     let p = m.patch.as_ref().expect("the klp-build tables");
     assert_eq!(p.discovery, crate::patch::Discovery::KlpBuild);
-    let names: Vec<(&str, Vec<(Option<&str>, u64)>)> = p
+    let names: Vec<ExtObjectRead> = p
         .objects
         .iter()
         .map(|o| {

@@ -307,11 +307,17 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
     obj.write().expect("write object")
 }
 
+/// One object of [`build_klp_build_module`]: its name (`None`: vmlinux) and its functions
+/// (old_name, sympos).
+#[cfg(test)]
+pub type ExtObject<'a> = (Option<&'a str>, Vec<(&'a str, u64)>);
+
 /// A livepatch module in klp-build's layout (6.19+): `livepatch=Y`, one `struct
 /// klp_object_ext` per object in `.init.klp_objects` (64 bytes: name, funcs, callbacks,
 /// nr_funcs at 56) pointing into `.init.klp_funcs` (24-byte `struct klp_func_ext`: old_name,
 /// new_func, sympos), no klp_patch. `objects`: (name, None = vmlinux; (old_name, sympos)).
-pub fn build_klp_build_module(objects: &[(Option<&str>, Vec<(&str, u64)>)]) -> Vec<u8> {
+#[cfg(test)]
+pub fn build_klp_build_module(objects: &[ExtObject<'_>]) -> Vec<u8> {
     let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
     let text = obj.section_id(StandardSection::Text);
     let rodata = obj.section_id(StandardSection::ReadOnlyData);
