@@ -33,6 +33,8 @@
 
 use std::collections::HashMap;
 
+use klpsym_core::bulk;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{normalize_module_name, ObjectId, ObjectKind, SymbolTable};
 use serde::Serialize;
 
@@ -181,11 +183,14 @@ struct Walks<'t> {
 }
 
 impl<'t> Walks<'t> {
-    fn new(t: &'t SymbolTable, name_sorted: bool) -> Self {
+    /// The walks' views of `t`: a tick per symbol, the name sort in steps (a kernel has
+    /// 100,000-200,000 names).
+    fn new(t: &'t SymbolTable, name_sorted: bool, r: &mut Resched) -> Result<Self, Cancelled> {
         let mut vmlinux = Vec::new();
         let mut modules: Vec<(String, Vec<&'t str>)> = Vec::new();
         let mut module_of: HashMap<ObjectId, usize> = HashMap::new();
         for s in t.iter() {
+            r.tick()?;
             if s.object == ObjectId::VMLINUX {
                 vmlinux.push(s.name);
                 continue;
@@ -200,22 +205,31 @@ impl<'t> Walks<'t> {
             });
             modules[i].1.push(s.name);
         }
-        let mut positions: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut positions: HashMap<&str, Vec<u32>> = HashMap::with_capacity(vmlinux.len());
         for (i, n) in vmlinux.iter().enumerate() {
+            r.tick()?;
             positions.entry(n).or_default().push(i as u32);
         }
         let mut sorted = Vec::new();
         if name_sorted {
-            sorted = (0..vmlinux.len() as u32).collect();
+            sorted = bulk::filled_vec(vmlinux.len(), 0u32, r)?;
+            for (i, x) in sorted.iter_mut().enumerate() {
+                *x = i as u32;
+                r.tick()?;
+            }
             // Stable: equal names keep address order, as scripts/kallsyms sorts them.
-            sorted.sort_by(|&a, &b| vmlinux[a as usize].cmp(vmlinux[b as usize]));
+            bulk::sort_by_with_points(
+                &mut sorted,
+                |&a, &b| vmlinux[a as usize].cmp(vmlinux[b as usize]),
+                r,
+            )?;
         }
-        Walks {
+        Ok(Walks {
             vmlinux,
             positions,
             sorted,
             modules,
-        }
+        })
     }
 }
 
@@ -410,9 +424,21 @@ pub fn resolution_cost(
     target: &Target<'_>,
     model: &CostModel,
 ) -> ResolutionCost {
+    resolution_cost_with(module, target, model, &mut Resched::none())
+        .expect("a Resched without a cancel flag or callback never cancels")
+}
+
+/// [`resolution_cost`], reaching reschedule points through `resched` while it builds its
+/// views of the target's table (a tick per symbol; the name sort in steps).
+pub fn resolution_cost_with(
+    module: &LivepatchModule<'_>,
+    target: &Target<'_>,
+    model: &CostModel,
+    resched: &mut Resched,
+) -> Result<ResolutionCost, Cancelled> {
     let v = target.rules.version;
     let sublevel = target.rules.sublevel;
-    let w = Walks::new(target.kernel, v >= (6, 2));
+    let w = Walks::new(target.kernel, v >= (6, 2), resched)?;
     let mut m = Meter {
         preemption: model.preemption.value,
         run: 0,
@@ -602,7 +628,7 @@ pub fn resolution_cost(
             model.hold_warn_ms
         )
     });
-    ResolutionCost {
+    Ok(ResolutionCost {
         algorithm: algorithm(v, sublevel),
         preemption: model.preemption.value,
         preemption_source: model.preemption.source.clone(),
@@ -615,7 +641,7 @@ pub fn resolution_cost(
         estimated_cpu_ms: cpu_ms,
         estimated_longest_hold_ms: hold_ms,
         warning,
-    }
+    })
 }
 
 fn algorithm(v: (u32, u32), sublevel: Option<u32>) -> String {

@@ -52,7 +52,9 @@ mod testutil;
 
 pub use check::{check, check_with};
 pub use convert::{convert, convert_with, Conversion, ConvertReport, Pin};
-pub use cost::{resolution_cost, CostModel, ObjectCost, Phase, Preemption, ResolutionCost};
+pub use cost::{
+    resolution_cost, resolution_cost_with, CostModel, ObjectCost, Phase, Preemption, ResolutionCost,
+};
 pub use elf::{Arch, ElfObject, ElfRela, ElfSection, ElfSymbol, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
 pub use error::{ConvertError, ParseError};
 pub use layouts::{KernelRules, StructLayouts};

@@ -9,9 +9,9 @@ use serde::Serialize;
 use klpsym_core::bulk;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_livepatch::{
-    check_with, errno_name, resolution_cost, CheckReport, CheckStatus, CostModel, ExportInfo, Fact,
-    LivepatchModule, ObjectState, Preemption, Problem, RelocationReport, ResolutionCost, Stage,
-    Target, VerdictKind,
+    check_with, errno_name, resolution_cost_with, CheckReport, CheckStatus, CostModel, ExportInfo,
+    Fact, LivepatchModule, ObjectState, Preemption, Problem, RelocationReport, ResolutionCost,
+    Stage, Target, VerdictKind,
 };
 
 use crate::cli::SourceArgs;
@@ -236,7 +236,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         }
         add_candidate_lines(k, &mut report, &args.source)?;
         let model = cost_model(args, &rules, inputs.config());
-        let resolution_cost = resolution_cost(&module, &target, &model);
+        let resolution_cost = resolution_cost_with(&module, &target, &model, rs)?;
         results.push(KernelResult {
             kernel: k.path.display().to_string(),
             unchecked: unchecked(&report),
