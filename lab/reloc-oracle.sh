@@ -53,6 +53,9 @@ run_oracle() {
 		echo "image=${IMAGE_SHA256:-} arch=$LAB_ARCH cases=${CASES[*]}"
 		cd "$RELOC_SRC" && find . -type f | LC_ALL=C sort | xargs md5sum
 		md5sum <"$SELF"
+		# The guest side and the boot: what loads the modules and carries their output back.
+		cat "$LAB_SRC_DIR/guest/init" "$LAB_SRC_DIR/guest/guest-lib.sh" "$LAB_SRC_DIR/run-vm.sh" \
+			"$LAB_SRC_DIR/build-helpers.sh" "$LAB_SRC_DIR/finit.c" "$LAB_SRC_DIR/lib.sh" | md5sum
 		echo "toolchain $TOOLCHAIN_CC ${TOOLCHAIN_ROOT:-host}"
 		[ -z "$TOOLCHAIN_ROOT" ] || cat "$TOOLCHAIN_ROOT/.made"
 		[ -z "$TOOLCHAIN_ROOT" ] || [ "$LAB_ARCH" = amd64 ] || cat "$TOOLCHAIN_ROOT/.made-arm64"

@@ -562,10 +562,10 @@ fn read_klp_build(
             }) => {
                 for j in 0..u64::from(nr) {
                     resched.tick_step()?;
-                    let at = offset.wrapping_add(j * FUNC_EXT_SIZE);
+                    let at = offset.wrapping_add(j.wrapping_mul(FUNC_EXT_SIZE));
                     let old_name = pointer_at(obj, relocs, fs, at);
-                    let new_func = pointer_at(obj, relocs, fs, at + 8);
-                    let sympos = read_u64(obj, fs, at + 16);
+                    let new_func = pointer_at(obj, relocs, fs, at.wrapping_add(8));
+                    let sympos = read_u64(obj, fs, at.wrapping_add(16));
                     let (Some(old_name), Some(new_func), Some(old_sympos)) =
                         (old_name, new_func, sympos)
                     else {

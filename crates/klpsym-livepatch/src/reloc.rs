@@ -2,13 +2,15 @@
 //!
 //! x86_64 follows arch/x86/kernel/module.c `__write_relocate_add()`: compute
 //! `val = S + A` (minus the place for PC-relative types), check overflow for 32/32S, then
-//! refuse a target whose existing bytes are not zero, then write. arm64 follows
+//! refuse a target whose existing bytes are not zero, then write (before 6.3 the nonzero
+//! check came first; see `x86_64()`). arm64 follows
 //! arch/arm64/kernel/module.c `apply_relocate_add()` (`reloc_data`, `reloc_insn_movw`,
 //! `reloc_insn_imm`): no zero-target check, instruction fields re-encoded in place.
 //!
 //! Offline the place P (where the patch module's section lands) is often unknown: values that
 //! depend on it come back as `None` with the expression `S + A - P`, and overflow checks that
-//! depend on it are reported as `overflow_unknown`. Known limits: the arm64 erratum 843419
+//! depend on it are reported as `overflow_unknown` unless the module window (`Site::window`)
+//! decides them: certain to overflow, or certain to fit. Known limits: the arm64 erratum 843419
 //! ADRP rewrite and the PLT veneers of JUMP26/CALL26 (whose address only the loader knows)
 //! are reported as notes, not computed.
 
@@ -326,15 +328,27 @@ fn data(op: Op, place: u64, val: u64, bits: u32) -> (Vec<u8>, bool) {
     }
 }
 
-/// True when a PC-relative arm64 field with an unknown place overflows wherever in
-/// `r.site.window` the loader puts the module: at both ends of each part of the window, on
-/// the same side (the value is monotonic in P, so every place between does too).
-fn overflows_everywhere(module: &str, r: &RelocInput<'_>, op: Op, val: u64) -> bool {
+/// What a PC-relative arm64 field with an unknown place does wherever in `r.site.window`
+/// the loader may put the module.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placed {
+    /// It overflows at both ends of each part of the window, on the same side: the value is
+    /// monotonic in P, so it overflows at every place between.
+    Overflows,
+    /// It fits at both ends of each part: so at every place between.
+    Fits,
+    /// It depends on the place (or no window is known).
+    Depends,
+}
+
+fn window_verdict(module: &str, r: &RelocInput<'_>, op: Op, val: u64) -> Placed {
     let Some(window) = r.site.window else {
-        return false;
+        return Placed::Depends;
     };
     let side = |p: u64| do_reloc(op, p, val) >= 0;
-    let fails = |p: u64| {
+    // Some(true): overflows at p; Some(false): fits (a branch out of range takes a PLT
+    // veneer: fits); None: another failure (the field runs past its section).
+    let overflows = |p: u64| {
         let at = RelocInput {
             place: Some(p),
             site: Site {
@@ -343,12 +357,32 @@ fn overflows_everywhere(module: &str, r: &RelocInput<'_>, op: Op, val: u64) -> b
             },
             ..*r
         };
-        aarch64(module, &at).is_err()
+        match aarch64(module, &at) {
+            Ok(_) => Some(false),
+            Err(e) if e.lines[0].contains("overflow in relocation") => Some(true),
+            Err(_) => None,
+        }
     };
-    window.iter().all(|&(lo, hi)| {
-        let (a, b) = (lo & !3, hi.saturating_sub(4) & !3);
-        a <= b && fails(a) && fails(b) && side(a) == side(b)
-    })
+    let ends: Vec<(u64, u64)> = window
+        .iter()
+        .map(|&(lo, hi)| (lo & !3, hi.saturating_sub(4) & !3))
+        .collect();
+    if ends.iter().any(|&(a, b)| a > b) {
+        return Placed::Depends;
+    }
+    let all_over = ends.iter().all(|&(a, b)| {
+        overflows(a) == Some(true) && overflows(b) == Some(true) && side(a) == side(b)
+    });
+    if all_over {
+        return Placed::Overflows;
+    }
+    if ends
+        .iter()
+        .all(|&(a, b)| overflows(a) == Some(false) && overflows(b) == Some(false))
+    {
+        return Placed::Fits;
+    }
+    Placed::Depends
 }
 
 /// arm64 (arch/arm64/kernel/module.c). Since 6.5 (3e35d303ab7d, the module VA range
@@ -434,7 +468,12 @@ fn aarch64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFai
         let checks = match k {
             K::Data(_, _, c) | K::Movw(_, _, _, c) | K::Insn(.., c) => c,
         };
-        if checks && overflows_everywhere(module, r, op, val) {
+        let verdict = if checks {
+            window_verdict(module, r, op, val)
+        } else {
+            Placed::Fits
+        };
+        if verdict == Placed::Overflows {
             return Err(overflow);
         }
         let width = if let K::Data(_, bits, _) = k {
@@ -448,7 +487,7 @@ fn aarch64(module: &str, r: &RelocInput<'_>) -> Result<Option<Applied>, RelocFai
             value: None,
             bytes: None,
             width,
-            overflow_unknown: checks,
+            overflow_unknown: verdict == Placed::Depends,
             note: matches!(t, R_AARCH64_JUMP26 | R_AARCH64_CALL26).then(|| {
                 "out of range branches go through a PLT veneer the loader emits".to_string()
             }),
@@ -741,8 +780,12 @@ mod tests {
             &adr(end - 0x100, R_AARCH64_ADR_PREL_LO21),
         );
         assert!(a.unwrap().unwrap().overflow_unknown);
-        // a branch out of range takes a PLT veneer: never an error
-        assert!(apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_CALL26)).is_ok());
+        // a branch out of range takes a PLT veneer: never an error, whatever the place
+        let a = apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_CALL26));
+        assert!(!a.unwrap().unwrap().overflow_unknown);
+        // ADRP reaches ±4 GiB: from anywhere in the 2 GiB window it fits for sure
+        let a = apply(Arch::Aarch64, "m", &adr(deep, R_AARCH64_ADR_PREL_PG_HI21));
+        assert!(!a.unwrap().unwrap().overflow_unknown);
         // without a window nothing is certain
         let none = RelocInput {
             site: SITE61,

@@ -212,7 +212,7 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
         patch_at + 8,
         data_sym,
         objs_at as i64,
-        elf::R_X86_64_64,
+        abs64,
     );
     let mut nf = 0;
     for (oi, o) in spec.objects.iter().enumerate() {
@@ -233,7 +233,7 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
             entry + 8,
             data_sym,
             funcs_at as i64,
-            elf::R_X86_64_64,
+            abs64,
         );
         for (fi, (old, _)) in o.funcs.iter().enumerate() {
             let fe = funcs_at + fi as u64 * spec.func_size;

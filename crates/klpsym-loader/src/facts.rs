@@ -367,13 +367,19 @@ fn btf_in(data: &[u8]) -> Option<&[u8]> {
 /// The addresses the kernel gave a loaded module's sections: a `/sys/module/<name>/sections`
 /// folder (or a copy of it), one file per section named like the section and holding its
 /// address in hex (`0xffffffffc0a01000`). Sorted by name.
-pub fn read_section_addresses(dir: &Path) -> Result<Vec<(String, u64)>, LoadError> {
+pub fn read_section_addresses(
+    dir: &Path,
+    resched: &mut Resched,
+) -> Result<Vec<(String, u64)>, LoadError> {
     let io = |path: &Path, source| LoadError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|s| io(dir, s))? {
+        resched
+            .tick()
+            .map_err(|c| LoadError::from(klpsym_core::BuildError::from(c)))?;
         let e = e.map_err(|s| io(dir, s))?;
         let path = e.path();
         if !e.file_type().map_err(|s| io(&path, s))?.is_file() {
@@ -396,6 +402,12 @@ pub fn read_section_addresses(dir: &Path) -> Result<Vec<(String, u64)>, LoadErro
         return Err(LoadError::Unrecognized {
             path: dir.to_path_buf(),
             what: "no section files: expected a /sys/module/<name>/sections folder (readable by root only)".into(),
+        });
+    }
+    if out.iter().all(|(_, a)| *a == 0) {
+        return Err(LoadError::Unrecognized {
+            path: dir.to_path_buf(),
+            what: "every section address is 0: the kernel hides them (kptr_restrict, or not read as root)".into(),
         });
     }
     out.sort();

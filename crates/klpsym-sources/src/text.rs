@@ -319,7 +319,6 @@ const HEX_VALUE: [u8; 256] = {
     t
 };
 
-/// True when every byte is printable ASCII without space (0x21..=0x7e), eight bytes at a time.
 /// A byte a kernel prints in a symbol name: printable ASCII, or a control byte other than
 /// tab and newline (the columns' separators). Assembler local labels carry one: gas names the
 /// Nth instance of local label `L14472` `.L14472\x021`, and arm64 module tables keep them.

@@ -102,19 +102,23 @@ fn cost_model(
 /// Nanoseconds per kallsyms entry: expanding one compressed name and one strcmp().
 const DEFAULT_VISIT_NS: f64 = 50.0;
 
-fn section_bases(m: &LivepatchModule<'_>, specs: &[String]) -> Result<Vec<(u32, u64)>, CliError> {
+/// `--section-base NAME=ADDR` options as (section index, address).
+fn section_bases(
+    by_name: &std::collections::HashMap<&str, u32>,
+    specs: &[String],
+) -> Result<Vec<(u32, u64)>, CliError> {
     specs
         .iter()
         .map(|s| {
             let (name, addr) = s
-                .split_once('=')
+                .rsplit_once('=')
                 .ok_or_else(|| format!("--section-base '{s}': expected NAME=ADDR"))?;
             let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
                 .map_err(|_| format!("--section-base '{s}': '{addr}' is not hex"))?;
-            let sec = m.elf.section_by_name(name).ok_or_else(|| {
+            let index = by_name.get(name).copied().ok_or_else(|| {
                 format!("--section-base '{s}': the module has no section '{name}'")
             })?;
-            Ok((sec.index, a))
+            Ok((index, a))
         })
         .collect()
 }
@@ -173,22 +177,28 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         };
         format!("PATCH {}: {e}{hint}", args.patch.display())
     })?;
-    let mut specs = Vec::new();
+    // Section indexes by name, once (a module has dozens to thousands of sections).
+    let mut by_name: std::collections::HashMap<&str, u32> =
+        std::collections::HashMap::with_capacity(module.elf.sections.len());
+    for sec in &module.elf.sections {
+        rs.tick()?;
+        by_name.entry(sec.name.as_str()).or_insert(sec.index);
+    }
+    let mut bases: Vec<(u32, u64)> = Vec::new();
     if let Some(dir) = &args.sections_from {
-        for (name, addr) in klpsym_loader::read_section_addresses(dir)? {
-            if module.elf.section_by_name(&name).is_none() {
+        for (name, addr) in klpsym_loader::read_section_addresses(dir, rs)? {
+            let Some(&index) = by_name.get(name.as_str()) else {
                 return Err(format!(
                     "--sections-from {}: the kernel placed a section '{name}' that {} does not have: is this the module that was loaded?",
                     dir.display(),
                     args.patch.display()
                 )
                 .into());
-            }
-            specs.push(format!("{name}={addr:#x}"));
+            };
+            bases.push((index, addr));
         }
     }
-    specs.extend(args.section_bases.iter().cloned());
-    let bases = section_bases(&module, &specs)?;
+    bases.extend(section_bases(&by_name, &args.section_bases)?);
     let placed = !bases.is_empty();
     let objects: Vec<String> = match &module.patch {
         Ok(p) => p
@@ -489,14 +499,18 @@ fn print_report(
         println!("relocations:");
         print_relocations(&r.relocations, rs)?;
         let ordinary = &r.ordinary_relocations;
-        let refused = ordinary.iter().any(|x| x.status == "failed");
+        // The loader's checks are a handful: the relocations line says whether one failed.
+        let refused = r
+            .loader_checks
+            .iter()
+            .any(|c| c.check == "relocations" && c.status == CheckStatus::Failed);
         if placed || refused || r.verdict.kind == VerdictKind::OrdinaryModule {
             println!("ordinary relocations (apply_relocate_add):");
             print_relocations(ordinary, rs)?;
         } else if !ordinary.is_empty() {
             // Unplaced, they are mostly "?": the count is in the loader check's line.
             println!(
-                "ordinary relocations: {} (listed with --section-base or --sections-from, or in --json)",
+                "ordinary relocations: {} (listed with --section-base or --sections-from, or in --json --explain)",
                 ordinary.len()
             );
         }
