@@ -227,14 +227,7 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
             farr[at..at + 8].copy_from_slice(&pos.to_le_bytes());
         }
         let funcs_at = obj.append_section_data(data, &farr, 8);
-        rel(
-            &mut obj,
-            data,
-            entry + 8,
-            data_sym,
-            funcs_at as i64,
-            abs64,
-        );
+        rel(&mut obj, data, entry + 8, data_sym, funcs_at as i64, abs64);
         for (fi, (old, _)) in o.funcs.iter().enumerate() {
             let fe = funcs_at + fi as u64 * spec.func_size;
             let s = string(&mut obj, old);
