@@ -5,7 +5,7 @@
 
 use super::{Ctx, EINVAL};
 use crate::consts as elf;
-use crate::elf::SHN_LIVEPATCH;
+use crate::elf::{ElfRela, SHN_LIVEPATCH};
 use crate::hints::{candidates, not_found_hint};
 use crate::module::KlpRelaSection;
 use crate::names::{parse_klp_section, parse_klp_symbol};
@@ -98,23 +98,7 @@ impl Ctx<'_, '_, '_, '_> {
         for (i, r) in sec.relocs.iter().enumerate() {
             self.r.tick_step()?;
             let sym = &self.m.elf.symbols[r.sym as usize];
-            let mut rep = RelocationReport {
-                section: sec.name.clone(),
-                index: i,
-                target_section: tname.clone(),
-                offset: r.offset,
-                r_type: r.r_type,
-                type_name: reloc::type_name(self.m.arch, r.r_type),
-                symbol: sym.name.clone(),
-                resolved: None,
-                offline: false,
-                addend: r.addend,
-                expression: String::new(),
-                value: None,
-                bytes: None,
-                status: "not_reached",
-                note: None,
-            };
+            let mut rep = self.new_report(&sec.name, i, &tname, r, sym.name.clone());
             let Some(Some((s_val, offline))) = resolved.get(i).copied() else {
                 rep.note = Some("symbol not resolved".into());
                 self.relocs.push(rep);
@@ -155,6 +139,35 @@ impl Ctx<'_, '_, '_, '_> {
             self.relocs.push(rep);
         }
         bulk::free_with_points(resolved, self.r)
+    }
+
+    /// The report of relocation `i` of section `section` (into `target`) before the kernel
+    /// reaches it: nothing resolved or computed yet.
+    pub(super) fn new_report(
+        &self,
+        section: &str,
+        i: usize,
+        target: &str,
+        r: &ElfRela,
+        symbol: String,
+    ) -> RelocationReport {
+        RelocationReport {
+            section: section.to_string(),
+            index: i,
+            target_section: target.to_string(),
+            offset: r.offset,
+            r_type: r.r_type,
+            type_name: reloc::type_name(self.m.arch, r.r_type),
+            symbol,
+            resolved: None,
+            offline: false,
+            addend: r.addend,
+            expression: String::new(),
+            value: None,
+            bytes: None,
+            status: "not_reached",
+            note: None,
+        }
     }
 
     /// Records what the architecture's code writes for one relocation (klp or ordinary):

@@ -130,23 +130,7 @@ impl Ctx<'_, '_, '_, '_> {
             tally.relocations += 1;
             // ElfObject::parse refuses relocations whose symbol index is out of range.
             let sym = &m.elf.symbols[r.sym as usize];
-            let mut rep = RelocationReport {
-                section: s.name.clone(),
-                index: i,
-                target_section: tname.clone(),
-                offset: r.offset,
-                r_type: r.r_type,
-                type_name: reloc::type_name(m.arch, r.r_type),
-                symbol: self.symbol_label(sym),
-                resolved: None,
-                offline: false,
-                addend: r.addend,
-                expression: String::new(),
-                value: None,
-                bytes: None,
-                status: "not_reached",
-                note: None,
-            };
+            let mut rep = self.new_report(&s.name, i, &tname, r, self.symbol_label(sym));
             let was_blocked = self.blocked(&stage);
             let s_val = self.ordinary_symbol_value(sym);
             rep.resolved = s_val;
