@@ -38,9 +38,10 @@ fi
 BIN="$ROOT/target/release/klpsym"
 CACHE="$WORK/cache"
 
-now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# Times are microseconds from bash's own clock ($EPOCHREALTIME): a `date` process per reading
+# would add its start-up to every warm time.
 run_pair() { # NAME ARGS...: REPS interleaved cold/warm runs; prints a table row
 	local name="$1" i t0 t1
 	shift
@@ -48,14 +49,14 @@ run_pair() { # NAME ARGS...: REPS interleaved cold/warm runs; prints a table row
 	: >"$WORK/cold.t"
 	: >"$WORK/warm.t"
 	for ((i = 0; i < REPS; i++)); do
-		t0=$(now)
+		t0=${EPOCHREALTIME/./}
 		"$BIN" "$@" --no-cache >"$WORK/cold.out" 2>/dev/null || true
-		t1=$(now)
-		echo $(((t1 - t0) / 1000)) >>"$WORK/cold.t"
-		t0=$(now)
+		t1=${EPOCHREALTIME/./}
+		echo $((t1 - t0)) >>"$WORK/cold.t"
+		t0=${EPOCHREALTIME/./}
 		"$BIN" "$@" --cache-dir "$CACHE" >"$WORK/warm.out" 2>/dev/null || true
-		t1=$(now)
-		echo $(((t1 - t0) / 1000)) >>"$WORK/warm.t"
+		t1=${EPOCHREALTIME/./}
+		echo $((t1 - t0)) >>"$WORK/warm.t"
 		cmp -s "$WORK/cold.out" "$WORK/warm.out" || {
 			log "$name: warm output differs from cold"
 			exit 1

@@ -18,6 +18,7 @@ pub fn load_options(args: &SourceArgs) -> LoadOptions {
         kallsyms_all: args.kallsyms_all.map(|v| v == YesNo::Y),
         package_modules: false,
         cache: cache_of(args),
+        export_facts: true,
     }
 }
 
@@ -59,7 +60,24 @@ pub fn modules_dir(args: &SourceArgs) -> Option<PathBuf> {
 /// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
 /// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
-    load_all_with(args, false)
+    load_all_mode(args, false, Queries::Many)
+}
+
+/// [`load_all`] for a verb that asks each table a few questions (`lookup` of one name,
+/// `dump`): no index is built; the queries walk the table (see
+/// `SymbolTable::scan_until_indexed`), and the verb builds the indexes itself, with its
+/// reschedule points, before asking more.
+pub fn load_all_few(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
+    load_all_mode(args, false, Queries::Few)
+}
+
+/// How many questions a verb asks of each table it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queries {
+    /// Many: the indexes are built while loading.
+    Many,
+    /// A few: no index is built; queries walk the table.
+    Few,
 }
 
 /// [`load_all`], reading packages' modules and Module.symvers too when `package_modules`
@@ -68,6 +86,14 @@ pub fn load_all_with(
     args: &SourceArgs,
     package_modules: bool,
 ) -> Result<Vec<LoadedKernel>, CliError> {
+    load_all_mode(args, package_modules, Queries::Many)
+}
+
+fn load_all_mode(
+    args: &SourceArgs,
+    package_modules: bool,
+    queries: Queries,
+) -> Result<Vec<LoadedKernel>, CliError> {
     let paths: Vec<PathBuf> = if args.kernels.is_empty() {
         vec![PathBuf::from(DEFAULT_SOURCE)]
     } else {
@@ -75,6 +101,7 @@ pub fn load_all_with(
     };
     let opts = LoadOptions {
         package_modules,
+        export_facts: queries == Queries::Many,
         ..load_options(args)
     };
     let mut rs = resched(args);
@@ -143,9 +170,7 @@ pub fn load_all_with(
         if !loaded.is_empty() {
             k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, rs)?;
         }
-        let t0 = std::time::Instant::now();
-        k.table.build_indexes(rs)?;
-        k.index_time = t0.elapsed();
+        prepare(&mut k, queries, rs)?;
         Ok(k)
     };
     // Packages given together (or found in one directory) form one kernel per release; one
@@ -171,9 +196,7 @@ pub fn load_all_with(
             if !loaded.is_empty() {
                 k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut rs)?;
             }
-            let t0 = std::time::Instant::now();
-            k.table.build_indexes(&mut rs)?;
-            k.index_time = t0.elapsed();
+            prepare(&mut k, queries, &mut rs)?;
             out.push(k);
         }
     }
@@ -188,6 +211,19 @@ pub fn load_all_with(
         }
     }
     Ok(out)
+}
+
+/// Builds the indexes now (timed), or marks the table to be walked.
+fn prepare(k: &mut LoadedKernel, queries: Queries, rs: &mut Resched) -> Result<(), CliError> {
+    match queries {
+        Queries::Many => {
+            let t0 = std::time::Instant::now();
+            k.table.build_indexes(rs)?;
+            k.index_time = t0.elapsed();
+        }
+        Queries::Few => k.table.scan_until_indexed(),
+    }
+    Ok(())
 }
 
 /// Gives `k`'s vmlinux symbols the source files of the same build's debug vmlinux `d`: the

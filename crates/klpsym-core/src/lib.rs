@@ -21,6 +21,7 @@ pub mod resched;
 mod scan;
 mod search;
 mod stem_index;
+mod storage;
 mod symbolize;
 mod table;
 mod table_io;
@@ -33,6 +34,7 @@ pub use resched::{
 };
 pub use scan::{ChunkedFinder, SCAN_CHUNK};
 pub use search::{search_names, NameMatch, NamePattern};
+pub use storage::Backing;
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{
     file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,

@@ -151,6 +151,19 @@ impl Resched {
         Resched::new(ReschedPolicy::Nothing)
     }
 
+    /// A driver for a helper thread of the same operation: the same interval and cancel flag,
+    /// and the same policy when it is `Nothing` or `Yield`; a callback belongs to the thread
+    /// that set it, so the helper's points do nothing but check cancellation.
+    pub fn sibling(&self) -> Resched {
+        let policy = match self.policy {
+            ReschedPolicy::Yield => ReschedPolicy::Yield,
+            ReschedPolicy::Nothing | ReschedPolicy::Callback(_) => ReschedPolicy::Nothing,
+        };
+        let mut r = Resched::new(policy).with_interval(self.interval);
+        r.cancel = self.cancel.clone();
+        r
+    }
+
     /// Sets the interval between points (clamped to at least 1 µs).
     pub fn with_interval(mut self, interval: Duration) -> Self {
         self.interval = interval.max(Duration::from_micros(1));

@@ -10,6 +10,7 @@ use crate::name_index::NameIndex;
 use crate::object::{ObjectId, ObjectInfo, ObjectKind};
 use crate::resched::{Cancelled, Resched};
 use crate::stem_index::StemIndex;
+use crate::storage::{Names, Records};
 
 /// Marks a size that no source and no neighbour could tell.
 pub const SIZE_UNKNOWN: u64 = u64::MAX;
@@ -18,14 +19,17 @@ pub const SIZE_UNKNOWN: u64 = u64::MAX;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SymbolId(pub u32);
 
-/// The compact record behind every symbol: 24 bytes, no allocation per symbol.
-#[derive(Debug, Clone, Copy)]
+/// The compact record behind every symbol: 24 bytes, no allocation per symbol. Plain old data
+/// with its padding spelled out, so a cache entry's records are copied in, not parsed.
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 pub(crate) struct SymRec {
     pub(crate) addr: u64,
     pub(crate) name_off: u32,
     pub(crate) name_len: u32,
     pub(crate) object: u32,
     pub(crate) kind: u8,
+    pub(crate) pad: [u8; 3],
 }
 
 /// A borrowed view of one symbol.
@@ -59,8 +63,8 @@ pub enum BuildError {
 pub struct SymbolTable {
     /// The name arena, validated as UTF-8 once when the table is built, so reading a name is
     /// a slice, not a validation.
-    pub(crate) names: String,
-    pub(crate) syms: Vec<SymRec>,
+    pub(crate) names: Names,
+    pub(crate) syms: Records,
     pub(crate) objects: Vec<ObjectInfo>,
     pub(crate) source_sizes: Option<Vec<u64>>,
     /// Source files of symbols, when the source knows them: per symbol an index into
@@ -71,6 +75,12 @@ pub struct SymbolTable {
     pub(crate) name_index: OnceLock<NameIndex>,
     pub(crate) addr_index: OnceLock<AddrIndex>,
     pub(crate) stem_index: OnceLock<StemIndex>,
+    /// Set by [`SymbolTable::scan_until_indexed`]: name and size queries walk the table while
+    /// their index is not built, instead of building it on first use.
+    pub(crate) scan_unindexed: bool,
+    /// Per object: whether its symbols come in nondecreasing address order (what a walk for
+    /// a size may rely on); computed on the first walk.
+    pub(crate) sorted_objects: OnceLock<Vec<bool>>,
 }
 
 /// Per symbol an index into the file names (`u32::MAX`: none), the names, and their indices.
@@ -215,6 +225,7 @@ impl SymbolTableBuilder {
             name_len,
             object: object.0,
             kind,
+            pad: [0; 3],
         });
         if let Some(sizes) = &mut self.source_sizes {
             sizes.push(SIZE_UNKNOWN);
@@ -298,8 +309,8 @@ impl SymbolTableBuilder {
             };
         let (names, syms) = into_utf8_arena(self.names, self.syms, resched)?;
         Ok(SymbolTable {
-            names,
-            syms,
+            names: Names::Owned(names),
+            syms: Records::Owned(syms),
             objects: self.objects,
             source_sizes: self.source_sizes,
             source_files: self.source_files.map(|(f, n, _)| (f, n)),
@@ -308,15 +319,26 @@ impl SymbolTableBuilder {
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
             stem_index: OnceLock::new(),
+            scan_unindexed: false,
+            sorted_objects: OnceLock::new(),
         })
     }
 }
 
-/// An arena the caller has checked to be UTF-8, as a `String` (validated once more, in steps,
-/// by the same path a builder's arena takes; other bytes would be replaced, never trusted).
-pub(crate) fn utf8_arena(arena: Vec<u8>, resched: &mut Resched) -> Result<String, Cancelled> {
-    let (names, _) = into_utf8_arena(arena, Vec::new(), resched)?;
-    Ok(names)
+/// `arena` as a `String` when every byte of it is UTF-8 (checked once, in steps), else `None`:
+/// for decoders that refuse other bytes rather than replace them.
+pub(crate) fn utf8_exact(
+    arena: Vec<u8>,
+    resched: &mut Resched,
+) -> Result<Option<String>, Cancelled> {
+    if crate::bulk::validate_utf8(&arena, resched)?.is_err() {
+        return Ok(None);
+    }
+    // SAFETY: `validate_utf8` checked every byte of `arena` with `std::str::from_utf8` (in
+    // steps that never split a character).
+    #[allow(unsafe_code)]
+    let names = unsafe { String::from_utf8_unchecked(arena) };
+    Ok(Some(names))
 }
 
 /// Validates the arena once. Parsers only hand in UTF-8 names, but an arena handed over whole
@@ -354,8 +376,12 @@ impl SymbolTable {
     /// frees it with this instead.
     pub fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
         use crate::bulk::free_with_points;
-        free_with_points(self.names.into_bytes(), resched)?;
-        free_with_points(self.syms, resched)?;
+        if let Names::Owned(n) = self.names {
+            free_with_points(n.into_bytes(), resched)?;
+        }
+        if let Records::Owned(r) = self.syms {
+            free_with_points(r, resched)?;
+        }
         free_with_points(self.objects, resched)?;
         if let Some(s) = self.source_sizes {
             free_with_points(s, resched)?;
@@ -445,7 +471,7 @@ impl SymbolTable {
     #[inline]
     pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
         let r = &self.syms[i as usize];
-        &self.names.as_bytes()[r.name_off as usize..(r.name_off + r.name_len) as usize]
+        &self.names.bytes()[r.name_off as usize..(r.name_off + r.name_len) as usize]
     }
 
     /// All symbols in kernel order.
@@ -463,7 +489,11 @@ impl SymbolTable {
     /// The size of `id`: the distance to the next higher address in its object, else what the
     /// source knows, else [`SIZE_UNKNOWN`].
     pub fn size(&self, id: SymbolId) -> u64 {
-        let inferred = self.addr_index().size(id.0);
+        let inferred = if self.walks() && self.addr_index.get().is_none() {
+            self.size_by_walk(id)
+        } else {
+            self.addr_index().size(id.0)
+        };
         if inferred != SIZE_UNKNOWN {
             inferred
         } else {
@@ -508,6 +538,48 @@ impl SymbolTable {
         self.source_files.is_some()
     }
 
+    /// Makes name and size queries walk the table (in kernel order) while their index is not
+    /// built, instead of building it on first use: for a process that asks a few questions
+    /// of a table it has just read (one `klpsym lookup`), one walk of ~100,000 symbols (about
+    /// 0.1 ms) costs far less than an index it would use once (10-20 ms to build). Building
+    /// the indexes ([`SymbolTable::build_indexes`]) ends the walks; a caller about to ask many
+    /// questions builds them first, with its reschedule points.
+    pub fn scan_until_indexed(&mut self) {
+        self.scan_unindexed = true;
+    }
+
+    #[inline]
+    fn walks(&self) -> bool {
+        self.scan_unindexed
+    }
+
+    /// [`SymbolTable::size`] without the address index: the nearest higher address of the
+    /// same object, as the index infers it (objects of section offsets have no inferred size).
+    fn size_by_walk(&self, id: SymbolId) -> u64 {
+        let r = &self.syms[id.0 as usize];
+        if self.objects[r.object as usize].relative {
+            return SIZE_UNKNOWN;
+        }
+        let sorted = self.sorted_objects.get_or_init(|| {
+            let mut sorted = vec![true; self.objects.len()];
+            let mut last = vec![0u64; self.objects.len()];
+            for s in self.syms.iter() {
+                let o = s.object as usize;
+                sorted[o] &= s.addr >= last[o];
+                last[o] = s.addr;
+            }
+            sorted
+        });
+        let same = |s: &&SymRec| s.object == r.object && s.addr > r.addr;
+        let next = if sorted[r.object as usize] {
+            // The first higher address after it is the nearest.
+            self.syms[id.0 as usize..].iter().find(same).map(|s| s.addr)
+        } else {
+            self.syms.iter().filter(same).map(|s| s.addr).min()
+        };
+        next.map_or(SIZE_UNKNOWN, |a| a - r.addr)
+    }
+
     pub(crate) fn name_index(&self) -> &NameIndex {
         self.name_index.get_or_init(|| {
             NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
@@ -548,12 +620,25 @@ impl SymbolTable {
     /// `name.cold`, `name.llvm.N`...): every symbol whose name is `name` followed by a dot and
     /// more, in kernel order, across all objects. One hash lookup (the stem index), not a walk.
     pub fn variants_of<'t>(&'t self, name: &'t str) -> impl Iterator<Item = Symbol<'t>> + 't {
-        self.stem_index
-            .get_or_init(|| {
-                StemIndex::build(self, &mut Resched::none())
-                    .expect("no cancellation without a flag")
+        let walk = self.walks() && self.stem_index.get().is_none();
+        let indexed = (!walk).then(|| {
+            self.stem_index
+                .get_or_init(|| {
+                    StemIndex::build(self, &mut Resched::none())
+                        .expect("no cancellation without a flag")
+                })
+                .variants(self, name)
+        });
+        let walked = walk.then(|| {
+            (0..self.syms.len() as u32).filter(move |&i| {
+                let n = self.name_bytes(i);
+                n.len() > name.len() && n.starts_with(name.as_bytes()) && n[name.len()] == b'.'
             })
-            .variants(self, name)
+        });
+        indexed
+            .into_iter()
+            .flatten()
+            .chain(walked.into_iter().flatten())
             .map(move |i| self.symbol(SymbolId(i)))
     }
 
@@ -564,8 +649,16 @@ impl SymbolTable {
 
     /// Every symbol named `name`, in kernel order, across all objects.
     pub fn by_name<'t>(&'t self, name: &str) -> impl Iterator<Item = Symbol<'t>> + 't {
-        self.name_index()
-            .matches(self, name.as_bytes())
+        let walk = self.walks() && self.name_index.get().is_none();
+        let indexed = (!walk).then(|| self.name_index().matches(self, name.as_bytes()));
+        let walked = walk.then(|| {
+            let wanted: Box<[u8]> = name.as_bytes().into();
+            (0..self.syms.len() as u32).filter(move |&i| self.name_bytes(i) == &wanted[..])
+        });
+        indexed
+            .into_iter()
+            .flatten()
+            .chain(walked.into_iter().flatten())
             .map(move |i| self.symbol(SymbolId(i)))
     }
 
@@ -705,5 +798,66 @@ mod tests {
             .with_interval(std::time::Duration::ZERO)
             .with_cancel_flag(flag);
         assert_eq!(indexed().free_with(&mut r), Err(Cancelled));
+    }
+
+    mod walks {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Symbols over three objects (one of section offsets), few names so names repeat,
+        /// addresses in any order (some objects unsorted) with aliases.
+        fn tables() -> impl Strategy<Value = Vec<(u8, u16, u8, u8)>> {
+            prop::collection::vec((0u8..3, 0u16..64, 0u8..12, 0u8..2), 1..80)
+        }
+
+        fn build(spec: &[(u8, u16, u8, u8)]) -> SymbolTable {
+            let mut b = SymbolTableBuilder::new();
+            let m = b.object("mod_a", ObjectKind::Module);
+            let r = b.object("mod_r", ObjectKind::Module);
+            b.set_relative(r, true);
+            for &(o, addr, name, dotted) in spec {
+                let obj = [ObjectId::VMLINUX, m, r][o as usize];
+                let name = if dotted == 1 {
+                    format!("f{}.isra.0", name % 4)
+                } else {
+                    format!("f{name}")
+                };
+                b.push(obj, 0x1000 + u64::from(addr) * 16, b't', &name)
+                    .unwrap();
+            }
+            b.build()
+        }
+
+        proptest! {
+            #[test]
+            fn walks_answer_as_the_indexes_do(spec in tables()) {
+                let indexed = build(&spec);
+                let mut walked = build(&spec);
+                walked.scan_until_indexed();
+                for n in 0..13u8 {
+                    let name = format!("f{n}");
+                    let a: Vec<_> = indexed.by_name(&name).map(|s| s.id).collect();
+                    let b: Vec<_> = walked.by_name(&name).map(|s| s.id).collect();
+                    prop_assert_eq!(&a, &b);
+                    for o in 0..3u32 {
+                        let a: Vec<_> = indexed.by_name_in(&name, ObjectId(o)).map(|s| s.id).collect();
+                        let b: Vec<_> = walked.by_name_in(&name, ObjectId(o)).map(|s| s.id).collect();
+                        prop_assert_eq!(a, b);
+                    }
+                    let a: Vec<_> = indexed.variants_of(&name).map(|s| s.id).collect();
+                    let b: Vec<_> = walked.variants_of(&name).map(|s| s.id).collect();
+                    prop_assert_eq!(a, b);
+                }
+                for s in indexed.iter() {
+                    prop_assert_eq!(indexed.size(s.id), walked.size(s.id), "size of {:?}", s.id);
+                }
+                // Nothing was built for the walks; building ends them with the same answers.
+                prop_assert!(walked.name_index.get().is_none() && walked.addr_index.get().is_none());
+                walked.build_indexes(&mut Resched::none()).unwrap();
+                for s in indexed.iter() {
+                    prop_assert_eq!(indexed.size(s.id), walked.size(s.id));
+                }
+            }
+        }
     }
 }

@@ -6,10 +6,11 @@
 use std::sync::OnceLock;
 
 use crate::resched::{Cancelled, Resched};
+use crate::storage::{Names, Records};
 use crate::table::{SymRec, SymbolTable};
 use crate::{ObjectInfo, ObjectKind};
 
-const MAGIC: &[u8; 8] = b"KSYMTAB1";
+const MAGIC: &[u8; 8] = b"KSYMTAB2";
 
 /// Why bytes are not a table.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,25 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-const SYM_BYTES: usize = 21;
+const SYM_BYTES: usize = std::mem::size_of::<SymRec>();
+
+/// Records read one by one (little-endian fields; any alignment).
+fn owned_records(recs: &[u8], resched: &mut Resched) -> Result<Vec<SymRec>, Cancelled> {
+    let mut syms = Vec::with_capacity(recs.len() / SYM_BYTES);
+    for rec in recs.chunks_exact(SYM_BYTES) {
+        resched.tick()?;
+        let le32 = |at: usize| u32::from_le_bytes(rec[at..at + 4].try_into().expect("4"));
+        syms.push(SymRec {
+            addr: u64::from_le_bytes(rec[..8].try_into().expect("8")),
+            name_off: le32(8),
+            name_len: le32(12),
+            object: le32(16),
+            kind: rec[20],
+            pad: [0; 3],
+        });
+    }
+    Ok(syms)
+}
 
 impl SymbolTable {
     /// Appends the table's encoding to `out` (indexes are not kept: they are rebuilt).
@@ -89,16 +108,22 @@ impl SymbolTable {
             out.push(o.relative as u8);
         }
         out.extend_from_slice(&(self.names.len() as u64).to_le_bytes());
-        out.extend_from_slice(self.names.as_bytes());
+        out.extend_from_slice(self.names.bytes());
         out.extend_from_slice(&(self.syms.len() as u32).to_le_bytes());
+        // The records start 8-aligned from the start of `out` (a pad count, then zeros), so
+        // a reader whose buffer is aligned the same way (a mapped cache entry) copies them.
+        let pad = (8 - (out.len() + 1) % 8) % 8;
+        out.push(pad as u8);
+        out.resize(out.len() + pad, 0);
         out.reserve(self.syms.len() * SYM_BYTES);
-        for r in &self.syms {
+        for r in self.syms.iter() {
             resched.tick()?;
             out.extend_from_slice(&r.addr.to_le_bytes());
             out.extend_from_slice(&r.name_off.to_le_bytes());
             out.extend_from_slice(&r.name_len.to_le_bytes());
             out.extend_from_slice(&r.object.to_le_bytes());
             out.push(r.kind);
+            out.extend_from_slice(&[0; 3]);
         }
         if let Some(sizes) = &self.source_sizes {
             for s in sizes {
@@ -122,6 +147,30 @@ impl SymbolTable {
     /// Reads a table [`encode`](Self::encode) wrote; returns it and the bytes it used.
     pub fn decode(
         bytes: &[u8],
+        resched: &mut Resched,
+    ) -> Result<(SymbolTable, usize), DecodeError> {
+        Self::decode_from(bytes, None, resched)
+    }
+
+    /// [`decode`](Self::decode) of the table at `at` in `backing`, reading its names and
+    /// records in place (kept alive by the table) instead of copying them: for a memory-mapped
+    /// cache entry, whose megabytes are then never copied into fresh memory. Checked as
+    /// thoroughly as `decode`; records that are not aligned in `backing` are copied.
+    pub fn decode_in_place(
+        backing: &crate::Backing,
+        at: usize,
+        resched: &mut Resched,
+    ) -> Result<(SymbolTable, usize), DecodeError> {
+        let bytes = (**backing)
+            .as_ref()
+            .get(at..)
+            .ok_or_else(|| bad("the table lies outside its buffer"))?;
+        Self::decode_from(bytes, Some((backing, at)), resched)
+    }
+
+    fn decode_from(
+        bytes: &[u8],
+        backing: Option<(&crate::Backing, usize)>,
         resched: &mut Resched,
     ) -> Result<(SymbolTable, usize), DecodeError> {
         let mut r = Reader { b: bytes, at: 0 };
@@ -165,48 +214,62 @@ impl SymbolTable {
             .ok()
             .filter(|&n| n <= u32::MAX as usize)
             .ok_or_else(|| bad("names length"))?;
+        let names_at = r.at;
         let arena = r.take(names_len, "names")?;
-        if crate::bulk::validate_utf8(arena, resched)?.is_err() {
-            return Err(bad("names are not UTF-8"));
-        }
-        // Copied in steps, then taken as the arena a builder would hand over (its UTF-8 is
-        // checked in steps there too, never in one stretch).
-        let mut copy = Vec::with_capacity(arena.len());
-        crate::bulk::extend_from_slice(&mut copy, arena, resched)?;
-        let names = crate::table::utf8_arena(copy, resched)?;
+        let names = match backing {
+            Some((b, base)) => {
+                // Checked once (in steps, never in one stretch), then read in place.
+                if crate::bulk::validate_utf8(arena, resched)?.is_err() {
+                    return Err(bad("names are not UTF-8"));
+                }
+                Names::Mapped(b.clone(), base + names_at..base + names_at + names_len)
+            }
+            None => {
+                // Copied in steps, then checked once (in steps too).
+                let mut copy = Vec::with_capacity(arena.len());
+                crate::bulk::extend_from_slice(&mut copy, arena, resched)?;
+                Names::Owned(
+                    crate::table::utf8_exact(copy, resched)?
+                        .ok_or_else(|| bad("names are not UTF-8"))?,
+                )
+            }
+        };
         let n = r.u32("symbols")? as usize;
+        let pad = r.u8("padding")? as usize;
+        r.take(pad, "padding")?;
         let recs = r.take(
             n.checked_mul(SYM_BYTES)
                 .ok_or_else(|| bad("symbol count"))?,
             "symbols",
         )?;
-        let mut syms = Vec::with_capacity(n);
+        if n > u32::MAX as usize {
+            return Err(bad("symbol count"));
+        }
+        let recs_at = r.at - recs.len();
+        let view = backing.and_then(|(b, base)| {
+            crate::storage::records_view(b, base + recs_at..base + recs_at + recs.len())
+        });
+        let syms = match view {
+            Some(v) => v,
+            None => Records::Owned(owned_records(recs, resched)?),
+        };
         let mut counts = vec![0u32; n_objects];
-        for rec in recs.chunks_exact(SYM_BYTES) {
+        let name_bytes = names.bytes();
+        // A UTF-8 character boundary: not a continuation byte (0b10xx_xxxx), or the end.
+        let boundary = |i: usize| i == name_bytes.len() || name_bytes[i] as i8 >= -0x40;
+        for s in syms.iter() {
             resched.tick()?;
-            let le32 = |at: usize| u32::from_le_bytes(rec[at..at + 4].try_into().expect("4"));
-            let s = SymRec {
-                addr: u64::from_le_bytes(rec[..8].try_into().expect("8")),
-                name_off: le32(8),
-                name_len: le32(12),
-                object: le32(16),
-                kind: rec[20],
-            };
             if !s.kind.is_ascii_graphic() {
                 return Err(bad("a symbol type is not a letter"));
             }
             let end = s.name_off as usize + s.name_len as usize;
-            if end > names.len()
-                || !names.is_char_boundary(s.name_off as usize)
-                || !names.is_char_boundary(end)
-            {
+            if end > name_bytes.len() || !boundary(s.name_off as usize) || !boundary(end) {
                 return Err(bad("a symbol name lies outside the names"));
             }
             let c = counts
                 .get_mut(s.object as usize)
                 .ok_or_else(|| bad("a symbol's object is not listed"))?;
             *c += 1;
-            syms.push(s);
         }
         if objects
             .iter()
@@ -262,6 +325,8 @@ impl SymbolTable {
                 name_index: OnceLock::new(),
                 addr_index: OnceLock::new(),
                 stem_index: OnceLock::new(),
+                scan_unindexed: false,
+                sorted_objects: OnceLock::new(),
             },
             r.at,
         ))
@@ -325,6 +390,56 @@ mod tests {
             d[i] ^= 0xa5;
             if let Ok((t2, _)) = SymbolTable::decode(&d, &mut Resched::none()) {
                 let _ = lines(&t2);
+            }
+        }
+    }
+
+    /// A buffer whose first byte is 8-aligned (a `Vec<u64>`'s bytes), holding `bytes` at `at`.
+    fn backing(bytes: &[u8], at: usize) -> crate::Backing {
+        struct Aligned(Vec<u64>, usize);
+        impl AsRef<[u8]> for Aligned {
+            fn as_ref(&self) -> &[u8] {
+                &bytemuck::cast_slice::<u64, u8>(&self.0)[..self.1]
+            }
+        }
+        let len = at + bytes.len();
+        let mut words = vec![0u64; len.div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[at..len].copy_from_slice(bytes);
+        std::sync::Arc::new(Aligned(words, len))
+    }
+
+    #[test]
+    fn a_table_read_in_place_equals_the_copy_and_damage_is_an_error() {
+        let t = table();
+        let mut out = Vec::new();
+        t.encode(&mut out, &mut Resched::none()).unwrap();
+        // At an aligned offset the records are read in place; at the others they are copied.
+        for at in [0usize, 8, 1, 3, 5] {
+            let b = backing(&out, at);
+            let (back, used) = SymbolTable::decode_in_place(&b, at, &mut Resched::none()).unwrap();
+            assert_eq!(used, out.len());
+            assert_eq!(lines(&back), lines(&t), "at {at}");
+            assert_eq!(
+                matches!(back.syms, Records::Mapped(..)),
+                at % 8 == 0,
+                "records in place at {at}"
+            );
+            assert!(matches!(back.names, Names::Mapped(..)));
+            assert_eq!(back.by_name("init_once").count(), 2);
+        }
+        let b = backing(&out, 0);
+        assert!(SymbolTable::decode_in_place(&b, out.len() + 1, &mut Resched::none()).is_err());
+        // Damage in place is caught as in a copy: same verdict, same table.
+        for i in 0..out.len() {
+            let mut d = out.clone();
+            d[i] ^= 0xa5;
+            let copy = SymbolTable::decode(&d, &mut Resched::none());
+            let b = backing(&d, 0);
+            let mapped = SymbolTable::decode_in_place(&b, 0, &mut Resched::none());
+            match (copy, mapped) {
+                (Ok((c, _)), Ok((m, _))) => assert_eq!(lines(&c), lines(&m), "byte {i}"),
+                (Err(_), Err(_)) => {}
+                (c, m) => panic!("byte {i}: copy {:?} vs in place {:?}", c.is_ok(), m.is_ok()),
             }
         }
     }

@@ -24,7 +24,7 @@ use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -166,33 +166,47 @@ impl Cache {
         let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
             return Ok(None);
         };
-        let cancelled = |c| LoadError::from(klpsym_core::BuildError::from(c));
-        let Some(parsed) = parse_entry(&map, &key, rs).map_err(cancelled)? else {
+        // The table reads its names and records in place, keeping the map alive.
+        let backing: klpsym_core::Backing = std::sync::Arc::new(map);
+        let map: &[u8] = (*backing).as_ref();
+        let Some((body, trailer)) = map
+            .len()
+            .checked_sub(16)
+            .map(|n| map.split_at(n))
+            .and_then(|(b, t)| Some((b, u128::from_le_bytes(t.try_into().ok()?))))
+        else {
             return Ok(None);
         };
-        // The content must be what was cached: the fast key alone trusts the file system.
-        if hash_file(path, opts.max_input_size, rs)? != parsed.content {
+        // Another klpsym version may decode differently: rebuild rather than trust.
+        let ours = |(k, p): &(Vec<u8>, Parsed<'_>)| {
+            *k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()
+        };
+        let Some((_, parsed)) = parse_body(body).filter(ours) else {
+            return Ok(None);
+        };
+        // The entry must be whole (its trailer) and the input what was cached (the fast key
+        // alone trusts the file system). A helper thread starts hashing both while this one
+        // decodes the entry (decoding checks every bound, so it is safe on any bytes), then
+        // this one helps; a mismatch throws the decoded table away.
+        let verifier = Verifier::new(path, opts.max_input_size, body)?;
+        let mut helper = rs.sibling();
+        let (worked, decoded) = std::thread::scope(|s| {
+            let helping = s.spawn(|| verifier.work(&mut helper));
+            let decoded = self.decode_parsed(&parsed, &backing, opts, rs);
+            let mine = verifier.work(rs);
+            let theirs = helping
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (mine.and(theirs), decoded)
+        });
+        worked?;
+        if verifier.result() != Some((parsed.content, trailer)) {
             return Ok(None);
         }
-        let read_time = t0.elapsed();
-        let t1 = Instant::now();
-        let Ok(mut entry_meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
+        let Some((entry_meta, table, decode_time)) = decoded? else {
             return Ok(None);
         };
-        if let Some(e) = parsed.exports {
-            let Some(e) = decode_exports(e, rs).map_err(cancelled)? else {
-                return Ok(None);
-            };
-            entry_meta.facts.exports = Some(e);
-        }
-        let table = match SymbolTable::decode(parsed.table, rs) {
-            Ok((t, used)) if used == parsed.table.len() => t,
-            Ok(_) => return Ok(None),
-            Err(klpsym_core::DecodeError::Cancelled(c)) => {
-                return Err(klpsym_core::BuildError::from(c).into())
-            }
-            Err(_) => return Ok(None),
-        };
+        let read_time = t0.elapsed().saturating_sub(decode_time);
         Ok(Some(LoadedKernel {
             cached: Some(entry),
             path: path.to_path_buf(),
@@ -201,7 +215,7 @@ impl Cache {
             facts: entry_meta.facts,
             module: None,
             read_time,
-            parse_time: t1.elapsed(),
+            parse_time: decode_time,
             bytes: meta.len(),
             index_time: Duration::ZERO,
             debug: None,
@@ -213,6 +227,39 @@ impl Cache {
                 ..crate::package::PackageParts::default()
             }),
         }))
+    }
+
+    /// The metadata and table of a parsed entry, with the time it took; `None` when they do
+    /// not decode (the entry is then ignored).
+    fn decode_parsed(
+        &self,
+        parsed: &Parsed<'_>,
+        backing: &klpsym_core::Backing,
+        opts: &LoadOptions,
+        rs: &mut Resched,
+    ) -> Result<Option<(Meta, SymbolTable, Duration)>, LoadError> {
+        let cancelled = |c| LoadError::from(klpsym_core::BuildError::from(c));
+        let t1 = Instant::now();
+        let Ok(mut entry_meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
+            return Ok(None);
+        };
+        if let Some(e) = parsed.exports.filter(|_| opts.export_facts) {
+            let Some(e) = decode_exports(e, rs).map_err(cancelled)? else {
+                return Ok(None);
+            };
+            entry_meta.facts.exports = Some(e);
+        }
+        // Where the table lies in the map (a slice of it).
+        let at = parsed.table.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
+        let table = match SymbolTable::decode_in_place(backing, at, rs) {
+            Ok((t, used)) if used == parsed.table.len() => t,
+            Ok(_) => return Ok(None),
+            Err(klpsym_core::DecodeError::Cancelled(c)) => {
+                return Err(klpsym_core::BuildError::from(c).into())
+            }
+            Err(_) => return Ok(None),
+        };
+        Ok(Some((entry_meta, table, t1.elapsed())))
     }
 
     /// Keeps `k` (decoded from `input`, whose bytes hash to `content`) for next time. Kernels
@@ -289,6 +336,11 @@ impl Cache {
             }
             None => out.push(0),
         }
+        // The table starts 8-aligned in the entry (a pad count, then zeros): a mapped entry is
+        // page-aligned, so the table's records are copied in whole, not parsed.
+        let pad = (8 - (out.len() + 1 + 8) % 8) % 8;
+        out.push(pad as u8);
+        out.resize(out.len() + pad, 0);
         out.extend_from_slice(&(table.len() as u64).to_le_bytes());
         klpsym_core::bulk::extend_from_slice(&mut out, &table, rs).map_err(|e| e.to_string())?;
         let trailer = hash_in_steps(&out, rs).map_err(|e| e.to_string())?;
@@ -422,6 +474,8 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
         }
         _ => return None,
     };
+    let pad = split(&mut b, 1)?[0] as usize;
+    split(&mut b, pad)?;
     let tlen = usize::try_from(u64_at(&mut b)?).ok()?;
     let table = split(&mut b, tlen)?;
     b.is_empty().then_some((
@@ -434,18 +488,6 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
             table,
         },
     ))
-}
-
-fn parse_entry<'a>(
-    all: &'a [u8],
-    key: &[u8],
-    rs: &mut Resched,
-) -> Result<Option<Parsed<'a>>, Cancelled> {
-    let Some((k, p)) = parse_entry_with(all, rs)? else {
-        return Ok(None);
-    };
-    // Another klpsym version may decode differently: rebuild rather than trust.
-    Ok((k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()).then_some(p))
 }
 
 /// An entry's metadata, when it is one of this klpsym's.
@@ -534,38 +576,108 @@ fn export_record(b: &mut &[u8]) -> Option<(String, crate::facts::ExportEntry)> {
     ))
 }
 
-/// The xxh3-128 of a file's bytes, read in 64 KiB steps through one buffer (a reschedule point
-/// per step), never more than `limit` bytes.
-fn hash_file(path: &Path, limit: u64, rs: &mut Resched) -> Result<u128, LoadError> {
-    use std::io::Read;
-    let io_err = |source| LoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut f = File::open(path).map_err(io_err)?;
+/// Inputs are hashed in chunks of this size, so that both cores can hash one file: the
+/// content hash is the xxh3-128 of the input's length and its chunks' xxh3-128 hashes.
+const HASH_CHUNK: u64 = 1 << 20;
+
+fn combine(len: u64, chunks: &[u128]) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 64 << 10];
-    let mut total = 0u64;
-    loop {
-        rs.tick_step()
-            .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
-        let n = match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
+    h.update(&len.to_le_bytes());
+    for c in chunks {
+        h.update(&c.to_le_bytes());
+    }
+    h.digest128()
+}
+
+/// The content hash of a file and of a cache entry's body, shared out between threads in
+/// chunks: a helper starts at once, and the thread that has decoded the entry joins in.
+struct Verifier<'a> {
+    path: &'a Path,
+    file: File,
+    len: u64,
+    body: &'a [u8],
+    /// The next job: 0 the entry's body, then the file's chunks.
+    next: std::sync::atomic::AtomicUsize,
+    done: std::sync::Mutex<Vec<Option<u128>>>,
+}
+
+impl<'a> Verifier<'a> {
+    fn new(path: &'a Path, limit: u64, body: &'a [u8]) -> Result<Self, LoadError> {
+        let io_err = |source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
         };
-        total += n as u64;
-        if total > limit {
+        let file = File::open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        if len > limit {
             return Err(LoadError::TooLarge {
                 path: path.to_path_buf(),
-                size: total,
+                size: len,
                 limit,
             });
         }
-        h.update(&buf[..n]);
+        let jobs = 1 + len.div_ceil(HASH_CHUNK) as usize;
+        Ok(Verifier {
+            path,
+            file,
+            len,
+            body,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            done: std::sync::Mutex::new(vec![None; jobs]),
+        })
     }
-    Ok(h.digest128())
+
+    /// Takes jobs until none is left.
+    fn work(&self, rs: &mut Resched) -> Result<(), LoadError> {
+        use std::os::unix::fs::FileExt;
+        let io_err = |source| LoadError::Io {
+            path: self.path.to_path_buf(),
+            source,
+        };
+        let cancelled = |c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c));
+        let mut buf = Vec::new();
+        loop {
+            let job = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let h = match job {
+                0 => hash_in_steps(self.body, rs).map_err(cancelled)?,
+                j if j < self.jobs() => {
+                    buf.resize(64 << 10, 0);
+                    let start = (j as u64 - 1) * HASH_CHUNK;
+                    let end = (start + HASH_CHUNK).min(self.len);
+                    let mut h = xxhash_rust::xxh3::Xxh3::new();
+                    let mut at = start;
+                    while at < end {
+                        rs.tick_step().map_err(cancelled)?;
+                        let want = ((end - at) as usize).min(buf.len());
+                        let n = match self.file.read_at(&mut buf[..want], at) {
+                            // Shorter than it was: the hash will not match.
+                            Ok(0) => break,
+                            Ok(n) => n,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(io_err(e)),
+                        };
+                        h.update(&buf[..n]);
+                        at += n as u64;
+                    }
+                    h.digest128()
+                }
+                _ => return Ok(()),
+            };
+            self.done.lock().unwrap_or_else(|p| p.into_inner())[job] = Some(h);
+        }
+    }
+
+    fn jobs(&self) -> usize {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The file's content hash and the body's hash, once every job is done.
+    fn result(self) -> Option<(u128, u128)> {
+        let done = self.done.into_inner().unwrap_or_else(|p| p.into_inner());
+        let all: Option<Vec<u128>> = done.into_iter().collect();
+        let all = all?;
+        Some((combine(self.len, &all[1..]), all[0]))
+    }
 }
 
 /// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole
@@ -579,7 +691,11 @@ fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
     Ok(h.digest128())
 }
 
-/// The xxh3-128 hash the cache records for an input's bytes.
+/// The hash the cache records for an input's bytes (see [`HASH_CHUNK`]).
 pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
-    hash_in_steps(bytes, rs)
+    let mut chunks = Vec::with_capacity(bytes.len().div_ceil(HASH_CHUNK as usize));
+    for c in bytes.chunks(HASH_CHUNK as usize) {
+        chunks.push(hash_in_steps(c, rs)?);
+    }
+    Ok(combine(bytes.len() as u64, &chunks))
 }

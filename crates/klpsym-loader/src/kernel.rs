@@ -59,6 +59,10 @@ pub struct LoadOptions {
     /// Debian image package), for verbs that check a patch; else only the image, its config
     /// and System.map, or a debug package's vmlinux (reading stops once they are found).
     pub package_modules: bool,
+    /// Read the export facts (CRCs, namespaces) kept in a cache entry: false for verbs that
+    /// never consult them (a lookup, a dump), which then see none. Decoding never skips them;
+    /// only reading a cached kernel does (tens of thousands of records).
+    pub export_facts: bool,
 }
 
 impl Default for LoadOptions {
@@ -69,6 +73,7 @@ impl Default for LoadOptions {
             kallsyms_all: None,
             package_modules: false,
             cache: None,
+            export_facts: true,
         }
     }
 }

@@ -170,6 +170,17 @@ fn an_entry_whose_content_hash_differs_is_not_trusted() {
         .unwrap();
     assert_eq!(entries(&dir).len(), 1);
     assert!(cache.get(&input, &o, rs).unwrap().is_none());
+    // The file is hashed in chunks by two threads: a recorded hash of other bytes anywhere
+    // (first byte, a chunk's edges, the last byte) is a miss.
+    let n = bytes.len();
+    for at in [0, (1 << 20) - 1, 1 << 20, n / 2, n - 1] {
+        let mut other = bytes.clone();
+        other[at] ^= 0x40;
+        cache
+            .put(&input, &meta, content_hash(&other, rs).unwrap(), &k, &o, rs)
+            .unwrap();
+        assert!(cache.get(&input, &o, rs).unwrap().is_none(), "byte {at}");
+    }
     cache
         .put(&input, &meta, content_hash(&bytes, rs).unwrap(), &k, &o, rs)
         .unwrap();

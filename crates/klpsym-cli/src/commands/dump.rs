@@ -7,10 +7,10 @@ use klpsym_core::{normalize_module_name, write_kallsyms, KallsymsWriter};
 
 use crate::cli::DumpArgs;
 use crate::output::{CliError, Outcome};
-use crate::sources::load_all;
+use crate::sources::load_all_few;
 
 pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
-    let kernels = load_all(&args.source)?;
+    let kernels = load_all_few(&args.source)?;
     if kernels.len() != 1 {
         return Err("dump takes exactly one --kernel".into());
     }

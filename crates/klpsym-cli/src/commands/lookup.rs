@@ -7,7 +7,7 @@ use klpsym_core::{find_object_symbol, LookupRequest, Verdict, SIZE_UNKNOWN};
 use super::{candidates, print_candidates, Candidate};
 use crate::cli::LookupArgs;
 use crate::output::{hex, print_json, CliError, Outcome};
-use crate::sources::load_all;
+use crate::sources::load_all_few;
 
 #[derive(Debug, Serialize)]
 struct LookupJson {
@@ -40,8 +40,11 @@ struct KernelResult {
     candidates: Vec<Candidate>,
 }
 
+/// Candidates sized by walking the table (one walk each); more build the indexes first.
+const WALKED_SIZES: usize = 8;
+
 pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
-    let kernels = load_all(&args.source)?;
+    let kernels = load_all_few(&args.source)?;
     let req = LookupRequest {
         name: &args.name,
         object: args.object.as_deref(),
@@ -92,6 +95,11 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
             }
         }
         let mut o = find_object_symbol(t, &req);
+        if o.candidates.len() > WALKED_SIZES {
+            // Each size would be a walk of the table: build the address index instead, with
+            // the reschedule points.
+            t.build_indexes(&mut crate::sources::resched(&args.source))?;
+        }
         if file_miss.is_some() {
             // Not the kernel's answer: no position could be chosen from the file.
             o.verdict = Verdict::NotFound;

@@ -1,0 +1,101 @@
+//! Where a table keeps its names and records: owned buffers (a table built from a source), or
+//! views into bytes the table keeps alive (a memory-mapped cache entry), read in place.
+//!
+//! A view is checked once when it is made (records aligned and in bounds, names UTF-8), so
+//! reading one is a slice, not a copy: a cache entry's megabytes are never copied into fresh
+//! memory, whose first touch costs a page fault per 4 KiB.
+
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use crate::table::SymRec;
+
+/// Bytes a table may read its names and records from in place, kept alive by the table: a
+/// memory-mapped cache entry. They must not change while the table lives (cache entries are
+/// replaced by rename, never written in place); if they did, names would read as
+/// `<invalid name>` and records as other numbers, never as undefined behaviour.
+pub type Backing = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// The name arena.
+pub(crate) enum Names {
+    /// Built by this process (validated UTF-8).
+    Owned(String),
+    /// A range of a backing buffer (validated UTF-8 when the view was made).
+    Mapped(Backing, Range<usize>),
+}
+
+impl Names {
+    /// All name bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Names::Owned(s) => s.as_bytes(),
+            Names::Mapped(b, r) => &(**b).as_ref()[r.clone()],
+        }
+    }
+
+    /// The name at `range`, or `None` when the range is not a name (never for a table whose
+    /// offsets were checked; a guard against a bug turning into a panic).
+    #[inline]
+    pub(crate) fn get(&self, range: Range<usize>) -> Option<&str> {
+        match self {
+            Names::Owned(s) => s.get(range),
+            // Checked again per name: the bytes are not ours to freeze, and a name is short.
+            Names::Mapped(..) => std::str::from_utf8(self.bytes().get(range)?).ok(),
+        }
+    }
+
+    /// Length in bytes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.bytes().len()
+    }
+}
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Names::Owned(s) => write!(f, "Names::Owned({} bytes)", s.len()),
+            Names::Mapped(_, r) => write!(f, "Names::Mapped({r:?})"),
+        }
+    }
+}
+
+/// The symbol records, in kernel order.
+pub(crate) enum Records {
+    /// Built by this process.
+    Owned(Vec<SymRec>),
+    /// A range of a backing buffer, 8-aligned and a whole number of records (checked when the
+    /// view was made; the bytes cannot move, so it stays so).
+    Mapped(Backing, Range<usize>),
+}
+
+impl Deref for Records {
+    type Target = [SymRec];
+    #[inline]
+    fn deref(&self) -> &[SymRec] {
+        match self {
+            Records::Owned(v) => v,
+            Records::Mapped(b, r) => bytemuck::cast_slice(&(**b).as_ref()[r.clone()]),
+        }
+    }
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Records::Owned(v) => write!(f, "Records::Owned({} records)", v.len()),
+            Records::Mapped(_, r) => write!(f, "Records::Mapped({r:?})"),
+        }
+    }
+}
+
+/// `bytes[range]` as records in place, when little-endian, aligned and a whole number of them.
+pub(crate) fn records_view(backing: &Backing, range: Range<usize>) -> Option<Records> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    let bytes = (**backing).as_ref().get(range.clone())?;
+    bytemuck::try_cast_slice::<u8, SymRec>(bytes).ok()?;
+    Some(Records::Mapped(backing.clone(), range))
+}
