@@ -6,7 +6,7 @@
 #
 # Times (wall clock, median of REPS runs, interleaved so load drifts hit every tool alike):
 #   (a) kallsyms-finder FILE > /dev/null          (PyPI package vmlinux-to-elf, in a venv)
-#   (b) klpsym dump --kernel FILE > /dev/null     (release build)
+#   (b) klpsym dump --no-cache --kernel FILE > /dev/null  (release build; no index cache)
 #   (c) the XZ payload through liblzma alone, one call, no reschedule points
 #       (klpsym-image's `measure` example; in-process, so it has no exec/read cost)
 # and prints the ratios the issue sets targets for: kallsyms-finder / klpsym on each file
@@ -65,7 +65,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 for f in "$VMLINUZ" "$VMLINUX"; do
 	name="$(basename "$f")"
 	"$KF" "$f" >"$WORK/$name.kf" 2>/dev/null
-	"$KLPSYM" dump --kernel "$f" >"$WORK/$name.klpsym"
+	"$KLPSYM" dump --no-cache --kernel "$f" >"$WORK/$name.klpsym"
 	n_kf="$(grep -c . "$WORK/$name.kf")"
 	n_k="$(grep -c . "$WORK/$name.klpsym")"
 	if [ "$n_kf" = "$n_k" ]; then
@@ -81,9 +81,9 @@ done
 for i in $(seq "$REPS"); do
 	log "repetition $i/$REPS"
 	time_cmd "$KF" "$VMLINUZ" >>"$WORK/kf.vmlinuz"
-	time_cmd "$KLPSYM" dump --kernel "$VMLINUZ" >>"$WORK/k.vmlinuz"
+	time_cmd "$KLPSYM" dump --no-cache --kernel "$VMLINUZ" >>"$WORK/k.vmlinuz"
 	time_cmd "$KF" "$VMLINUX" >>"$WORK/kf.vmlinux"
-	time_cmd "$KLPSYM" dump --kernel "$VMLINUX" >>"$WORK/k.vmlinux"
+	time_cmd "$KLPSYM" dump --no-cache --kernel "$VMLINUX" >>"$WORK/k.vmlinux"
 done
 "$MEASURE" "$VMLINUZ" --reps "$REPS" >"$WORK/measure"
 raw_ms="$(sed -n 's/^raw_decoder_ms=//p' "$WORK/measure")"

@@ -221,7 +221,7 @@ fn prepare(k: &mut LoadedKernel, queries: Queries, rs: &mut Resched) -> Result<(
             k.table.build_indexes(rs)?;
             k.index_time = t0.elapsed();
         }
-        Queries::Few => k.table.scan_until_indexed(),
+        Queries::Few => k.table.scan_until_indexed(rs.sibling()),
     }
     Ok(())
 }

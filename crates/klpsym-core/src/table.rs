@@ -77,10 +77,20 @@ pub struct SymbolTable {
     pub(crate) stem_index: OnceLock<StemIndex>,
     /// Set by [`SymbolTable::scan_until_indexed`]: name and size queries walk the table while
     /// their index is not built, instead of building it on first use.
-    pub(crate) scan_unindexed: bool,
-    /// Per object: whether its symbols come in nondecreasing address order (what a walk for
-    /// a size may rely on); computed on the first walk.
-    pub(crate) sorted_objects: OnceLock<Vec<bool>>,
+    /// The driver whose reschedule points the walks reach (`Some` once walks are asked for).
+    pub(crate) walks: std::sync::Mutex<Option<Resched>>,
+    /// Per object: where its symbols lie and whether they come in address order (what a walk
+    /// for a size relies on); computed on the first walk.
+    pub(crate) spans: OnceLock<Vec<Span>>,
+}
+
+/// Where one object's symbols lie in kernel order: the first and one past the last, and
+/// whether their addresses never decrease.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    start: u32,
+    end: u32,
+    sorted: bool,
 }
 
 /// Per symbol an index into the file names (`u32::MAX`: none), the names, and their indices.
@@ -269,6 +279,12 @@ impl SymbolTableBuilder {
         sizes[n - 1] = size;
     }
 
+    /// Appends `bytes` to the name arena, for names pushed by offset afterwards
+    /// ([`push_arena_name`](Self::push_arena_name)): a text read as it arrives.
+    pub fn extend_arena(&mut self, bytes: &[u8]) {
+        self.names.extend_from_slice(bytes);
+    }
+
     /// Number of symbols so far.
     pub fn len(&self) -> usize {
         self.syms.len()
@@ -319,8 +335,8 @@ impl SymbolTableBuilder {
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
             stem_index: OnceLock::new(),
-            scan_unindexed: false,
-            sorted_objects: OnceLock::new(),
+            walks: std::sync::Mutex::new(None),
+            spans: OnceLock::new(),
         })
     }
 }
@@ -540,17 +556,71 @@ impl SymbolTable {
 
     /// Makes name and size queries walk the table (in kernel order) while their index is not
     /// built, instead of building it on first use: for a process that asks a few questions
-    /// of a table it has just read (one `klpsym lookup`), one walk of ~100,000 symbols (about
-    /// 0.1 ms) costs far less than an index it would use once (10-20 ms to build). Building
-    /// the indexes ([`SymbolTable::build_indexes`]) ends the walks; a caller about to ask many
-    /// questions builds them first, with its reschedule points.
-    pub fn scan_until_indexed(&mut self) {
-        self.scan_unindexed = true;
+    /// of a table it has just read (one `klpsym lookup`), a walk of ~100,000 symbols (a few
+    /// hundred microseconds, reaching `resched`'s points) costs far less than an index it
+    /// would use once (10-20 ms to build). Building the indexes
+    /// ([`SymbolTable::build_indexes`]) ends the walks; a caller about to ask many questions
+    /// builds them first.
+    pub fn scan_until_indexed(&mut self, resched: Resched) {
+        *self.walks.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(resched);
     }
 
-    #[inline]
     fn walks(&self) -> bool {
-        self.scan_unindexed
+        match self.walks.try_lock() {
+            Ok(w) => w.is_some(),
+            // Held by a walk in progress: walks are on.
+            Err(std::sync::TryLockError::WouldBlock) => true,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().is_some(),
+        }
+    }
+
+    /// The symbols of `range` (kernel order) for which `keep` holds, reaching the walk
+    /// driver's reschedule points. A walk nested in another (the driver busy) runs without.
+    fn walk<'t>(
+        &'t self,
+        range: std::ops::Range<u32>,
+        keep: impl Fn(u32) -> bool + 't,
+    ) -> impl Iterator<Item = u32> + 't {
+        let mut driver = self.walks.try_lock().ok();
+        let mut i = range.start;
+        std::iter::from_fn(move || {
+            while i < range.end {
+                let at = i;
+                i += 1;
+                if let Some(Some(r)) = driver.as_deref_mut() {
+                    // Cancellation is the caller's to notice; a walk answers whole.
+                    let _ = r.tick();
+                }
+                if keep(at) {
+                    return Some(at);
+                }
+            }
+            None
+        })
+    }
+
+    /// Where each object's symbols lie, computed once (one pass).
+    fn spans(&self) -> &[Span] {
+        self.spans.get_or_init(|| {
+            let mut spans = vec![
+                Span {
+                    start: u32::MAX,
+                    end: 0,
+                    sorted: true,
+                };
+                self.objects.len()
+            ];
+            let mut last = vec![0u64; self.objects.len()];
+            for (i, s) in self.syms.iter().enumerate() {
+                let o = s.object as usize;
+                let sp = &mut spans[o];
+                sp.start = sp.start.min(i as u32);
+                sp.end = i as u32 + 1;
+                sp.sorted &= s.addr >= last[o];
+                last[o] = s.addr;
+            }
+            spans
+        })
     }
 
     /// [`SymbolTable::size`] without the address index: the nearest higher address of the
@@ -560,24 +630,19 @@ impl SymbolTable {
         if self.objects[r.object as usize].relative {
             return SIZE_UNKNOWN;
         }
-        let sorted = self.sorted_objects.get_or_init(|| {
-            let mut sorted = vec![true; self.objects.len()];
-            let mut last = vec![0u64; self.objects.len()];
-            for s in self.syms.iter() {
-                let o = s.object as usize;
-                sorted[o] &= s.addr >= last[o];
-                last[o] = s.addr;
-            }
-            sorted
-        });
-        let same = |s: &&SymRec| s.object == r.object && s.addr > r.addr;
-        let next = if sorted[r.object as usize] {
-            // The first higher address after it is the nearest.
-            self.syms[id.0 as usize..].iter().find(same).map(|s| s.addr)
-        } else {
-            self.syms.iter().filter(same).map(|s| s.addr).min()
+        let span = self.spans()[r.object as usize];
+        let same = move |i: u32| {
+            let s = &self.syms[i as usize];
+            s.object == r.object && s.addr > r.addr
         };
-        next.map_or(SIZE_UNKNOWN, |a| a - r.addr)
+        let next = if span.sorted {
+            // The first higher address after it is the nearest.
+            self.walk(id.0..span.end, same).next()
+        } else {
+            self.walk(span.start..span.end, same)
+                .min_by_key(|&i| self.syms[i as usize].addr)
+        };
+        next.map_or(SIZE_UNKNOWN, |i| self.syms[i as usize].addr - r.addr)
     }
 
     pub(crate) fn name_index(&self) -> &NameIndex {
@@ -630,7 +695,7 @@ impl SymbolTable {
                 .variants(self, name)
         });
         let walked = walk.then(|| {
-            (0..self.syms.len() as u32).filter(move |&i| {
+            self.walk(0..self.syms.len() as u32, move |i| {
                 let n = self.name_bytes(i);
                 n.len() > name.len() && n.starts_with(name.as_bytes()) && n[name.len()] == b'.'
             })
@@ -653,7 +718,9 @@ impl SymbolTable {
         let indexed = (!walk).then(|| self.name_index().matches(self, name.as_bytes()));
         let walked = walk.then(|| {
             let wanted: Box<[u8]> = name.as_bytes().into();
-            (0..self.syms.len() as u32).filter(move |&i| self.name_bytes(i) == &wanted[..])
+            self.walk(0..self.syms.len() as u32, move |i| {
+                self.name_bytes(i) == &wanted[..]
+            })
         });
         indexed
             .into_iter()
@@ -833,7 +900,7 @@ mod tests {
             fn walks_answer_as_the_indexes_do(spec in tables()) {
                 let indexed = build(&spec);
                 let mut walked = build(&spec);
-                walked.scan_until_indexed();
+                walked.scan_until_indexed(Resched::none());
                 for n in 0..13u8 {
                     let name = format!("f{n}");
                     let a: Vec<_> = indexed.by_name(&name).map(|s| s.id).collect();
@@ -853,6 +920,7 @@ mod tests {
                 }
                 // Nothing was built for the walks; building ends them with the same answers.
                 prop_assert!(walked.name_index.get().is_none() && walked.addr_index.get().is_none());
+                prop_assert!(walked.walks.lock().unwrap().as_ref().unwrap().stats().items > 0);
                 walked.build_indexes(&mut Resched::none()).unwrap();
                 for s in indexed.iter() {
                     prop_assert_eq!(indexed.size(s.id), walked.size(s.id));

@@ -325,8 +325,8 @@ impl SymbolTable {
                 name_index: OnceLock::new(),
                 addr_index: OnceLock::new(),
                 stem_index: OnceLock::new(),
-                scan_unindexed: false,
-                sorted_objects: OnceLock::new(),
+                walks: std::sync::Mutex::new(None),
+                spans: OnceLock::new(),
             },
             r.at,
         ))

@@ -238,6 +238,9 @@ pub fn load(
         }
     }
     let input_meta = std::fs::metadata(path).ok();
+    if cache.is_none() && crate::stream::applies_to(path, input_meta.as_ref()) {
+        return crate::stream::load(path, opts, resched);
+    }
     let t0 = Instant::now();
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     let content = match cache {
@@ -271,25 +274,29 @@ pub(crate) fn from_bytes(
 ) -> Result<LoadedKernel, LoadError> {
     let n = bytes.len() as u64;
     let t1 = Instant::now();
-    let (kind, table, mut facts, module) = decode(path, bytes, opts, resched)?;
-    if crate::facts::is_live(path) && facts.version.is_none() {
-        // The running kernel says what it is: /proc/version is its banner.
-        if let Ok(v) = std::fs::read_to_string("/proc/version") {
-            facts.version = Some(v.trim_end().to_string());
-        }
-    }
+    let decoded = decode(path, bytes, opts, resched)?;
     Ok(LoadedKernel::decoded(
         path,
-        (kind, table, facts, module),
+        with_live_version(path, decoded),
         read_time,
         t1.elapsed(),
         n,
     ))
 }
 
+/// The running kernel says what it is: /proc/version is its banner.
+pub(crate) fn with_live_version(path: &Path, mut d: Decoded) -> Decoded {
+    if crate::facts::is_live(path) && d.2.version.is_none() {
+        if let Ok(v) = std::fs::read_to_string("/proc/version") {
+            d.2.version = Some(v.trim_end().to_string());
+        }
+    }
+    d
+}
+
 impl LoadedKernel {
     /// A kernel just decoded from its source (no debug part, package or cache entry yet).
-    fn decoded(
+    pub(crate) fn decoded(
         path: &Path,
         (kind, table, facts, module): Decoded,
         read_time: Duration,
@@ -339,7 +346,7 @@ pub(crate) fn from_binary(
     ))
 }
 
-type Decoded = (
+pub(crate) type Decoded = (
     SourceKind,
     SymbolTable,
     SourceFacts,
@@ -365,6 +372,11 @@ fn decode(
         path: path.to_path_buf(),
         source,
     })?;
+    Ok(text_decoded(parsed))
+}
+
+/// What a parsed text source is.
+pub(crate) fn text_decoded(parsed: klpsym_sources::ParsedText) -> Decoded {
     let kind = match parsed.kind {
         TextKind::SystemMap => SourceKind::SystemMap,
         TextKind::Kallsyms | TextKind::SystemMapStub => SourceKind::Kallsyms,
@@ -375,7 +387,7 @@ fn decode(
             "System.map lists symbols the kernel's kallsyms drops; positions are counted over the System.map as given".into(),
         );
     }
-    Ok((kind, parsed.table, facts, None))
+    (kind, parsed.table, facts, None)
 }
 
 fn decode_binary(

@@ -10,6 +10,7 @@ mod kernel;
 mod modules;
 mod output;
 mod package;
+mod stream;
 
 pub use cache::{content_hash, Cache, EntryInfo};
 pub use detect::{detect, Detected};

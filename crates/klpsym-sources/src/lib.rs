@@ -5,4 +5,4 @@
 
 mod text;
 
-pub use text::{detect, parse_text, ParsedText, TextError, TextKind, MAX_NAME_LEN};
+pub use text::{detect, parse_text, ParsedText, TextError, TextKind, TextStream, MAX_NAME_LEN};

@@ -109,85 +109,175 @@ pub fn parse_text(bytes: Vec<u8>, resched: &mut Resched) -> Result<ParsedText, T
     if bytes.is_empty() {
         return Err(TextError::Empty);
     }
+    let mut s = TextStream::with_arena(bytes);
     // NUL bytes mean a binary file given as text; checked in steps (a /proc/kallsyms is 5 MB).
-    for (k, chunk) in bytes.chunks(256 << 10).enumerate() {
-        if let Some(i) = memchr::memchr(0, chunk) {
-            return Err(TextError::Binary {
-                offset: k * (256 << 10) + i,
-            });
+    s.check_binary(resched)?;
+    s.finish(resched)
+}
+
+/// Text parsed as it arrives: each [`feed`](TextStream::feed) parses the whole lines it
+/// completes, so parsing overlaps reading (a /proc/kallsyms read costs the kernel's
+/// formatting, one page per `read(2)`). Gives the same table and errors as [`parse_text`] on
+/// the same bytes, except that a line error before a NUL byte is reported as the line error.
+#[derive(Debug)]
+pub struct TextStream {
+    b: SymbolTableBuilder,
+    addr_width: Option<u8>,
+    cur: Option<((usize, usize), ObjectId)>,
+    /// The first byte not yet parsed.
+    start: usize,
+    line_no: usize,
+    saw_module: bool,
+    saw_system_map: bool,
+    /// Bytes checked for NUL so far.
+    checked: usize,
+}
+
+/// Below this many bytes, a buffer may be Debian's System.map stub: parsing waits for more.
+const STUB_MAX: usize = 200;
+
+impl Default for TextStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TextStream {
+    /// An empty stream.
+    pub fn new() -> Self {
+        Self::with_arena(Vec::new())
+    }
+
+    fn with_arena(bytes: Vec<u8>) -> Self {
+        // The bytes become the name arena as they are, and each parsed line is pushed as it is
+        // read (names by offset; module names are copied only when they change). ~40 bytes a
+        // line in /proc/kallsyms: reserve once.
+        let lines = bytes.len() / 40 + 16;
+        TextStream {
+            b: SymbolTableBuilder::with_name_arena(bytes, lines),
+            addr_width: None,
+            cur: None,
+            start: 0,
+            line_no: 0,
+            saw_module: false,
+            saw_system_map: false,
+            checked: 0,
         }
-        resched.tick()?;
     }
-    // A System.map stub is recognized from its head; the rest of `detect` is decided while
-    // parsing (a tab means kallsyms with modules; System.map-only types and names mean
-    // System.map), so the file is walked once.
-    if bytes.len() < 200 && detect(&bytes) == TextKind::SystemMapStub {
-        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-        return Err(TextError::Stub(
-            String::from_utf8_lossy(first).trim().to_string(),
-        ));
-    }
-    let mut saw_module = false;
-    let mut saw_system_map = false;
-    // One pass: the file becomes the name arena as it is, and each parsed line is pushed as it
-    // is read (names by offset; module names are copied only when they change). ~40 bytes a
-    // line in /proc/kallsyms: reserve once.
-    let len = bytes.len();
-    let mut b = SymbolTableBuilder::with_name_arena(bytes, len / 40 + 16);
-    let mut addr_width: Option<u8> = None;
-    let mut cur: Option<((usize, usize), ObjectId)> = None;
-    let mut start = 0usize;
-    let mut line_no = 0usize;
-    while start < len {
-        resched.tick()?;
-        line_no += 1;
-        let arena = b.arena();
-        let end = memchr::memchr(b'\n', &arena[start..]).map_or(len, |i| start + i);
-        let l = parse_line(arena, start, end).map_err(|what| TextError::Line {
-            line: line_no,
-            what,
-        })?;
-        let width = l.addr_digits;
-        match addr_width {
-            None => addr_width = Some(width),
-            Some(w) if w != width => {
-                return Err(TextError::Line {
-                    line: line_no,
-                    what: format!("address has {width} hex digits where earlier lines have {w}"),
-                })
+
+    fn check_binary(&mut self, resched: &mut Resched) -> Result<(), TextError> {
+        let arena = self.b.arena();
+        for chunk in arena[self.checked..].chunks(256 << 10) {
+            if let Some(i) = memchr::memchr(0, chunk) {
+                return Err(TextError::Binary {
+                    offset: self.checked + i,
+                });
             }
-            Some(_) => {}
+            self.checked += chunk.len();
+            resched.tick()?;
         }
-        saw_system_map = saw_system_map || system_map_only(l.kind, &arena[l.name.0..end]);
-        let oid = match l.object {
-            None => ObjectId::VMLINUX,
-            Some(range) => {
-                saw_module = true;
-                match cur {
-                    Some((r, id)) if arena[r.0..r.1] == arena[range.0..range.1] => id,
-                    _ => {
-                        // parse_line checked the bracket name is printable ASCII.
-                        let name = String::from_utf8_lossy(&arena[range.0..range.1]).into_owned();
-                        let id = b.object(&name, ObjectKind::of_bracket_name(&name));
-                        cur = Some((range, id));
-                        id
+        Ok(())
+    }
+
+    /// Appends `bytes` and parses the lines they complete.
+    pub fn feed(&mut self, bytes: &[u8], resched: &mut Resched) -> Result<(), TextError> {
+        self.b.extend_arena(bytes);
+        self.check_binary(resched)?;
+        let arena = self.b.arena();
+        if arena.len() < STUB_MAX {
+            return Ok(());
+        }
+        match memchr::memrchr(b'\n', &arena[self.start..]) {
+            Some(i) => self.parse_until(self.start + i + 1, resched),
+            None => Ok(()),
+        }
+    }
+
+    /// Parses what is left (a last line without a newline too) and builds the table.
+    pub fn finish(mut self, resched: &mut Resched) -> Result<ParsedText, TextError> {
+        let len = self.b.arena().len();
+        if len == 0 {
+            return Err(TextError::Empty);
+        }
+        // A System.map stub is recognized from its head; the rest of `detect` is decided
+        // while parsing (a tab means kallsyms with modules; System.map-only types and names
+        // mean System.map), so the text is walked once.
+        if len < STUB_MAX && detect(self.b.arena()) == TextKind::SystemMapStub {
+            let first = self
+                .b
+                .arena()
+                .split(|&b| b == b'\n')
+                .next()
+                .unwrap_or_default();
+            return Err(TextError::Stub(
+                String::from_utf8_lossy(first).trim().to_string(),
+            ));
+        }
+        self.parse_until(len, resched)?;
+        let kind = if !self.saw_module && self.saw_system_map {
+            TextKind::SystemMap
+        } else {
+            TextKind::Kallsyms
+        };
+        self.b.set_addr_width(self.addr_width.unwrap_or(16));
+        Ok(ParsedText {
+            table: self.b.build_with(resched)?,
+            kind,
+        })
+    }
+
+    /// Parses the lines from the first unparsed byte up to `limit` (the end of a line, or of
+    /// the text).
+    fn parse_until(&mut self, limit: usize, resched: &mut Resched) -> Result<(), TextError> {
+        while self.start < limit {
+            resched.tick()?;
+            self.line_no += 1;
+            let line_no = self.line_no;
+            let start = self.start;
+            let arena = self.b.arena();
+            let end = memchr::memchr(b'\n', &arena[start..limit]).map_or(limit, |i| start + i);
+            let l = parse_line(arena, start, end).map_err(|what| TextError::Line {
+                line: line_no,
+                what,
+            })?;
+            let width = l.addr_digits;
+            match self.addr_width {
+                None => self.addr_width = Some(width),
+                Some(w) if w != width => {
+                    return Err(TextError::Line {
+                        line: line_no,
+                        what: format!(
+                            "address has {width} hex digits where earlier lines have {w}"
+                        ),
+                    })
+                }
+                Some(_) => {}
+            }
+            self.saw_system_map =
+                self.saw_system_map || system_map_only(l.kind, &arena[l.name.0..end]);
+            let oid = match l.object {
+                None => ObjectId::VMLINUX,
+                Some(range) => {
+                    self.saw_module = true;
+                    match self.cur {
+                        Some((r, id)) if arena[r.0..r.1] == arena[range.0..range.1] => id,
+                        _ => {
+                            // parse_line checked the bracket name is printable ASCII.
+                            let name =
+                                String::from_utf8_lossy(&arena[range.0..range.1]).into_owned();
+                            let id = self.b.object(&name, ObjectKind::of_bracket_name(&name));
+                            self.cur = Some((range, id));
+                            id
+                        }
                     }
                 }
-            }
-        };
-        b.push_arena_name(oid, l.addr, l.kind, l.name.0, l.name.1 - l.name.0)?;
-        start = end + 1;
+            };
+            self.b
+                .push_arena_name(oid, l.addr, l.kind, l.name.0, l.name.1 - l.name.0)?;
+            self.start = end + 1;
+        }
+        Ok(())
     }
-    let kind = if !saw_module && saw_system_map {
-        TextKind::SystemMap
-    } else {
-        TextKind::Kallsyms
-    };
-    b.set_addr_width(addr_width.unwrap_or(16));
-    Ok(ParsedText {
-        table: b.build_with(resched)?,
-        kind,
-    })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -470,5 +560,56 @@ mod tests {
         let p = parse("ffffffff81000000 T a\nffffffffc0000000 t x\t[m1]\nffffffffc1000000 t y\t[m2]\nffffffffc0000010 t z\t[m1]\n").unwrap();
         assert_eq!(p.table.objects().len(), 3);
         assert_eq!(p.table.object_info(ObjectId(1)).symbol_count, 2);
+    }
+
+    /// What a parse gives, comparably: the lines back, the kind and the objects, or the error.
+    fn outcome(r: Result<ParsedText, TextError>) -> Result<(Vec<String>, TextKind), String> {
+        match r {
+            Ok(p) => {
+                let lines = p
+                    .table
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{:x} {} {} {}",
+                            s.addr,
+                            s.kind,
+                            s.name,
+                            p.table.object_info(s.object).name
+                        )
+                    })
+                    .collect();
+                Ok((lines, p.kind))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_stream_fed_in_any_pieces_parses_as_the_whole() {
+        let texts = [
+            "ffffffff81000000 T _text\nffffffff81000010 t init_once\nffffffffc0000000 t init_once\t[nf_tables]\nffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n".repeat(8),
+            "ffffffff81000000 T _text\nffffffff81000010 t x\nffffffff81000020 t no_newline_at_end".repeat(1),
+            "0000000000001000 T _text\n0000000000002000 U undefined_here\n".repeat(6),
+            "ffffffff81000000 T _text\nnot a line\n".repeat(9),
+            "ffffffff81000000 T _text\nffffffff8100 t short\n".repeat(9),
+            "System.map is in the linux-image-6.1-dbg package\n".to_string(),
+            String::new(),
+        ];
+        for text in &texts {
+            let whole = outcome(parse_text(text.as_bytes().to_vec(), &mut Resched::none()));
+            for piece in [1, 3, 7, 64, 199, 200, 4096] {
+                let mut s = TextStream::new();
+                let mut fed = Ok(());
+                for c in text.as_bytes().chunks(piece) {
+                    fed = s.feed(c, &mut Resched::none());
+                    if fed.is_err() {
+                        break;
+                    }
+                }
+                let streamed = outcome(fed.and_then(|()| s.finish(&mut Resched::none())));
+                assert_eq!(streamed, whole, "pieces of {piece} bytes of {text:?}");
+            }
+        }
     }
 }

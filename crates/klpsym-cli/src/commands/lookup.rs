@@ -40,8 +40,9 @@ struct KernelResult {
     candidates: Vec<Candidate>,
 }
 
-/// Candidates sized by walking the table (one walk each); more build the indexes first.
-const WALKED_SIZES: usize = 8;
+/// Candidates sized by walking the table (one walk each, usually a few records); more build
+/// the indexes first.
+const WALKED_SIZES: usize = 64;
 
 pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
     let kernels = load_all_few(&args.source)?;

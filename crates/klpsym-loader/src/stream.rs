@@ -1,0 +1,139 @@
+//! /proc/kallsyms read and parsed at once. The kernel formats the file one page per `read(2)`
+//! (tens of milliseconds for 5 MB), so a helper thread reads while this one parses the lines
+//! each batch completes: loading then costs the read plus the last batch's parse, not the
+//! read plus the whole parse.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use klpsym_core::resched::Resched;
+use klpsym_sources::TextStream;
+
+use crate::detect::{detect, Detected};
+use crate::error::LoadError;
+use crate::kernel::{LoadOptions, LoadedKernel};
+
+/// Bytes a batch gathers before the parser gets it: a few pages, small enough for the heap to
+/// reuse one batch's memory for the next (bigger blocks are mapped fresh each time).
+const BATCH: usize = 24 << 10;
+
+/// Batches in flight between the reader and the parser.
+const IN_FLIGHT: usize = 256;
+
+/// True for the files this reads: /proc files, which report no size and are formatted as
+/// they are read.
+pub(crate) fn applies_to(path: &Path, meta: Option<&std::fs::Metadata>) -> bool {
+    path.starts_with("/proc") && meta.is_some_and(|m| m.is_file() && m.len() == 0)
+}
+
+/// Reads `path` on a helper thread, parsing text batches as they come; a file that turns out
+/// not to be text is gathered whole and decoded as any other input.
+pub(crate) fn load(
+    path: &Path,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<LoadedKernel, LoadError> {
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let interrupted = |c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c));
+    let t0 = Instant::now();
+    let file = File::open(path).map_err(io_err)?;
+    let limit = opts.max_input_size;
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(IN_FLIGHT);
+    let mut reader_rs = rs.sibling();
+    std::thread::scope(|s| {
+        s.spawn(move || read_batches(file, &tx, &mut reader_rs));
+        // Owned here: returning early drops it, which ends a reader waiting to send.
+        let rx = rx;
+        let mut total = 0u64;
+        let mut next = || -> Result<Option<Vec<u8>>, LoadError> {
+            match rx.recv() {
+                Err(_) => Ok(None),
+                Ok(Err(e)) => Err(io_err(e)),
+                Ok(Ok(batch)) => {
+                    total += batch.len() as u64;
+                    if total > limit {
+                        return Err(LoadError::TooLarge {
+                            path: path.to_path_buf(),
+                            size: total,
+                            limit,
+                        });
+                    }
+                    Ok(Some(batch))
+                }
+            }
+        };
+        let first = next()?.unwrap_or_default();
+        if detect(&first) != Detected::Text || first.is_empty() {
+            // Not text (or empty): gathered whole, decoded (and reported) as usual.
+            let mut bytes = first;
+            while let Some(b) = next()? {
+                klpsym_core::bulk::extend_from_slice(&mut bytes, &b, rs).map_err(interrupted)?;
+            }
+            return crate::kernel::from_bytes(path, bytes, t0.elapsed(), opts, rs);
+        }
+        let text_err = |source| LoadError::Text {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut stream = TextStream::new();
+        stream.feed(&first, rs).map_err(text_err)?;
+        let mut n = first.len() as u64;
+        while let Some(b) = next()? {
+            n += b.len() as u64;
+            stream.feed(&b, rs).map_err(text_err)?;
+        }
+        let read_time = t0.elapsed();
+        let t1 = Instant::now();
+        let parsed = stream.finish(rs).map_err(text_err)?;
+        let decoded = crate::kernel::with_live_version(path, crate::kernel::text_decoded(parsed));
+        Ok(LoadedKernel::decoded(
+            path,
+            decoded,
+            read_time,
+            t1.elapsed(),
+            n,
+        ))
+    })
+}
+
+/// The reader: `read(2)` calls (a page each for a /proc file) gathered into batches, a
+/// reschedule point after each call. Stops at the end, at an error, or when the parser has
+/// gone (its receiver dropped).
+fn read_batches(mut file: File, tx: &mpsc::SyncSender<std::io::Result<Vec<u8>>>, rs: &mut Resched) {
+    let mut page = [0u8; 4 << 10];
+    // Room for one more page than a batch needs: a batch never grows.
+    let mut batch = Vec::with_capacity(BATCH + page.len());
+    loop {
+        let got = match file.read(&mut page) {
+            Ok(g) => g,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        batch.extend_from_slice(&page[..got]);
+        if (got == 0 || batch.len() >= BATCH) && !batch.is_empty() {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH + page.len()));
+            if tx.send(Ok(full)).is_err() {
+                return;
+            }
+        }
+        if got == 0 {
+            return;
+        }
+        if rs.tick_step().is_err() {
+            let _ = tx.send(Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "operation cancelled",
+            )));
+            return;
+        }
+    }
+}
