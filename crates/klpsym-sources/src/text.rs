@@ -589,7 +589,7 @@ mod tests {
     fn a_stream_fed_in_any_pieces_parses_as_the_whole() {
         let texts = [
             "ffffffff81000000 T _text\nffffffff81000010 t init_once\nffffffffc0000000 t init_once\t[nf_tables]\nffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n".repeat(8),
-            "ffffffff81000000 T _text\nffffffff81000010 t x\nffffffff81000020 t no_newline_at_end".repeat(1),
+            "ffffffff81000000 T _text\nffffffff81000010 t x\nffffffff81000020 t no_newline_at_end".to_string(),
             "0000000000001000 T _text\n0000000000002000 U undefined_here\n".repeat(6),
             "ffffffff81000000 T _text\nnot a line\n".repeat(9),
             "ffffffff81000000 T _text\nffffffff8100 t short\n".repeat(9),
