@@ -48,6 +48,7 @@ mod pkg_fixture;
 
 use elf_fixture::{At, Fixture};
 use image_encoder::{encode, symbols, Options, Sym};
+use klpsym_core::resched::Resched;
 use klpsym_image::LayoutEra;
 use lp_fixture::{build_module, ModSpec, ObjSpec};
 
@@ -72,6 +73,7 @@ fn main() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus"));
     let mut out = Out { root, count: 0 };
     text_seeds(&mut out);
+    table_seeds(&mut out);
     image_seeds(&mut out);
     elf_seeds(&mut out);
     livepatch_seeds(&mut out);
@@ -82,6 +84,25 @@ fn main() {
         out.count,
         out.root.display()
     );
+}
+
+/// The cache's table encoding of the text seeds' tables (the `table_decode` target).
+fn table_seeds(out: &mut Out) {
+    let texts: &[(&str, &[u8])] = &[
+        ("target-kernel.tab", klpsym_fuzz::TARGET_KALLSYMS.as_bytes()),
+        (
+            "modules.tab",
+            b"ffffffff81000000 T _text\nffffffffc0001000 t ext4_fill_super\t[ext4]\nffffffffc0000100 T ext4_mount\t[ext4]\n",
+        ),
+    ];
+    for (name, text) in texts {
+        let t = klpsym_sources::parse_text(text.to_vec(), &mut Resched::none())
+            .expect("seed text parses")
+            .table;
+        let mut enc = Vec::new();
+        t.encode(&mut enc, &mut Resched::none()).expect("no cancel flag");
+        out.put("table_decode", name, &enc);
+    }
 }
 
 fn text_seeds(out: &mut Out) {
