@@ -3,7 +3,8 @@
 //!
 //! Invariants: no panic; reading in place (at an aligned and at an unaligned offset) accepts
 //! exactly what a copy accepts and gives the same table; every accepted table dumps, answers
-//! name and size queries, and encodes back to bytes that decode to the same table.
+//! name and size queries (by its indexes and by walks alike), and encodes back to bytes that
+//! decode to the same table.
 #![no_main]
 
 use std::sync::Arc;
@@ -53,6 +54,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok((t, _)) = copy else {
         return;
     };
+    // Walks (a one-shot query's way) answer as the indexes do.
+    let b = backing(data, 0);
+    let (mut walked, _) = SymbolTable::decode_in_place(&b, 0, &mut Resched::none())
+        .expect("accepted above");
+    walked.scan_until_indexed(Resched::none());
+    assert!(view(&walked) == view(&t), "walks answer otherwise");
     let mut out = Vec::new();
     t.encode(&mut out, &mut Resched::none()).expect("no cancel flag");
     let (again, used) = SymbolTable::decode(&out, &mut Resched::none()).expect("re-encoding decodes");

@@ -57,6 +57,34 @@ pub fn modules_dir(args: &SourceArgs) -> Option<PathBuf> {
     d.is_dir().then_some(d)
 }
 
+/// The module tree of `dir`, scanned once per process: loading the kernels and a verb's own
+/// steps (the target's offline modules) share one scan of thousands of files.
+pub fn open_module_tree(
+    dir: &std::path::Path,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<ModuleTree, klpsym_loader::LoadError> {
+    static SCANNED: std::sync::Mutex<Vec<(PathBuf, u64, u64, ModuleTree)>> =
+        std::sync::Mutex::new(Vec::new());
+    let key = (opts.max_input_size, opts.max_decompressed_size);
+    let scanned = |s: &[(PathBuf, u64, u64, ModuleTree)]| {
+        s.iter()
+            .find(|(d, a, b, _)| d == dir && (*a, *b) == key)
+            .map(|(.., t)| t.clone())
+    };
+    if let Some(t) = scanned(&SCANNED.lock().unwrap_or_else(|p| p.into_inner())) {
+        return Ok(t);
+    }
+    let t = ModuleTree::open(dir, opts, rs)?;
+    SCANNED.lock().unwrap_or_else(|p| p.into_inner()).push((
+        dir.to_path_buf(),
+        key.0,
+        key.1,
+        t.clone(),
+    ));
+    Ok(t)
+}
+
 /// The sources named with --kernel (or the running kernel's /proc/kallsyms), each composed with
 /// the loaded modules of --modules.
 pub fn load_all(args: &SourceArgs) -> Result<Vec<LoadedKernel>, CliError> {
@@ -107,7 +135,7 @@ fn load_all_mode(
     let mut rs = resched(args);
     let tree = match &args.modules {
         Some(dir) => {
-            let t = ModuleTree::open(dir, &opts, &mut rs).map_err(|e| format!("--modules: {e}"))?;
+            let t = open_module_tree(dir, &opts, &mut rs).map_err(|e| format!("--modules: {e}"))?;
             if t.is_empty() {
                 return Err(format!(
                     "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",

@@ -107,7 +107,7 @@ pub fn layouts_for(
 pub fn module_tree(k: &LoadedKernel, source: &SourceArgs) -> Result<Option<ModuleTree>, CliError> {
     if let Some(dir) = modules_dir(source) {
         let mut rs = crate::sources::resched(source);
-        return Ok(Some(ModuleTree::open(
+        return Ok(Some(crate::sources::open_module_tree(
             &dir,
             &load_options(source),
             &mut rs,

@@ -11,6 +11,24 @@ use std::collections::HashMap;
 use crate::resched::{Cancelled, Resched};
 use crate::table::SymbolTable;
 
+/// The stem a name is indexed under: the part before its first dot, when the name has one
+/// and does not start with it (`.L...`, `.klp...` have no stem to speak of).
+pub(crate) fn stem_of(name: &[u8]) -> Option<&[u8]> {
+    let dot = name.iter().position(|&b| b == b'.').filter(|&d| d > 0)?;
+    Some(&name[..dot])
+}
+
+/// True when `candidate` is a variant of `name` as the index finds it: indexed under the stem
+/// of `name`, and `name` followed by a dot and more.
+pub(crate) fn is_variant(candidate: &[u8], name: &str) -> bool {
+    let q = name.as_bytes();
+    let stem_q = &q[..q.iter().position(|&b| b == b'.').unwrap_or(q.len())];
+    stem_of(candidate) == Some(stem_q)
+        && candidate.len() > q.len()
+        && candidate.starts_with(q)
+        && candidate[q.len()] == b'.'
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct StemIndex {
     by_stem: HashMap<Box<str>, Vec<u32>>,

@@ -2,8 +2,9 @@
 //! views into bytes the table keeps alive (a memory-mapped cache entry), read in place.
 //!
 //! A view is checked once when it is made (records aligned and in bounds, names UTF-8), so
-//! reading one is a slice, not a copy: a cache entry's megabytes are never copied into fresh
-//! memory, whose first touch costs a page fault per 4 KiB.
+//! reading records is a slice, not a copy (names are checked again one by one as they are
+//! read, a few bytes each): a cache entry's megabytes are never copied into fresh memory,
+//! whose first touch costs a page fault per 4 KiB.
 
 use std::ops::{Deref, Range};
 use std::sync::Arc;
@@ -11,9 +12,9 @@ use std::sync::Arc;
 use crate::table::SymRec;
 
 /// Bytes a table may read its names and records from in place, kept alive by the table: a
-/// memory-mapped cache entry. They must not change while the table lives (cache entries are
-/// replaced by rename, never written in place); if they did, names would read as
-/// `<invalid name>` and records as other numbers, never as undefined behaviour.
+/// memory-mapped cache entry. They must not change while the table lives, and `as_ref` must
+/// give the same slice every time (cache entries are replaced by rename, never written in
+/// place): the table checked them once, when it was made, and trusts them after.
 pub type Backing = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// The name arena.

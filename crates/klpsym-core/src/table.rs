@@ -20,7 +20,7 @@ pub const SIZE_UNKNOWN: u64 = u64::MAX;
 pub struct SymbolId(pub u32);
 
 /// The compact record behind every symbol: 24 bytes, no allocation per symbol. Plain old data
-/// with its padding spelled out, so a cache entry's records are copied in, not parsed.
+/// with its padding spelled out, so a cache entry's records are read where they lie.
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 pub(crate) struct SymRec {
@@ -62,7 +62,8 @@ pub enum BuildError {
 #[derive(Debug)]
 pub struct SymbolTable {
     /// The name arena, validated as UTF-8 once when the table is built, so reading a name is
-    /// a slice, not a validation.
+    /// a slice, not a validation (for an arena read in place, each name is checked again as
+    /// it is read: see `storage`).
     pub(crate) names: Names,
     pub(crate) syms: Records,
     pub(crate) objects: Vec<ObjectInfo>,
@@ -77,11 +78,43 @@ pub struct SymbolTable {
     pub(crate) stem_index: OnceLock<StemIndex>,
     /// Set by [`SymbolTable::scan_until_indexed`]: name and size queries walk the table while
     /// their index is not built, instead of building it on first use.
-    /// The driver whose reschedule points the walks reach (`Some` once walks are asked for).
-    pub(crate) walks: std::sync::Mutex<Option<Resched>>,
+    pub(crate) walks: bool,
+    /// The driver whose reschedule points the walks reach. A walk takes it out and puts it
+    /// back when done (a walk nested in another finds none and runs without).
+    pub(crate) walk_driver: std::sync::Mutex<Option<Resched>>,
     /// Per object: where its symbols lie and whether they come in address order (what a walk
     /// for a size relies on); computed on the first walk.
     pub(crate) spans: OnceLock<Vec<Span>>,
+}
+
+/// The walk driver, taken out of its slot for one walk and put back when the walk ends (its
+/// iterator dropped), so no lock is held while the caller consumes the walk.
+struct WalkDriver<'t> {
+    slot: &'t std::sync::Mutex<Option<Resched>>,
+    driver: Option<Resched>,
+}
+
+impl<'t> WalkDriver<'t> {
+    fn take(slot: &'t std::sync::Mutex<Option<Resched>>) -> Self {
+        let driver = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        WalkDriver { slot, driver }
+    }
+
+    #[inline]
+    fn tick(&mut self) {
+        if let Some(r) = &mut self.driver {
+            // A walk answers whole: cancellation is the caller's to notice at its next point.
+            let _ = r.tick();
+        }
+    }
+}
+
+impl Drop for WalkDriver<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.driver.take() {
+            *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        }
+    }
 }
 
 /// Where one object's symbols lie in kernel order: the first and one past the last, and
@@ -335,7 +368,8 @@ impl SymbolTableBuilder {
             name_index: OnceLock::new(),
             addr_index: OnceLock::new(),
             stem_index: OnceLock::new(),
-            walks: std::sync::Mutex::new(None),
+            walks: false,
+            walk_driver: std::sync::Mutex::new(None),
             spans: OnceLock::new(),
         })
     }
@@ -562,35 +596,31 @@ impl SymbolTable {
     /// ([`SymbolTable::build_indexes`]) ends the walks; a caller about to ask many questions
     /// builds them first.
     pub fn scan_until_indexed(&mut self, resched: Resched) {
-        *self.walks.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(resched);
+        self.walks = true;
+        *self
+            .walk_driver
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()) = Some(resched);
     }
 
     fn walks(&self) -> bool {
-        match self.walks.try_lock() {
-            Ok(w) => w.is_some(),
-            // Held by a walk in progress: walks are on.
-            Err(std::sync::TryLockError::WouldBlock) => true,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().is_some(),
-        }
+        self.walks
     }
 
     /// The symbols of `range` (kernel order) for which `keep` holds, reaching the walk
-    /// driver's reschedule points. A walk nested in another (the driver busy) runs without.
+    /// driver's reschedule points.
     fn walk<'t>(
         &'t self,
         range: std::ops::Range<u32>,
         keep: impl Fn(u32) -> bool + 't,
     ) -> impl Iterator<Item = u32> + 't {
-        let mut driver = self.walks.try_lock().ok();
+        let mut driver = WalkDriver::take(&self.walk_driver);
         let mut i = range.start;
         std::iter::from_fn(move || {
             while i < range.end {
                 let at = i;
                 i += 1;
-                if let Some(Some(r)) = driver.as_deref_mut() {
-                    // Cancellation is the caller's to notice; a walk answers whole.
-                    let _ = r.tick();
-                }
+                driver.tick();
                 if keep(at) {
                     return Some(at);
                 }
@@ -599,9 +629,11 @@ impl SymbolTable {
         })
     }
 
-    /// Where each object's symbols lie, computed once (one pass).
+    /// Where each object's symbols lie, computed once (one pass, reaching the walk driver's
+    /// points).
     fn spans(&self) -> &[Span] {
         self.spans.get_or_init(|| {
+            let mut driver = WalkDriver::take(&self.walk_driver);
             let mut spans = vec![
                 Span {
                     start: u32::MAX,
@@ -612,6 +644,7 @@ impl SymbolTable {
             ];
             let mut last = vec![0u64; self.objects.len()];
             for (i, s) in self.syms.iter().enumerate() {
+                driver.tick();
                 let o = s.object as usize;
                 let sp = &mut spans[o];
                 sp.start = sp.start.min(i as u32);
@@ -683,7 +716,8 @@ impl SymbolTable {
 
     /// Compiler-made variants of `name` (`name.isra.0`, `name.constprop.0`, `name.part.0`,
     /// `name.cold`, `name.llvm.N`...): every symbol whose name is `name` followed by a dot and
-    /// more, in kernel order, across all objects. One hash lookup (the stem index), not a walk.
+    /// more, in kernel order, across all objects. One hash lookup (the stem index), or a walk
+    /// for a table set to walk ([`SymbolTable::scan_until_indexed`]).
     pub fn variants_of<'t>(&'t self, name: &'t str) -> impl Iterator<Item = Symbol<'t>> + 't {
         let walk = self.walks() && self.stem_index.get().is_none();
         let indexed = (!walk).then(|| {
@@ -696,8 +730,7 @@ impl SymbolTable {
         });
         let walked = walk.then(|| {
             self.walk(0..self.syms.len() as u32, move |i| {
-                let n = self.name_bytes(i);
-                n.len() > name.len() && n.starts_with(name.as_bytes()) && n[name.len()] == b'.'
+                crate::stem_index::is_variant(self.name_bytes(i), name)
             })
         });
         indexed
@@ -874,7 +907,7 @@ mod tests {
         /// Symbols over three objects (one of section offsets), few names so names repeat,
         /// addresses in any order (some objects unsorted) with aliases.
         fn tables() -> impl Strategy<Value = Vec<(u8, u16, u8, u8)>> {
-            prop::collection::vec((0u8..3, 0u16..64, 0u8..12, 0u8..2), 1..80)
+            prop::collection::vec((0u8..3, 0u16..64, 0u8..12, 0u8..3), 1..80)
         }
 
         fn build(spec: &[(u8, u16, u8, u8)]) -> SymbolTable {
@@ -884,10 +917,10 @@ mod tests {
             b.set_relative(r, true);
             for &(o, addr, name, dotted) in spec {
                 let obj = [ObjectId::VMLINUX, m, r][o as usize];
-                let name = if dotted == 1 {
-                    format!("f{}.isra.0", name % 4)
-                } else {
-                    format!("f{name}")
+                let name = match dotted {
+                    1 => format!("f{}.isra.0", name % 4),
+                    2 => format!(".Lf{}.1", name % 4),
+                    _ => format!("f{name}"),
                 };
                 b.push(obj, 0x1000 + u64::from(addr) * 16, b't', &name)
                     .unwrap();
@@ -901,8 +934,8 @@ mod tests {
                 let indexed = build(&spec);
                 let mut walked = build(&spec);
                 walked.scan_until_indexed(Resched::none());
-                for n in 0..13u8 {
-                    let name = format!("f{n}");
+                let odd = ["", ".", ".Lf1", "f1.isra", "f1.isra.0", "f1."].map(String::from);
+                for name in (0..13u8).map(|n| format!("f{n}")).chain(odd) {
                     let a: Vec<_> = indexed.by_name(&name).map(|s| s.id).collect();
                     let b: Vec<_> = walked.by_name(&name).map(|s| s.id).collect();
                     prop_assert_eq!(&a, &b);
@@ -920,7 +953,7 @@ mod tests {
                 }
                 // Nothing was built for the walks; building ends them with the same answers.
                 prop_assert!(walked.name_index.get().is_none() && walked.addr_index.get().is_none());
-                prop_assert!(walked.walks.lock().unwrap().as_ref().unwrap().stats().items > 0);
+                prop_assert!(walked.walk_driver.lock().unwrap().as_ref().unwrap().stats().items > 0);
                 walked.build_indexes(&mut Resched::none()).unwrap();
                 for s in indexed.iter() {
                     prop_assert_eq!(indexed.size(s.id), walked.size(s.id));

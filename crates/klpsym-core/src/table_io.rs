@@ -111,7 +111,8 @@ impl SymbolTable {
         out.extend_from_slice(self.names.bytes());
         out.extend_from_slice(&(self.syms.len() as u32).to_le_bytes());
         // The records start 8-aligned from the start of `out` (a pad count, then zeros), so
-        // a reader whose buffer is aligned the same way (a mapped cache entry) copies them.
+        // a reader whose buffer is aligned the same way (a mapped cache entry) reads them in
+        // place.
         let pad = (8 - (out.len() + 1) % 8) % 8;
         out.push(pad as u8);
         out.resize(out.len() + pad, 0);
@@ -242,9 +243,6 @@ impl SymbolTable {
                 .ok_or_else(|| bad("symbol count"))?,
             "symbols",
         )?;
-        if n > u32::MAX as usize {
-            return Err(bad("symbol count"));
-        }
         let recs_at = r.at - recs.len();
         let view = backing.and_then(|(b, base)| {
             crate::storage::records_view(b, base + recs_at..base + recs_at + recs.len())
@@ -325,7 +323,8 @@ impl SymbolTable {
                 name_index: OnceLock::new(),
                 addr_index: OnceLock::new(),
                 stem_index: OnceLock::new(),
-                walks: std::sync::Mutex::new(None),
+                walks: false,
+                walk_driver: std::sync::Mutex::new(None),
                 spans: OnceLock::new(),
             },
             r.at,

@@ -174,7 +174,7 @@ pub struct ResolutionCost {
 struct Walks<'t> {
     /// vmlinux names in kallsyms (address) order.
     vmlinux: Vec<&'t str>,
-    /// name -> indexes in `vmlinux`.
+    /// name -> indexes in `vmlinux`, for the names looked up.
     positions: HashMap<&'t str, Vec<u32>>,
     /// indexes of `vmlinux` sorted by (name, address): `kallsyms_seqs_of_names`.
     sorted: Vec<u32>,
@@ -184,8 +184,13 @@ struct Walks<'t> {
 
 impl<'t> Walks<'t> {
     /// The walks' views of `t`: a tick per symbol, the name sort in steps (a kernel has
-    /// 100,000-200,000 names).
-    fn new(t: &'t SymbolTable, name_sorted: bool, r: &mut Resched) -> Result<Self, Cancelled> {
+    /// 100,000-200,000 names); positions of the `wanted` names only.
+    fn new(
+        t: &'t SymbolTable,
+        name_sorted: bool,
+        wanted: &std::collections::HashSet<&str>,
+        r: &mut Resched,
+    ) -> Result<Self, Cancelled> {
         let mut vmlinux = Vec::new();
         let mut modules: Vec<(String, Vec<&'t str>)> = Vec::new();
         let mut module_of: HashMap<ObjectId, usize> = HashMap::new();
@@ -205,10 +210,12 @@ impl<'t> Walks<'t> {
             });
             modules[i].1.push(s.name);
         }
-        let mut positions: HashMap<&str, Vec<u32>> = HashMap::with_capacity(vmlinux.len());
+        let mut positions: HashMap<&str, Vec<u32>> = HashMap::with_capacity(wanted.len());
         for (i, n) in vmlinux.iter().enumerate() {
             r.tick()?;
-            positions.entry(n).or_default().push(i as u32);
+            if wanted.contains(n) {
+                positions.entry(n).or_default().push(i as u32);
+            }
         }
         let mut sorted = Vec::new();
         if name_sorted {
@@ -438,7 +445,6 @@ pub fn resolution_cost_with(
 ) -> Result<ResolutionCost, Cancelled> {
     let v = target.rules.version;
     let sublevel = target.rules.sublevel;
-    let w = Walks::new(target.kernel, v >= (6, 2), resched)?;
     let mut m = Meter {
         preemption: model.preemption.value,
         run: 0,
@@ -490,6 +496,17 @@ pub fn resolution_cost_with(
             .collect(),
         Err(_) => Vec::new(),
     };
+    // Where each looked-up name sits in vmlinux; no other name needs a position.
+    let wanted: std::collections::HashSet<&str> = relocs
+        .iter()
+        .flat_map(|(_, l)| l.iter().map(|(_, n, _)| n.as_str()))
+        .chain(
+            funcs_of
+                .iter()
+                .flat_map(|(_, f)| f.iter().map(|(n, _)| n.as_str())),
+        )
+        .collect();
+    let w = Walks::new(target.kernel, v >= (6, 2), &wanted, resched)?;
     // The formed modules, newest first, with their symbol counts.
     let loaded: Vec<(String, usize)> = w
         .modules

@@ -191,12 +191,15 @@ impl Cache {
         let verifier = Verifier::new(path, opts.max_input_size, body)?;
         let mut helper = rs.sibling();
         let (worked, decoded) = std::thread::scope(|s| {
-            let helping = s.spawn(|| verifier.work(&mut helper));
+            // No helper when the system refuses a thread: this one does all the hashing.
+            let helping = std::thread::Builder::new()
+                .spawn_scoped(s, || verifier.work(&mut helper))
+                .ok();
             let decoded = self.decode_parsed(&parsed, &backing, opts, rs);
             let mine = verifier.work(rs);
-            let theirs = helping
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let theirs = helping.map_or(Ok(()), |h| {
+                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
             (mine.and(theirs), decoded)
         });
         worked?;
@@ -337,7 +340,7 @@ impl Cache {
             None => out.push(0),
         }
         // The table starts 8-aligned in the entry (a pad count, then zeros): a mapped entry is
-        // page-aligned, so the table's records are copied in whole, not parsed.
+        // page-aligned, so the table's records are read where they lie, not parsed.
         let pad = (8 - (out.len() + 1 + 8) % 8) % 8;
         out.push(pad as u8);
         out.resize(out.len() + pad, 0);
@@ -671,8 +674,12 @@ impl<'a> Verifier<'a> {
         self.done.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    /// The file's content hash and the body's hash, once every job is done.
+    /// The file's content hash and the body's hash, once every job is done; `None` when the
+    /// file is no longer the length it was (bytes appended while it was hashed).
     fn result(self) -> Option<(u128, u128)> {
+        if self.file.metadata().ok()?.len() != self.len {
+            return None;
+        }
         let done = self.done.into_inner().unwrap_or_else(|p| p.into_inner());
         let all: Option<Vec<u128>> = done.into_iter().collect();
         let all = all?;

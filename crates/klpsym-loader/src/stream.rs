@@ -47,7 +47,13 @@ pub(crate) fn load(
     let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(IN_FLIGHT);
     let mut reader_rs = rs.sibling();
     std::thread::scope(|s| {
-        s.spawn(move || read_batches(file, &tx, &mut reader_rs));
+        let reader = std::thread::Builder::new()
+            .spawn_scoped(s, move || read_batches(file, &tx, &mut reader_rs));
+        if reader.is_err() {
+            // The system refused a thread: read first, then parse.
+            let bytes = crate::kernel::read_bounded(path, limit, rs)?;
+            return crate::kernel::from_bytes(path, bytes, t0.elapsed(), opts, rs);
+        }
         // Owned here: returning early drops it, which ends a reader waiting to send.
         let rx = rx;
         let mut total = 0u64;
@@ -135,5 +141,65 @@ fn read_batches(mut file: File, tx: &mpsc::SyncSender<std::io::Result<Vec<u8>>>,
             )));
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc_file(p: &str) -> Option<&Path> {
+        let p = Path::new(p);
+        applies_to(p, std::fs::metadata(p).ok().as_ref()).then_some(p)
+    }
+
+    #[test]
+    fn a_proc_file_that_is_not_kallsyms_is_an_error_naming_it() {
+        // Text, but not symbol lines: the parser's error, with the file and the line.
+        if let Some(p) = proc_file("/proc/self/status") {
+            let e = load(p, &LoadOptions::default(), &mut Resched::none())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("/proc/self/status") && e.contains("line 1"),
+                "{e}"
+            );
+        }
+        // Binary: gathered whole and refused as any other input would be.
+        if let Some(p) = proc_file("/proc/self/auxv") {
+            let streamed = load(p, &LoadOptions::default(), &mut Resched::none()).map(|_| ());
+            assert!(streamed.is_err());
+        }
+    }
+
+    #[test]
+    fn the_input_limit_holds_while_streaming() {
+        let Some(p) = proc_file("/proc/kallsyms") else {
+            return;
+        };
+        let opts = LoadOptions {
+            max_input_size: 10_000,
+            ..LoadOptions::default()
+        };
+        match load(p, &opts, &mut Resched::none()) {
+            Err(LoadError::TooLarge { limit, .. }) => assert_eq!(limit, 10_000),
+            other => panic!("expected TooLarge, got {:?}", other.map(|k| k.table.len())),
+        }
+    }
+
+    #[test]
+    fn streaming_reads_what_a_whole_read_reads() {
+        let Some(p) = proc_file("/proc/kallsyms") else {
+            return;
+        };
+        let whole = crate::kernel::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
+        let streamed = load(p, &LoadOptions::default(), &mut Resched::none()).unwrap();
+        let again = crate::kernel::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
+        if whole != again {
+            return; // a module came or went between the reads
+        }
+        let mut out = Vec::new();
+        klpsym_core::write_kallsyms(&streamed.table, &mut out, &mut Resched::none()).unwrap();
+        assert!(out == whole, "the streamed table dumps otherwise");
     }
 }

@@ -170,17 +170,42 @@ fn an_entry_whose_content_hash_differs_is_not_trusted() {
         .unwrap();
     assert_eq!(entries(&dir).len(), 1);
     assert!(cache.get(&input, &o, rs).unwrap().is_none());
-    // The file is hashed in chunks by two threads: a recorded hash of other bytes anywhere
-    // (first byte, a chunk's edges, the last byte) is a miss.
+    // The file is hashed in chunks by two threads: a byte changed on disk anywhere (first
+    // byte, a chunk's edges, the last byte), under an entry whose key matches the changed file
+    // but whose hash is of the bytes before, is a miss; the entry of the bytes as they are now
+    // is a hit.
     let n = bytes.len();
+    assert!(n > 2 << 20, "the test wants several chunks");
     for at in [0, (1 << 20) - 1, 1 << 20, n / 2, n - 1] {
         let mut other = bytes.clone();
         other[at] ^= 0x40;
+        std::fs::write(&input, &other).unwrap();
+        let changed = std::fs::metadata(&input).unwrap();
         cache
-            .put(&input, &meta, content_hash(&other, rs).unwrap(), &k, &o, rs)
+            .put(
+                &input,
+                &changed,
+                content_hash(&bytes, rs).unwrap(),
+                &k,
+                &o,
+                rs,
+            )
             .unwrap();
         assert!(cache.get(&input, &o, rs).unwrap().is_none(), "byte {at}");
+        cache
+            .put(
+                &input,
+                &changed,
+                content_hash(&other, rs).unwrap(),
+                &k,
+                &o,
+                rs,
+            )
+            .unwrap();
+        assert!(cache.get(&input, &o, rs).unwrap().is_some(), "byte {at}");
     }
+    std::fs::write(&input, &bytes).unwrap();
+    let meta = std::fs::metadata(&input).unwrap();
     cache
         .put(&input, &meta, content_hash(&bytes, rs).unwrap(), &k, &o, rs)
         .unwrap();
