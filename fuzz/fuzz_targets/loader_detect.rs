@@ -33,6 +33,7 @@ fuzz_target!(|data: &[u8]| {
         kallsyms_all: None,
         package_modules: true,
         cache: None,
+        export_facts: true,
     };
     // Images may decompress up to max_decompressed_size: that much on top of the budget.
     let _ = with_budget(data.len(), 3 * (64 << 20), || {
