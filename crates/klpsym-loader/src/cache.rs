@@ -601,6 +601,8 @@ struct Verifier<'a> {
     body: &'a [u8],
     /// The next job: 0 the entry's body, then the file's chunks.
     next: std::sync::atomic::AtomicUsize,
+    /// How many jobs there are.
+    jobs: usize,
     done: std::sync::Mutex<Vec<Option<u128>>>,
 }
 
@@ -626,6 +628,7 @@ impl<'a> Verifier<'a> {
             len,
             body,
             next: std::sync::atomic::AtomicUsize::new(0),
+            jobs,
             done: std::sync::Mutex::new(vec![None; jobs]),
         })
     }
@@ -643,7 +646,7 @@ impl<'a> Verifier<'a> {
             let job = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let h = match job {
                 0 => hash_in_steps(self.body, rs).map_err(cancelled)?,
-                j if j < self.jobs() => {
+                j if j < self.jobs => {
                     buf.resize(64 << 10, 0);
                     let start = (j as u64 - 1) * HASH_CHUNK;
                     let end = (start + HASH_CHUNK).min(self.len);
@@ -668,10 +671,6 @@ impl<'a> Verifier<'a> {
             };
             self.done.lock().unwrap_or_else(|p| p.into_inner())[job] = Some(h);
         }
-    }
-
-    fn jobs(&self) -> usize {
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// The file's content hash and the body's hash, once every job is done; `None` when the
