@@ -32,20 +32,31 @@ fn assert_dump_equals_capture(key: &str) {
             continue;
         }
         let (source, kallsyms) = (k.path(key), k.path("KALLSYMS_NOMOD"));
-        let o = klpsym(&["dump".as_ref(), "--kernel".as_ref(), source.as_os_str()]);
-        assert!(
-            o.status.success(),
-            "{}: {}",
-            k.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert!(
-            o.stdout == std::fs::read(&kallsyms).unwrap(),
-            "{}: klpsym dump of {} differs from {}",
-            k.name,
-            source.display(),
-            kallsyms.display()
-        );
+        // Through the cache (the file read whole and hashed) and without it (a stripped
+        // vmlinux is then read without its code): the same bytes.
+        for cache in ["--cache-dir", "--no-cache"] {
+            let dir = std::env::temp_dir().join(format!("klpsym-lab-dump-{}", std::process::id()));
+            let mut args = vec!["dump".as_ref(), cache.as_ref()];
+            if cache == "--cache-dir" {
+                args.push(dir.as_os_str());
+            }
+            args.extend(["--kernel".as_ref(), source.as_os_str()]);
+            let o = klpsym(&args);
+            let _ = std::fs::remove_dir_all(&dir);
+            assert!(
+                o.status.success(),
+                "{}: {}",
+                k.name,
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(
+                o.stdout == std::fs::read(&kallsyms).unwrap(),
+                "{}: klpsym dump {cache} of {} differs from {}",
+                k.name,
+                source.display(),
+                kallsyms.display()
+            );
+        }
         eprintln!("{}: dump of {key} is byte-identical", k.name);
     }
 }

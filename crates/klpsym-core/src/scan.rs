@@ -9,6 +9,10 @@ use memchr::memmem::Finder;
 /// is rare, up to tens of µs when its first bytes are common).
 pub const SCAN_CHUNK: usize = 64 << 10;
 
+/// The spans for [`ChunkedFinder::find_in`] that cover any haystack whole.
+#[allow(clippy::single_range_in_vec_init)]
+pub const EVERYWHERE: &[std::ops::Range<usize>] = &[0..usize::MAX];
+
 /// A needle searched for in bounded windows.
 #[derive(Debug)]
 pub struct ChunkedFinder<'n> {
@@ -42,6 +46,29 @@ impl<'n> ChunkedFinder<'n> {
         Ok(None)
     }
 
+    /// The first occurrence starting at or after `from` that lies wholly inside one of
+    /// `spans` (ascending, non-overlapping ranges of `hay`): a search that skips what cannot
+    /// hold the needle, such as the code of a vmlinux.
+    pub fn find_in(
+        &self,
+        hay: &[u8],
+        spans: &[std::ops::Range<usize>],
+        from: usize,
+        resched: &mut Resched,
+    ) -> Result<Option<usize>, Cancelled> {
+        for span in spans {
+            let end = span.end.min(hay.len());
+            let start = span.start.max(from);
+            if start >= end {
+                continue;
+            }
+            if let Some(at) = self.find_from(&hay[..end], start, resched)? {
+                return Ok(Some(at));
+            }
+        }
+        Ok(None)
+    }
+
     /// Every occurrence (overlapping ones too), at most `max` of them.
     pub fn find_all(
         &self,
@@ -65,6 +92,31 @@ impl<'n> ChunkedFinder<'n> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_only_inside_spans() {
+        let mut hay = vec![0u8; 3 * SCAN_CHUNK];
+        let needle = b"needle!";
+        for at in [10, SCAN_CHUNK - 3, 2 * SCAN_CHUNK + 5] {
+            hay[at..at + needle.len()].copy_from_slice(needle);
+        }
+        let f = ChunkedFinder::new(needle);
+        let mut r = Resched::none();
+        // The first hit is outside every span; the second straddles its span's end.
+        let spans = [100..SCAN_CHUNK, 2 * SCAN_CHUNK..3 * SCAN_CHUNK];
+        assert_eq!(
+            f.find_in(&hay, &spans, 0, &mut r).unwrap(),
+            Some(2 * SCAN_CHUNK + 5)
+        );
+        let spans = [0..SCAN_CHUNK + 4, 2 * SCAN_CHUNK..2 * SCAN_CHUNK + 11];
+        assert_eq!(f.find_in(&hay, &spans, 0, &mut r).unwrap(), Some(10));
+        assert_eq!(
+            f.find_in(&hay, &spans, 11, &mut r).unwrap(),
+            Some(SCAN_CHUNK - 3)
+        );
+        assert_eq!(f.find_in(&hay, &spans, SCAN_CHUNK, &mut r).unwrap(), None);
+        assert_eq!(f.find_in(&hay, &[], 0, &mut r).unwrap(), None);
+    }
 
     #[test]
     fn finds_needles_across_window_boundaries() {

@@ -3,7 +3,9 @@
 //! `kallsyms_*` symbols themselves (used to cross-check what the scan found).
 
 use klpsym_core::resched::{Cancelled, Resched};
-use object::{Object, ObjectSegment, ObjectSymbol};
+use std::ops::Range;
+
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags};
 
 use crate::Arch;
 
@@ -15,6 +17,12 @@ pub(crate) struct ElfInfo {
     pub segments: Vec<(u64, u64, u64)>,
     /// File offsets of `kallsyms_*` symbols found in `.symtab`.
     pub kallsyms_symbols: Vec<(String, usize)>,
+    /// File ranges of the allocated, non-executable sections with contents, ascending and
+    /// merged: everything a scan looks for is data (`scripts/kallsyms` puts its tables in
+    /// `.rodata`; the banner, vermagic, exports and build-id note are data too), so code
+    /// and the sections the kernel never loads are not searched. Empty when the file has no
+    /// section headers (then all of it is).
+    pub data_spans: Vec<Range<usize>>,
 }
 
 impl ElfInfo {
@@ -36,10 +44,36 @@ impl ElfInfo {
             })
             .filter(|&(_, size, _)| size > 0)
             .collect();
+        let mut data_spans: Vec<Range<usize>> = Vec::new();
+        for section in file.sections() {
+            resched.tick()?;
+            // NOBITS sections (.bss) have no file range.
+            let SectionFlags::Elf { sh_flags, .. } = section.flags() else {
+                continue;
+            };
+            let alloc = sh_flags.0 & object::elf::SHF_ALLOC.0 != 0;
+            let code = sh_flags.0 & object::elf::SHF_EXECINSTR.0 != 0;
+            let (Some((off, size)), true, false) = (section.file_range(), alloc, code) else {
+                continue;
+            };
+            let (Ok(off), Ok(size)) = (usize::try_from(off), usize::try_from(size)) else {
+                continue;
+            };
+            data_spans.push(off..off.saturating_add(size));
+        }
+        data_spans.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<usize>> = Vec::with_capacity(data_spans.len());
+        for r in data_spans {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
         let mut info = ElfInfo {
             arch: Some(arch),
             segments,
             kallsyms_symbols: Vec::new(),
+            data_spans: merged,
         };
         for sym in file.symbols() {
             resched.tick()?;

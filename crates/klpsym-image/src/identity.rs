@@ -2,6 +2,8 @@
 //! the module loader's `VERMAGIC_STRING`, and the GNU build id, each found by a scan of the
 //! decompressed image (the same scans read a vmlinux).
 
+use std::ops::Range;
+
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::ChunkedFinder;
 
@@ -13,12 +15,13 @@ use klpsym_core::ChunkedFinder;
 /// first.
 pub(crate) fn find_version(
     data: &[u8],
+    spans: &[Range<usize>],
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
     let finder = ChunkedFinder::new(b"Linux version ");
     let mut next = 0;
     let mut first = None;
-    while let Some(at) = finder.find_from(data, next, resched)? {
+    while let Some(at) = finder.find_in(data, spans, next, resched)? {
         next = at + 1;
         let rest = &data[at..data.len().min(at + 512)];
         if !rest.get(14).is_some_and(u8::is_ascii_digit) {
@@ -49,6 +52,7 @@ pub(crate) fn find_version(
 /// not have it.
 pub fn find_vermagic(
     data: &[u8],
+    spans: &[Range<usize>],
     release: &str,
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
@@ -58,7 +62,7 @@ pub fn find_vermagic(
     let needle = format!("{release} ");
     let finder = ChunkedFinder::new(needle.as_bytes());
     let mut next = 0;
-    while let Some(at) = finder.find_from(data, next, resched)? {
+    while let Some(at) = finder.find_in(data, spans, next, resched)? {
         next = at + 1;
         // A string starts here: the byte before is a NUL (or the data's start).
         if at > 0 && data[at - 1] != 0 {
@@ -91,10 +95,14 @@ pub fn find_vermagic(
 /// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel: the note
 /// `namesz 4, descsz 20, type 3, "GNU\0"` followed by 20 bytes, found in `.notes` of an ELF
 /// or in the loaded image of a raw one (arm64 Image). Lower-case hex.
-pub fn find_build_id(data: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
+pub fn find_build_id(
+    data: &[u8],
+    spans: &[Range<usize>],
+    resched: &mut Resched,
+) -> Result<Option<String>, Cancelled> {
     const HEAD: &[u8] = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
     let finder = ChunkedFinder::new(HEAD);
-    if let Some(at) = finder.find_from(data, 0, resched)? {
+    if let Some(at) = finder.find_in(data, spans, 0, resched)? {
         if let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) {
             return Ok(Some(id.iter().map(|b| format!("{b:02x}")).collect()));
         }
@@ -119,12 +127,16 @@ mod tests {
     fn the_runtime_banner_wins_over_the_build_time_one() {
         // Debian 7.2's image: the build-time banner first, without a build number.
         let data = b"xx\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) # SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0yy\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) #1 SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0";
-        let v = find_version(data, &mut Resched::none()).unwrap().unwrap();
+        let v = find_version(data, klpsym_core::EVERYWHERE, &mut Resched::none())
+            .unwrap()
+            .unwrap();
         assert!(v.contains(" #1 SMP"), "{v}");
         // One banner without a number: that one.
         let one = b"Linux version 6.1.0 (x) # SMP\n";
         assert_eq!(
-            find_version(one, &mut Resched::none()).unwrap().as_deref(),
+            find_version(one, klpsym_core::EVERYWHERE, &mut Resched::none())
+                .unwrap()
+                .as_deref(),
             Some("Linux version 6.1.0 (x) # SMP")
         );
     }
@@ -134,21 +146,38 @@ mod tests {
         let data = b"\x006.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12)\0\
 6.1.0-57-amd64\0x6.1.0-57-amd64 SMP \0\
 6.1.0-57-amd64 SMP preempt mod_unload modversions \0tail";
-        let got = find_vermagic(data, "6.1.0-57-amd64", &mut Resched::none()).unwrap();
+        let got = find_vermagic(
+            data,
+            klpsym_core::EVERYWHERE,
+            "6.1.0-57-amd64",
+            &mut Resched::none(),
+        )
+        .unwrap();
         assert_eq!(
             got.as_deref(),
             Some("6.1.0-57-amd64 SMP preempt mod_unload modversions ")
         );
         assert_eq!(
-            find_vermagic(b"\x006.1.0 SMP \0", "6.1.0-57-amd64", &mut Resched::none()).unwrap(),
+            find_vermagic(
+                b"\x006.1.0 SMP \0",
+                klpsym_core::EVERYWHERE,
+                "6.1.0-57-amd64",
+                &mut Resched::none()
+            )
+            .unwrap(),
             None
         );
         // arm64: MODULE_ARCH_VERMAGIC comes last, without a space (Debian 6.12 arm64).
         let arm = b"\x006.12.118+deb13-arm64 SMP\x006.12.118+deb13-arm64 SMP mod_unload modversions aarch64\0";
         assert_eq!(
-            find_vermagic(arm, "6.12.118+deb13-arm64", &mut Resched::none())
-                .unwrap()
-                .as_deref(),
+            find_vermagic(
+                arm,
+                klpsym_core::EVERYWHERE,
+                "6.12.118+deb13-arm64",
+                &mut Resched::none()
+            )
+            .unwrap()
+            .as_deref(),
             Some("6.12.118+deb13-arm64 SMP mod_unload modversions aarch64")
         );
         assert_eq!(

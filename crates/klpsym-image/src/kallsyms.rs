@@ -72,12 +72,16 @@ pub fn find_kallsyms_with_resched(
                 .into(),
         );
     }
+    let spans: Vec<std::ops::Range<usize>> = match &elf {
+        Some(e) if !e.data_spans.is_empty() => e.data_spans.clone(),
+        _ => klpsym_core::EVERYWHERE.to_vec(),
+    };
     let ctx = Ctx {
         data: vmlinux,
         elf,
         arch: arch.clone(),
     };
-    let all_tokens = find_tokens(vmlinux, resched)?;
+    let all_tokens = find_tokens(vmlinux, &spans, resched)?;
     if all_tokens.is_empty() {
         return Err(ImageError::NoKallsyms {
             detail: format!("searched {} bytes", vmlinux.len()),
@@ -153,7 +157,7 @@ pub fn find_kallsyms_with_resched(
     // Megabytes of intermediate tables: given back in steps.
     klpsym_core::bulk::free_with_points(decoded, resched)?;
     klpsym_core::bulk::free_with_points(cand.addrs, resched)?;
-    let version = find_version(vmlinux, resched)?;
+    let version = find_version(vmlinux, &spans, resched)?;
     let text = entries.iter().find(|e| e.name == "_text").map(|e| e.addr);
     let map = match (&ctx.elf, text) {
         (Some(e), _) => Some(AddressMap::Segments(&e.segments)),
@@ -168,9 +172,14 @@ pub fn find_kallsyms_with_resched(
         crcs,
         entries,
         format,
-        build_id: find_build_id(vmlinux, resched)?,
+        build_id: find_build_id(vmlinux, &spans, resched)?,
         vermagic: match &version {
-            Some(v) => find_vermagic(vmlinux, banner_release(v).unwrap_or_default(), resched)?,
+            Some(v) => find_vermagic(
+                vmlinux,
+                &spans,
+                banner_release(v).unwrap_or_default(),
+                resched,
+            )?,
             None => None,
         },
         version,

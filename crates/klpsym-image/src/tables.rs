@@ -11,6 +11,8 @@
 //! before `kallsyms_names`; each candidate is checked by walking every name length.
 
 use klpsym_core::resched::{Cancelled, Resched};
+use std::ops::Range;
+
 use memchr::memchr;
 
 use crate::layout::NameLengthEncoding;
@@ -86,12 +88,17 @@ fn check_index(data: &[u8], table: usize, index: usize) -> Option<Tokens> {
     })
 }
 
-/// Finds every token table + index pair in `data`.
-pub(crate) fn find_tokens(data: &[u8], resched: &mut Resched) -> Result<Vec<Tokens>, Cancelled> {
+/// Finds every token table + index pair in `data` whose table starts inside `spans`
+/// (ascending ranges; `[0..data.len()]` for all of it).
+pub(crate) fn find_tokens(
+    data: &[u8],
+    spans: &[Range<usize>],
+    resched: &mut Resched,
+) -> Result<Vec<Tokens>, Cancelled> {
     let mut found = Vec::new();
     let digits = ChunkedFinder::new(b"0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00");
     let mut next = 0;
-    while let Some(hit) = digits.find_from(data, next, resched)? {
+    while let Some(hit) = digits.find_in(data, spans, next, resched)? {
         next = hit + 1;
         resched.tick()?;
         // Walk the strings of codes 0x30..=0xff to the end of the table.
@@ -126,17 +133,23 @@ pub(crate) fn find_tokens(data: &[u8], resched: &mut Resched) -> Result<Vec<Toke
         }
     }
     if found.is_empty() {
-        found = scan_for_index(data, resched)?;
+        for span in spans {
+            found.extend(scan_for_index(data, span.clone(), resched)?);
+        }
     }
     Ok(found)
 }
 
 /// Fallback: every 2-aligned position whose 256 `u16` start at 0 and grow by 2..=514 is tried
 /// as a token index; the table must then end right before it.
-fn scan_for_index(data: &[u8], resched: &mut Resched) -> Result<Vec<Tokens>, Cancelled> {
+fn scan_for_index(
+    data: &[u8],
+    span: Range<usize>,
+    resched: &mut Resched,
+) -> Result<Vec<Tokens>, Cancelled> {
     let mut found = Vec::new();
-    let mut q = 0usize;
-    while q + 512 <= data.len() {
+    let mut q = span.start.next_multiple_of(2);
+    while q + 512 <= data.len().min(span.end) {
         resched.tick()?;
         // Cheap filter: u16 0, then a small positive step, then growth.
         let a = u16_at(data, q + 2).unwrap_or(0);

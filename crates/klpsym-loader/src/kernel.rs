@@ -242,7 +242,15 @@ pub fn load(
         return crate::stream::load(path, opts, resched);
     }
     let t0 = Instant::now();
-    let bytes = read_bounded(path, opts.max_input_size, resched)?;
+    // Without a cache nothing hashes the whole file, and a stripped vmlinux needs only its data.
+    let sparse = match cache {
+        None => crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?,
+        Some(_) => None,
+    };
+    let bytes = match sparse {
+        Some(b) => b,
+        None => read_bounded(path, opts.max_input_size, resched)?,
+    };
     let content = match cache {
         Some(_) => {
             Some(crate::content_hash(&bytes, resched).map_err(klpsym_core::BuildError::from)?)
@@ -434,10 +442,11 @@ fn decode_binary(
                     .as_deref()
                     .and_then(klpsym_image::banner_release)
                     .unwrap_or_default();
-                let vermagic = klpsym_image::find_vermagic(bytes, release, resched)
-                    .map_err(klpsym_core::BuildError::from)?;
+                let vermagic =
+                    klpsym_image::find_vermagic(bytes, klpsym_core::EVERYWHERE, release, resched)
+                        .map_err(klpsym_core::BuildError::from)?;
                 let exports = vmlinux_crcs(bytes, resched)?;
-                let build_id = klpsym_image::find_build_id(bytes, resched)
+                let build_id = klpsym_image::find_build_id(bytes, klpsym_core::EVERYWHERE, resched)
                     .map_err(klpsym_core::BuildError::from)?;
                 let mut facts = SourceFacts {
                     build_id,
@@ -715,6 +724,7 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
+    crate::huge_pages(&mut buf);
     // Read in bounded steps so a reschedule point comes between them: 16 KiB of a regular
     // file (a copy from the page cache into 4 fresh pages, each first touch a page fault of a
     // few µs here; read_to_end fills spare capacity without zeroing it first), or one read(2)
