@@ -122,31 +122,12 @@ fn load_all_mode(
     package_modules: bool,
     queries: Queries,
 ) -> Result<Vec<LoadedKernel>, CliError> {
-    let paths: Vec<PathBuf> = if args.kernels.is_empty() {
-        vec![PathBuf::from(DEFAULT_SOURCE)]
-    } else {
-        args.kernels.clone()
-    };
     let opts = LoadOptions {
         package_modules,
         export_facts: queries == Queries::Many,
         ..load_options(args)
     };
     let mut rs = resched(args);
-    let tree = match &args.modules {
-        Some(dir) => {
-            let t = open_module_tree(dir, &opts, &mut rs).map_err(|e| format!("--modules: {e}"))?;
-            if t.is_empty() {
-                return Err(format!(
-                    "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
-                    dir.display()
-                )
-                .into());
-            }
-            Some(t)
-        }
-        None => None,
-    };
     let loaded: Vec<String> = match &args.loaded {
         Some(spec) => LoadedSpec::parse(spec)
             .names()
@@ -158,13 +139,92 @@ fn load_all_mode(
             "--place-from places the modules named by --loaded, and no --loaded was given".into(),
         );
     }
-    if !loaded.is_empty() && tree.is_none() {
+    if !loaded.is_empty() && args.modules.is_none() {
         return Err(
             "--loaded names modules, but no --modules DIR says where their files are".into(),
         );
     }
+    // Composing the loaded modules needs the tree first; otherwise it is only checked here
+    // (and kept for the verb), so it is scanned on a helper thread while the kernels load.
+    let (tree, scanning) = match &args.modules {
+        Some(dir) if !loaded.is_empty() => (Some(checked_tree(dir, &opts, &mut rs)?), None),
+        Some(dir) => (None, Some(scan_in_background(dir, &opts, &rs))),
+        None => (None, None),
+    };
+    let kernels = load_kernels(args, &opts, queries, tree.as_ref(), &loaded, &mut rs);
+    // A module tree that is wrong is reported first, as when it was scanned first.
+    if let Some(scan) = scanning {
+        scan.finish(&mut rs)?;
+    }
+    kernels
+}
+
+/// `--modules DIR` scanned, or the error that says why it cannot serve.
+fn checked_tree(
+    dir: &std::path::Path,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<ModuleTree, CliError> {
+    let t = open_module_tree(dir, opts, rs).map_err(|e| format!("--modules: {e}"))?;
+    if t.is_empty() {
+        return Err(format!(
+            "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
+            dir.display()
+        )
+        .into());
+    }
+    Ok(t)
+}
+
+/// A module tree being scanned on a helper thread (or, when no thread can be started, not
+/// yet: [`BackgroundScan::finish`] then scans it).
+struct BackgroundScan {
+    dir: PathBuf,
+    opts: LoadOptions,
+    thread: Option<std::thread::JoinHandle<Result<ModuleTree, String>>>,
+}
+
+fn scan_in_background(dir: &std::path::Path, opts: &LoadOptions, rs: &Resched) -> BackgroundScan {
+    let (d, o, mut helper_rs) = (dir.to_path_buf(), opts.clone(), rs.sibling());
+    let thread = std::thread::Builder::new()
+        .name("klpsym-modules".into())
+        .spawn(move || checked_tree(&d, &o, &mut helper_rs).map_err(|e| e.to_string()))
+        .ok();
+    BackgroundScan {
+        dir: dir.to_path_buf(),
+        opts: opts.clone(),
+        thread,
+    }
+}
+
+impl BackgroundScan {
+    /// Waits for the scan (its tree is then in the per-process memo) and reports its error.
+    fn finish(self, rs: &mut Resched) -> Result<(), CliError> {
+        match self.thread.map(std::thread::JoinHandle::join) {
+            Some(Ok(r)) => r.map(|_| ()).map_err(CliError::from),
+            // A panicked helper or none started: scan here.
+            Some(Err(_)) | None => checked_tree(&self.dir, &self.opts, rs).map(|_| ()),
+        }
+    }
+}
+
+/// Loads every kernel of `args` (the body of [`load_all_mode`] once the module tree is known
+/// or on its way).
+fn load_kernels(
+    args: &SourceArgs,
+    opts: &LoadOptions,
+    queries: Queries,
+    tree: Option<&ModuleTree>,
+    loaded: &[String],
+    rs: &mut Resched,
+) -> Result<Vec<LoadedKernel>, CliError> {
+    let paths: Vec<PathBuf> = if args.kernels.is_empty() {
+        vec![PathBuf::from(DEFAULT_SOURCE)]
+    } else {
+        args.kernels.clone()
+    };
     let placement_kernel = match &args.place_from {
-        Some(p) => Some(load(p, &opts, &mut rs).map_err(|e| format!("--place-from: {e}"))?),
+        Some(p) => Some(load(p, opts, rs).map_err(|e| format!("--place-from: {e}"))?),
         None => None,
     };
     let placement = placement_kernel
@@ -179,7 +239,7 @@ fn load_all_mode(
                     "--debug-vmlinux goes with exactly one --kernel (the same build)".into(),
                 );
             }
-            let dk = load(d, &opts, &mut rs).map_err(|e| format!("--debug-vmlinux: {e}"))?;
+            let dk = load(d, opts, rs).map_err(|e| format!("--debug-vmlinux: {e}"))?;
             if !dk.table.has_files() {
                 return Err(format!(
                     "--debug-vmlinux {}: no source files in it (no DWARF, no FILE entries): expected a vmlinux with debug info (the -dbg package's)",
@@ -191,12 +251,12 @@ fn load_all_mode(
         }
     };
     let one = |p: &PathBuf, rs: &mut Resched| -> Result<LoadedKernel, CliError> {
-        let mut k = load(p, &opts, rs)?;
+        let mut k = load(p, opts, rs)?;
         if let Some(d) = &debug {
             files_from_debug(&mut k, d, rs)?;
         }
         if !loaded.is_empty() {
-            k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, rs)?;
+            k.table = compose(&k.table, tree, loaded, placement, opts, rs)?;
         }
         prepare(&mut k, queries, rs)?;
         Ok(k)
@@ -212,19 +272,19 @@ fn load_all_mode(
     };
     let mut out: Vec<LoadedKernel> = match paths.len() {
         0 => Vec::new(),
-        1 => vec![one(&paths[0], &mut rs)?],
+        1 => vec![one(&paths[0], rs)?],
         _ => load_parallel(&paths, args, &one)?,
     };
     if !packages.is_empty() {
-        for mut k in klpsym_loader::load_packages(&packages, &opts, &mut rs)? {
+        for mut k in klpsym_loader::load_packages(&packages, opts, rs)? {
             if let Some(d) = k.debug.take() {
-                files_from_debug(&mut k, &d, &mut rs)?;
+                files_from_debug(&mut k, &d, rs)?;
                 k.debug = Some(d);
             }
             if !loaded.is_empty() {
-                k.table = compose(&k.table, tree.as_ref(), &loaded, placement, &opts, &mut rs)?;
+                k.table = compose(&k.table, tree, loaded, placement, opts, rs)?;
             }
-            prepare(&mut k, queries, &mut rs)?;
+            prepare(&mut k, queries, rs)?;
             out.push(k);
         }
     }

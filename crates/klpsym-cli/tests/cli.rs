@@ -519,6 +519,25 @@ fn errors_name_the_argument_that_was_wrong() {
         "{}",
         stderr(&o)
     );
+    // Without --loaded the tree is scanned while the kernel loads: the same error, and it
+    // comes first when the kernel fails too (as when the tree was scanned first).
+    let missing = f.dir.path().join("no-such-kernel");
+    for kernel in [k.as_str(), missing.to_str().unwrap()] {
+        let o = run(&[
+            "sympos",
+            "x",
+            "--kernel",
+            kernel,
+            "--modules",
+            empty.path().to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--modules") && stderr(&o).contains("no kernel modules"),
+            "{kernel}: {}",
+            stderr(&o)
+        );
+    }
     let o = run(&["sympos", "x", "--kernel", &k, "--place-from", &k]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -38,5 +38,6 @@ pub use storage::Backing;
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{
     file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,
+    STEM_WALKS,
 };
 pub use table_io::DecodeError;

@@ -85,7 +85,13 @@ pub struct SymbolTable {
     /// Per object: where its symbols lie and whether they come in address order (what a walk
     /// for a size relies on); computed on the first walk.
     pub(crate) spans: OnceLock<Vec<Span>>,
+    /// Questions [`SymbolTable::variants_of_with`] answered by walking so far.
+    pub(crate) stem_walks: std::sync::atomic::AtomicU32,
 }
+
+/// Variant questions a table answers by walking before [`SymbolTable::variants_of_with`]
+/// builds the stem index: a walk costs a fifth to a tenth of the build (`klpsym-bench names`).
+pub const STEM_WALKS: u32 = 8;
 
 /// The walk driver, taken out of its slot for one walk and put back when the walk ends (its
 /// iterator dropped), so no lock is held while the caller consumes the walk.
@@ -371,6 +377,7 @@ impl SymbolTableBuilder {
             walks: false,
             walk_driver: std::sync::Mutex::new(None),
             spans: OnceLock::new(),
+            stem_walks: Default::default(),
         })
     }
 }
@@ -692,16 +699,52 @@ impl SymbolTable {
 
     /// Builds both indexes now, reaching reschedule points through `resched`. Queries build
     /// them on first use otherwise.
+    ///
+    /// When both are missing they are built at once, the address index on a helper thread
+    /// (its points do what `resched.sibling()` does), which halves the wait on two cores;
+    /// where no thread can be started, one after the other here.
     pub fn build_indexes(&self, resched: &mut Resched) -> Result<(), Cancelled> {
-        if self.name_index.get().is_none() {
-            let idx = NameIndex::build(self, resched)?;
-            let _ = self.name_index.set(idx);
+        let names = |rs: &mut Resched| -> Result<(), Cancelled> {
+            if self.name_index.get().is_none() {
+                let idx = NameIndex::build(self, rs)?;
+                let _ = self.name_index.set(idx);
+            }
+            Ok(())
+        };
+        if self.addr_index.get().is_some() {
+            return names(resched);
         }
-        if self.addr_index.get().is_none() {
-            let idx = AddrIndex::build(self, resched)?;
+        let mut helper_rs = resched.sibling();
+        let addrs = move || -> Result<(), Cancelled> {
+            let idx = AddrIndex::build(self, &mut helper_rs)?;
             let _ = self.addr_index.set(idx);
-        }
-        Ok(())
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("klpsym-index".into())
+                .spawn_scoped(scope, addrs);
+            match helper {
+                Ok(h) => {
+                    let here = names(resched);
+                    // A panic in the helper is a bug in the index build: passed on as one.
+                    let there = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    here.and(there)
+                }
+                Err(_) => {
+                    names(resched)?;
+                    let idx = AddrIndex::build(self, resched)?;
+                    let _ = self.addr_index.set(idx);
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    /// Whether the name index is built (a name query is then one hash lookup; otherwise it
+    /// builds the index, or walks the table when set to walk).
+    pub fn name_indexed(&self) -> bool {
+        self.name_index.get().is_some()
     }
 
     /// Builds the stem index now (see [`SymbolTable::variants_of`]), reaching reschedule
@@ -738,6 +781,37 @@ impl SymbolTable {
             .flatten()
             .chain(walked.into_iter().flatten())
             .map(move |i| self.symbol(SymbolId(i)))
+    }
+
+    /// [`variants_of`](Self::variants_of) for a caller asking about a few names, with
+    /// reschedule points through `resched`: while the stem index is not built, the first
+    /// [`STEM_WALKS`] questions on this table walk it (about a millisecond each for 100,000
+    /// symbols, where building the index costs several), and the next one builds the index
+    /// and uses it from then on. The same symbols, in the same order, either way.
+    pub fn variants_of_with(
+        &self,
+        name: &str,
+        resched: &mut Resched,
+    ) -> Result<Vec<SymbolId>, Cancelled> {
+        use std::sync::atomic::Ordering;
+        if self.stem_index.get().is_none()
+            && self.stem_walks.fetch_add(1, Ordering::Relaxed) < STEM_WALKS
+        {
+            // The arena and the records looked up once, not per symbol.
+            let (names, recs) = (self.names.bytes(), &self.syms[..]);
+            let mut out = Vec::new();
+            for (i, r) in recs.iter().enumerate() {
+                resched.tick()?;
+                let at = r.name_off as usize;
+                let candidate = names.get(at..at + r.name_len as usize).unwrap_or_default();
+                if crate::stem_index::is_variant(candidate, name) {
+                    out.push(SymbolId(i as u32));
+                }
+            }
+            return Ok(out);
+        }
+        self.build_stem_index(resched)?;
+        Ok(self.variants_of(name).map(|s| s.id).collect())
     }
 
     /// Number of distinct names (builds the name index).
@@ -815,6 +889,58 @@ mod tests {
         let in_mod: Vec<_> = t.by_name_in("dup", ObjectId(1)).map(|s| s.addr).collect();
         assert_eq!(in_mod, vec![0x9000]);
         assert!(!t.addresses_hidden());
+    }
+
+    #[test]
+    fn variants_asked_a_few_at_a_time_walk_then_index_alike() {
+        let make = || {
+            let mut b = SymbolTableBuilder::new();
+            let v = ObjectId::VMLINUX;
+            for (i, n) in [
+                "f.isra.0",
+                "f",
+                "g.cold",
+                "f.part.1",
+                "fx.isra.0",
+                "f.",
+                ".f",
+            ]
+            .iter()
+            .enumerate()
+            {
+                b.push(v, 0x1000 + i as u64, b't', n).unwrap();
+            }
+            let m = b.object("m", ObjectKind::Module);
+            b.push(m, 0x9000, b't', "f.cold").unwrap();
+            b.build()
+        };
+        // The stem index's answers, on a table of its own.
+        let reference = make();
+        reference.build_stem_index(&mut Resched::none()).unwrap();
+        let t = make();
+        let mut walked_rounds = 0;
+        for round in 0..STEM_WALKS + 3 {
+            let before = t.stem_index.get().is_none();
+            let got = t.variants_of_with("f", &mut Resched::none()).unwrap();
+            let want: Vec<SymbolId> = reference.variants_of("f").map(|s| s.id).collect();
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(
+                want.len(),
+                4,
+                "f.isra.0, f.part.1, f. and the module's f.cold"
+            );
+            walked_rounds += usize::from(before && t.stem_index.get().is_none());
+            for name in ["g", "fx", "", "f.isra", "nope"] {
+                let want: Vec<SymbolId> = reference.variants_of(name).map(|s| s.id).collect();
+                let got = t.variants_of_with(name, &mut Resched::none()).unwrap();
+                assert_eq!(got, want, "round {round}, {name:?}");
+            }
+        }
+        assert_eq!(
+            walked_rounds, 2,
+            "{STEM_WALKS} walks (6 names a round), then the index"
+        );
+        assert!(t.stem_index.get().is_some());
     }
 
     #[test]

@@ -326,6 +326,7 @@ impl SymbolTable {
                 walks: false,
                 walk_driver: std::sync::Mutex::new(None),
                 spans: OnceLock::new(),
+                stem_walks: Default::default(),
             },
             r.at,
         ))

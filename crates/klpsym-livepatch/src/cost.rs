@@ -194,9 +194,13 @@ impl<'t> Walks<'t> {
         let mut vmlinux = Vec::new();
         let mut modules: Vec<(String, Vec<&'t str>)> = Vec::new();
         let mut module_of: HashMap<ObjectId, usize> = HashMap::new();
+        // vmlinux's symbols come first in a kernel's table; then a symbol's position among
+        // them is its id.
+        let mut prefix = true;
         for s in t.iter() {
             r.tick()?;
             if s.object == ObjectId::VMLINUX {
+                prefix &= s.id.0 as usize == vmlinux.len();
                 vmlinux.push(s.name);
                 continue;
             }
@@ -211,10 +215,21 @@ impl<'t> Walks<'t> {
             modules[i].1.push(s.name);
         }
         let mut positions: HashMap<&str, Vec<u32>> = HashMap::with_capacity(wanted.len());
-        for (i, n) in vmlinux.iter().enumerate() {
-            r.tick()?;
-            if wanted.contains(n) {
-                positions.entry(n).or_default().push(i as u32);
+        if prefix && (t.name_indexed() || wanted.len() <= 8) {
+            // A few index lookups instead of hashing every name.
+            for &n in wanted {
+                r.tick()?;
+                let ids: Vec<u32> = t.by_name_in(n, ObjectId::VMLINUX).map(|s| s.id.0).collect();
+                if let Some(&first) = ids.first() {
+                    positions.insert(vmlinux[first as usize], ids);
+                }
+            }
+        } else {
+            for (i, n) in vmlinux.iter().enumerate() {
+                r.tick()?;
+                if wanted.contains(n) {
+                    positions.entry(n).or_default().push(i as u32);
+                }
             }
         }
         let mut sorted = Vec::new();

@@ -44,8 +44,8 @@ pub(crate) fn not_found_hint(
             elsewhere.join(", ")
         ));
     }
-    table.build_stem_index(resched)?;
-    if let Some(v) = variants_hint(table, name) {
+    let variants = table.variants_of_with(name, resched)?;
+    if let Some(v) = variants_list(table, variants.into_iter().map(|id| table.symbol(id))) {
         return Ok(v);
     }
     if object != "vmlinux" && table.object_by_name(object).is_none() {
@@ -60,8 +60,16 @@ pub(crate) fn not_found_hint(
 /// ext4)` — the variants of `name` with the objects that define them (at most 8 names), or
 /// `None` when there are none.
 pub(crate) fn variants_hint(table: &SymbolTable, name: &str) -> Option<String> {
+    variants_list(table, table.variants_of(name))
+}
+
+/// The hint for `variants` of one name, found by the caller.
+fn variants_list<'t>(
+    table: &'t SymbolTable,
+    variants: impl Iterator<Item = klpsym_core::Symbol<'t>>,
+) -> Option<String> {
     let mut found: Vec<(String, Vec<String>)> = Vec::new();
-    for s in table.variants_of(name) {
+    for s in variants {
         let obj = table.object_info(s.object).name.clone();
         if let Some(i) = found.iter().position(|(n, _)| n == s.name) {
             if !found[i].1.contains(&obj) {

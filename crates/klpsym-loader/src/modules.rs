@@ -95,8 +95,23 @@ impl ModuleTree {
                 }
             }
         }
-        files.sort();
-        for p in files {
+        // Sorted as paths sort (component by component), by a key compared as plain bytes:
+        // '/' made the lowest byte orders a component before any longer one it prefixes
+        // (Path's own comparison, component-wise, took a fifth of a warm `check` here).
+        let mut keyed: Vec<(Vec<u8>, PathBuf)> = files
+            .into_iter()
+            .map(|p| {
+                let key = p
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .iter()
+                    .map(|&b| if b == b'/' { 0 } else { b })
+                    .collect();
+                (key, p)
+            })
+            .collect();
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (_, p) in keyed {
             let name = normalize_module_name(&p.to_string_lossy());
             match tree.by_name.entry(name) {
                 std::collections::btree_map::Entry::Occupied(e) => {
@@ -396,6 +411,36 @@ mod tests {
         );
         std::fs::write(&p, "ffffffff81000000 T _text\n").unwrap();
         assert!(spec.names().is_err());
+    }
+
+    #[test]
+    fn the_first_path_in_path_order_wins_a_duplicate() {
+        // Component by component "a" sorts before "a-b", though '-' is below '/' as a byte.
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["a-b", "a", "a/z"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        for f in [
+            "a-b/x.ko",
+            "a/z/x.ko.xz",
+            "a/x.ko.zst",
+            "a/z/y.ko",
+            "a-b/y.ko",
+        ] {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        let t = ModuleTree::scan(dir.path()).unwrap();
+        let at = |name: &str| {
+            t.file(name)
+                .unwrap()
+                .label()
+                .strip_prefix(dir.path())
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(at("x"), Path::new("a/x.ko.zst"));
+        assert_eq!(at("y"), Path::new("a/z/y.ko"));
+        assert_eq!(t.duplicates, ["x", "x", "y"]);
     }
 
     #[test]
