@@ -292,6 +292,41 @@ where
     Ok(out)
 }
 
+/// Asks the kernel to back the allocation of `buf` (its whole capacity) with transparent huge
+/// pages, where it grants them on request (`madvise` mode). A big buffer about to be filled
+/// then costs one page fault per 2 MiB instead of one per 4 KiB (a 66 MB read: 16,000 faults
+/// fewer, a quarter of its time here), and pages read before they are written share the huge
+/// zero page. Advice only: contents are unchanged, and a refusal changes nothing.
+pub fn huge_pages(buf: &mut Vec<u8>) {
+    advise_huge(buf.as_mut_ptr() as usize, buf.capacity());
+}
+
+/// [`huge_pages`] for a block not held in a `Vec` (a C library's buffer, through its
+/// allocator hooks).
+pub fn huge_pages_region(region: &mut [std::mem::MaybeUninit<u8>]) {
+    advise_huge(region.as_mut_ptr() as usize, region.len());
+}
+
+/// MADV_HUGEPAGE on the whole 2 MiB pages inside `[start, start + len)`, which the caller owns.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn advise_huge(start: usize, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let end = start.saturating_add(len);
+    let (a, b) = (start.next_multiple_of(HUGE), end & !(HUGE - 1));
+    if b > a {
+        // SAFETY: [a, b) lies inside memory the caller owns; MADV_HUGEPAGE changes how the
+        // kernel backs those pages, never their contents or their mapping.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// Nothing to ask for elsewhere.
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_start: usize, _len: usize) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,11 @@ pub(crate) fn decompress(
             resched,
         ),
         Compression::Zstd => {
+            if hint.is_some_and(|h| h <= limit) {
+                if let Some(out) = zstd_in_place(input, capacity, &ctx, resched)? {
+                    return Ok(out);
+                }
+            }
             let mut dec = zstd::stream::read::Decoder::with_buffer(input)
                 .map_err(|e| ctx.err(format!("cannot create zstd decoder: {e}")))?
                 .single_frame();
@@ -70,6 +75,70 @@ pub(crate) fn decompress(
             offset,
             found: "LZO".into(),
         }),
+    }
+}
+
+/// Compressed bytes given to zstd per step (the output of one step is a few times that).
+const ZSTD_IN_STEP: usize = 16 << 10;
+
+/// A zstd frame decoded straight into an output buffer of the expected size, which zstd keeps
+/// as its window (`ZSTD_d_stableOutBuffer`): no window buffer of its own (up to 128 MiB for
+/// the kernel's `zstd -22 --ultra`, every page of it a fresh page fault) and no copy out of
+/// it. Steps are cut by feeding the input [`ZSTD_IN_STEP`] bytes at a time. `Ok(None)` when
+/// the frame does not fit the expected size (a wrong size field) or does not decode: the
+/// stream decoder then decodes it, or names what is wrong.
+fn zstd_in_place(
+    input: &[u8],
+    capacity: usize,
+    ctx: &Ctx,
+    resched: &mut Resched,
+) -> Result<Option<Vec<u8>>, ImageError> {
+    use zstd::zstd_safe::{get_error_name, DCtx, DParameter, InBuffer, OutBuffer};
+    let zerr = |what: &str, code: usize| ctx.err(format!("{what}: {}", get_error_name(code)));
+    let mut dctx =
+        DCtx::try_create().ok_or_else(|| ctx.err("cannot create zstd decoder".into()))?;
+    // Kernel payloads are made with `zstd -22 --ultra`, whose window can exceed the library's
+    // default maximum.
+    dctx.set_parameter(DParameter::WindowLogMax(31))
+        .map_err(|c| zerr("cannot raise zstd window", c))?;
+    dctx.set_parameter(DParameter::StableOutBuffer(true))
+        .map_err(|c| zerr("cannot keep the output buffer", c))?;
+    let mut out: Vec<u8> = Vec::with_capacity(capacity);
+    klpsym_core::bulk::huge_pages(&mut out);
+    let mut consumed = 0usize;
+    loop {
+        let end = consumed.saturating_add(ZSTD_IN_STEP).min(input.len());
+        let mut inb = InBuffer::around(&input[consumed..end]);
+        let before = out.len();
+        let left = {
+            let mut outb = OutBuffer::around_pos(&mut out, before);
+            match dctx.decompress_stream(&mut outb, &mut inb) {
+                Ok(left) => left,
+                // A frame larger than the buffer (a wrong size field; zstd says so as soon as
+                // the frame header declares it), or damage: the stream decoder decides which,
+                // with its own message.
+                Err(_) => return Ok(None),
+            }
+        };
+        consumed += inb.pos();
+        if left == 0 {
+            if out.len() > ctx.limit {
+                return Err(ctx.too_large());
+            }
+            if out.is_empty() {
+                return Err(ctx.err("stream decodes to nothing".into()));
+            }
+            return Ok(Some(out));
+        }
+        if out.len() == capacity {
+            return Ok(None);
+        }
+        if end == input.len() && inb.pos() == 0 && out.len() == before {
+            return Err(ctx.err(format!(
+                "stream ends without its end marker after {consumed} input bytes"
+            )));
+        }
+        resched.tick_step()?;
     }
 }
 
@@ -129,6 +198,7 @@ fn lzma_stream(
 ) -> Result<Vec<u8>, ImageError> {
     let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    klpsym_core::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;
@@ -166,6 +236,7 @@ fn read_all(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    klpsym_core::bulk::huge_pages(&mut out);
     loop {
         let start = ctx.next_step(&mut out)?;
         let got = match reader.read(&mut out[start..]) {
@@ -215,6 +286,7 @@ fn lz4_legacy(
         return Err(ctx.err("missing legacy LZ4 magic 0x184c2102".into()));
     }
     let mut out: Vec<u8> = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    klpsym_core::bulk::huge_pages(&mut out);
     let mut pos = 4;
     let mut blocks = 0usize;
     while let Some(size) = read_u32(pos) {
@@ -357,6 +429,65 @@ mod tests {
             let err = decompress(*c, s, 0, None, 1 << 30, &mut r).unwrap_err();
             assert!(matches!(err, ImageError::Cancelled), "{c}: {err}");
         }
+    }
+
+    /// A zstd payload with the kernel's size field decodes in place; a wrong field falls back
+    /// to the stream, and limits, truncation and cancellation hold either way.
+    #[test]
+    fn zstd_with_a_size_field_decodes_in_place_or_falls_back() {
+        let data = sample();
+        let z = zstd::encode_all(&data[..], 3).unwrap();
+        let rs = &mut Resched::none();
+        let n = data.len();
+        for hint in [n, n - 1, n / 3, n + 1, 2 * n] {
+            let out = decompress(Compression::Zstd, &z, 0, Some(hint), 1 << 30, rs).unwrap();
+            assert!(out == data, "hint {hint}");
+        }
+        // The limit: exactly the size is fine, one less is too large, hint or not.
+        assert_eq!(
+            decompress(Compression::Zstd, &z, 0, Some(n), n, rs)
+                .unwrap()
+                .len(),
+            n
+        );
+        for hint in [Some(n - 1), Some(n)] {
+            let err = decompress(Compression::Zstd, &z, 5, hint, n - 1, rs).unwrap_err();
+            assert!(
+                matches!(err, ImageError::TooLarge { offset: 5, .. }),
+                "{err}"
+            );
+        }
+        // Half a stream with the right size field.
+        let err = decompress(
+            Compression::Zstd,
+            &z[..z.len() / 2],
+            0,
+            Some(n),
+            1 << 30,
+            rs,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ImageError::Decompress { .. }), "{err}");
+        // Damage inside the frame is an error, never a panic.
+        let mut bad = z.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0xff;
+        bad[mid + 1] ^= 0x55;
+        let _ = decompress(Compression::Zstd, &bad, 0, Some(n), 1 << 30, rs);
+        // Points are reached, and a cancel stops it.
+        let mut r = Resched::none().with_interval(std::time::Duration::from_secs(3600));
+        decompress(Compression::Zstd, &z, 0, Some(n), 1 << 30, &mut r).unwrap();
+        assert!(
+            r.stats().items + 1 >= (z.len() / ZSTD_IN_STEP) as u64,
+            "{:?}",
+            r.stats()
+        );
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let mut r = Resched::none()
+            .with_interval(std::time::Duration::from_micros(1))
+            .with_cancel_flag(flag);
+        let err = decompress(Compression::Zstd, &z, 0, Some(n), 1 << 30, &mut r).unwrap_err();
+        assert!(matches!(err, ImageError::Cancelled), "{err}");
     }
 
     #[test]

@@ -724,7 +724,7 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
         });
     }
     let mut buf = Vec::with_capacity(if size > 0 { size as usize + 1 } else { 8 << 20 });
-    crate::huge_pages(&mut buf);
+    klpsym_core::bulk::huge_pages(&mut buf);
     // Read in bounded steps so a reschedule point comes between them: 16 KiB of a regular
     // file (a copy from the page cache into 4 fresh pages, each first touch a page fault of a
     // few µs here; read_to_end fills spare capacity without zeroing it first), or one read(2)

@@ -45,31 +45,6 @@ pub fn bounded_malloc() {
     }
 }
 
-/// Asks the kernel to back the allocation of `buf` (its whole capacity) with transparent huge
-/// pages, where it grants them on request (`madvise` mode). A big buffer about to be filled
-/// then costs one page fault per 2 MiB instead of one per 4 KiB (a 66 MB read: 16,000 faults
-/// fewer, a quarter of its time here), and pages read before they are written share the huge
-/// zero page. Advice only: contents are unchanged, and a refusal changes nothing.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-pub fn huge_pages(buf: &mut Vec<u8>) {
-    const HUGE: usize = 2 << 20;
-    let start = buf.as_mut_ptr() as usize;
-    let end = start + buf.capacity();
-    let (a, b) = (start.next_multiple_of(HUGE), end & !(HUGE - 1));
-    if b > a {
-        // SAFETY: [a, b) lies inside this Vec's own allocation; MADV_HUGEPAGE changes how
-        // the kernel backs those pages, never their contents or their mapping.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-/// Nothing to ask for elsewhere.
-#[cfg(not(target_os = "linux"))]
-pub fn huge_pages(_buf: &mut Vec<u8>) {}
-
 /// Restores the default action of SIGPIPE, so that writing to a closed pipe (`klpsym dump |
 /// head`) ends the process quietly, as it ends nm or grep. Rust starts programs with SIGPIPE
 /// ignored, which turns every such write into an error (and `println!` into a panic).

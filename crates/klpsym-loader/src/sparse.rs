@@ -56,7 +56,7 @@ pub(crate) fn read_stripped_vmlinux(
     // Zeroed memory that is never touched costs nothing: untouched pages read as the shared
     // zero page.
     let mut buf = vec![0u8; len];
-    crate::huge_pages(&mut buf);
+    klpsym_core::bulk::huge_pages(&mut buf);
     let mut file = Filler {
         f: &mut f,
         buf: &mut buf,
