@@ -78,8 +78,10 @@ pub(crate) fn decompress(
     }
 }
 
-/// Compressed bytes given to zstd per step (the output of one step is a few times that).
-const ZSTD_IN_STEP: usize = 16 << 10;
+/// Compressed bytes given to zstd per step. zstd decodes a block (up to 128 KiB of output)
+/// in the call that completes its input, so a step is about one block (or a run of one-byte
+/// RLE blocks, such as the image's zero padding); smaller steps only add calls.
+const ZSTD_IN_STEP: usize = 1 << 10;
 
 /// A zstd frame decoded straight into an output buffer of the expected size, which zstd keeps
 /// as its window (`ZSTD_d_stableOutBuffer`): no window buffer of its own (up to 128 MiB for

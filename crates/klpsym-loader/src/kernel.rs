@@ -517,22 +517,28 @@ fn image_table(
         b.push(ObjectId::VMLINUX, e.addr, e.kind, &e.name)?;
     }
     let l = &syms.layout;
-    let exports = syms.crcs.as_ref().map(|c| crate::facts::Exports {
-        source: "the image's __kcrctab (through kallsyms' __ksymtab_* entries)".into(),
-        symbols: c
-            .iter()
-            .map(|(n, &crc)| {
-                (
+    // Tens of thousands of exports: a point per entry.
+    let exports = match &syms.crcs {
+        None => None,
+        Some(c) => {
+            let mut symbols = std::collections::HashMap::with_capacity(c.len());
+            for (n, &crc) in c {
+                resched.tick().map_err(klpsym_core::BuildError::from)?;
+                symbols.insert(
                     n.clone(),
                     crate::facts::ExportEntry {
                         crc: Some(crc),
                         module: "vmlinux".into(),
                         namespace: None,
                     },
-                )
+                );
+            }
+            Some(crate::facts::Exports {
+                source: "the image's __kcrctab (through kallsyms' __ksymtab_* entries)".into(),
+                symbols,
             })
-            .collect(),
-    });
+        }
+    };
     let facts = SourceFacts {
         build_id: syms.build_id.clone(),
         vermagic: syms.vermagic.clone(),
