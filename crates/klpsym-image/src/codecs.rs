@@ -119,7 +119,7 @@ fn zstd_in_place(
                 // A frame larger than the buffer (a wrong size field; zstd says so as soon as
                 // the frame header declares it), or damage: the stream decoder decides which,
                 // with its own message.
-                Err(_) => return Ok(None),
+                Err(_) => return give_back(out, resched),
             }
         };
         consumed += inb.pos();
@@ -133,7 +133,7 @@ fn zstd_in_place(
             return Ok(Some(out));
         }
         if out.len() == capacity {
-            return Ok(None);
+            return give_back(out, resched);
         }
         if end == input.len() && inb.pos() == 0 && out.len() == before {
             return Err(ctx.err(format!(
@@ -142,6 +142,12 @@ fn zstd_in_place(
         }
         resched.tick_step()?;
     }
+}
+
+/// Frees a buffer of up to the image's size in steps, before the stream decoder takes over.
+fn give_back(out: Vec<u8>, resched: &mut Resched) -> Result<Option<Vec<u8>>, ImageError> {
+    klpsym_core::bulk::free_with_points(out, resched)?;
+    Ok(None)
 }
 
 /// What every decoder needs to build its errors.

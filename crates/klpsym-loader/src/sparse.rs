@@ -115,8 +115,18 @@ fn plan<H: FileHeader<Endian = object::Endianness>>(
             ranges.push((s.sh_offset(endian).into(), s.sh_size(endian).into()));
         }
     }
+    // Sections may overlap (or claim the whole file): each byte is read once.
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
     for (off, len) in ranges {
-        file.fill(off, len)?;
+        let end = off.saturating_add(len);
+        match merged.last_mut() {
+            Some((_, last_end)) if off <= *last_end => *last_end = (*last_end).max(end),
+            _ => merged.push((off, end)),
+        }
+    }
+    for (off, end) in merged {
+        file.fill(off, end - off)?;
     }
     Ok(true)
 }
