@@ -181,14 +181,18 @@ fn checked_tree(
 struct BackgroundScan {
     dir: PathBuf,
     opts: LoadOptions,
-    thread: Option<std::thread::JoinHandle<Result<ModuleTree, String>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
 
 fn scan_in_background(dir: &std::path::Path, opts: &LoadOptions, rs: &Resched) -> BackgroundScan {
     let (d, o, mut helper_rs) = (dir.to_path_buf(), opts.clone(), rs.sibling());
     let thread = std::thread::Builder::new()
         .name("klpsym-modules".into())
-        .spawn(move || checked_tree(&d, &o, &mut helper_rs).map_err(|e| e.to_string()))
+        .spawn(move || {
+            checked_tree(&d, &o, &mut helper_rs)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
         .ok();
     BackgroundScan {
         dir: dir.to_path_buf(),
@@ -201,7 +205,7 @@ impl BackgroundScan {
     /// Waits for the scan (its tree is then in the per-process memo) and reports its error.
     fn finish(self, rs: &mut Resched) -> Result<(), CliError> {
         match self.thread.map(std::thread::JoinHandle::join) {
-            Some(Ok(r)) => r.map(|_| ()).map_err(CliError::from),
+            Some(Ok(r)) => r.map_err(CliError::from),
             // A panicked helper or none started: scan here.
             Some(Err(_)) | None => checked_tree(&self.dir, &self.opts, rs).map(|_| ()),
         }

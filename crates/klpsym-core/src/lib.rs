@@ -32,7 +32,7 @@ pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use resched::{
     yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US,
 };
-pub use scan::{ChunkedFinder, EVERYWHERE, SCAN_CHUNK};
+pub use scan::{merge_spans, ChunkedFinder, EVERYWHERE, SCAN_CHUNK};
 pub use search::{search_names, NameMatch, NamePattern};
 pub use storage::Backing;
 pub use symbolize::{SymbolizeOutcome, Symbolized};

@@ -13,6 +13,20 @@ pub const SCAN_CHUNK: usize = 64 << 10;
 #[allow(clippy::single_range_in_vec_init)]
 pub const EVERYWHERE: &[std::ops::Range<usize>] = &[0..usize::MAX];
 
+/// Sorts byte ranges and merges the ones that overlap or touch, so each byte is covered once
+/// (sections that overlap, or one that claims the whole file, are read and searched once).
+pub fn merge_spans<T: Ord + Copy>(mut spans: Vec<std::ops::Range<T>>) -> Vec<std::ops::Range<T>> {
+    spans.sort_unstable_by_key(|r| r.start);
+    let mut merged: Vec<std::ops::Range<T>> = Vec::with_capacity(spans.len());
+    for r in spans {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
 /// A needle searched for in bounded windows.
 #[derive(Debug)]
 pub struct ChunkedFinder<'n> {
@@ -92,6 +106,23 @@ impl<'n> ChunkedFinder<'n> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_spans_covers_each_byte_once() {
+        assert_eq!(
+            merge_spans::<u64>(Vec::new()),
+            Vec::<std::ops::Range<u64>>::new()
+        );
+        assert_eq!(
+            merge_spans(vec![30..40, 0..10, 5..12, 12..20, 50..50, 35..38]),
+            vec![0..20, 30..40, 50..50]
+        );
+        // One range claiming everything swallows the rest.
+        assert_eq!(
+            merge_spans(vec![3..9usize, 0..usize::MAX, 20..30]),
+            vec![0..usize::MAX]
+        );
+    }
 
     #[test]
     fn finds_only_inside_spans() {

@@ -714,16 +714,16 @@ impl SymbolTable {
         if self.addr_index.get().is_some() {
             return names(resched);
         }
-        let mut helper_rs = resched.sibling();
-        let addrs = move || -> Result<(), Cancelled> {
-            let idx = AddrIndex::build(self, &mut helper_rs)?;
+        let addrs = |rs: &mut Resched| -> Result<(), Cancelled> {
+            let idx = AddrIndex::build(self, rs)?;
             let _ = self.addr_index.set(idx);
             Ok(())
         };
+        let mut helper_rs = resched.sibling();
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("klpsym-index".into())
-                .spawn_scoped(scope, addrs);
+                .spawn_scoped(scope, move || addrs(&mut helper_rs));
             match helper {
                 Ok(h) => {
                     let here = names(resched);
@@ -731,12 +731,7 @@ impl SymbolTable {
                     let there = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                     here.and(there)
                 }
-                Err(_) => {
-                    names(resched)?;
-                    let idx = AddrIndex::build(self, resched)?;
-                    let _ = self.addr_index.set(idx);
-                    Ok(())
-                }
+                Err(_) => names(resched).and_then(|()| addrs(resched)),
             }
         })
     }

@@ -61,19 +61,11 @@ impl ElfInfo {
             };
             data_spans.push(off..off.saturating_add(size));
         }
-        data_spans.sort_by_key(|r| r.start);
-        let mut merged: Vec<Range<usize>> = Vec::with_capacity(data_spans.len());
-        for r in data_spans {
-            match merged.last_mut() {
-                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-                _ => merged.push(r),
-            }
-        }
         let mut info = ElfInfo {
             arch: Some(arch),
             segments,
             kallsyms_symbols: Vec::new(),
-            data_spans: merged,
+            data_spans: klpsym_core::merge_spans(data_spans),
         };
         for sym in file.symbols() {
             resched.tick()?;

@@ -44,9 +44,9 @@ pub(crate) fn read_stripped_vmlinux(
     if !meta.is_file() || size == 0 || size > limit {
         return Ok(None);
     }
-    let mut head = [0u8; 64];
-    let got = read_full(&mut f, &mut head).map_err(io_err)?;
-    let head = &head[..got];
+    let mut head = Vec::with_capacity(64);
+    (&mut f).take(64).read_to_end(&mut head).map_err(io_err)?;
+    let head = &head[..];
     if !head.starts_with(b"\x7fELF") || crate::detect(head) != crate::Detected::ElfExecutable {
         return Ok(None);
     }
@@ -112,21 +112,13 @@ fn plan<H: FileHeader<Endian = object::Endianness>>(
         let code = flags & elf::SHF_EXECINSTR.0 != 0;
         let names = kind == elf::SHT_STRTAB;
         if (alloc && !code && kind != elf::SHT_NOBITS) || names {
-            ranges.push((s.sh_offset(endian).into(), s.sh_size(endian).into()));
+            let off: u64 = s.sh_offset(endian).into();
+            ranges.push(off..off.saturating_add(s.sh_size(endian).into()));
         }
     }
     // Sections may overlap (or claim the whole file): each byte is read once.
-    ranges.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-    for (off, len) in ranges {
-        let end = off.saturating_add(len);
-        match merged.last_mut() {
-            Some((_, last_end)) if off <= *last_end => *last_end = (*last_end).max(end),
-            _ => merged.push((off, end)),
-        }
-    }
-    for (off, end) in merged {
-        file.fill(off, end - off)?;
+    for r in klpsym_core::merge_spans(ranges) {
+        file.fill(r.start, r.end - r.start)?;
     }
     Ok(true)
 }
@@ -148,13 +140,16 @@ impl Filler<'_> {
         let mut at = start;
         while at < end {
             let to = (at + STEP).min(end);
-            let got = read_full(self.f, &mut self.buf[at..to])?;
-            if got < to - at {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("file shrank while read (ends at {})", at + got),
-                ));
-            }
+            self.f.read_exact(&mut self.buf[at..to]).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("file shrank while read (bytes {at}..{to})"),
+                    )
+                } else {
+                    e
+                }
+            })?;
             at = to;
             self.resched
                 .tick_step()
@@ -162,20 +157,6 @@ impl Filler<'_> {
         }
         Ok(())
     }
-}
-
-/// Reads until `buf` is full or the file ends; the count read.
-fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match f.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]
