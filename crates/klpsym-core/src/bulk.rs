@@ -297,8 +297,11 @@ where
 /// then costs one page fault per 2 MiB instead of one per 4 KiB (a 66 MB read: 16,000 faults
 /// fewer, a quarter of its time here), and pages read before they are written share the huge
 /// zero page. Advice only: contents are unchanged, and a refusal changes nothing.
-pub fn huge_pages(buf: &mut Vec<u8>) {
-    advise_huge(buf.as_mut_ptr() as usize, buf.capacity());
+pub fn huge_pages<T>(buf: &mut Vec<T>) {
+    advise_huge(
+        buf.as_mut_ptr() as usize,
+        buf.capacity().saturating_mul(std::mem::size_of::<T>()),
+    );
 }
 
 /// [`huge_pages`] for a block not held in a `Vec` (a C library's buffer, through its

@@ -46,6 +46,33 @@ impl Names {
         }
     }
 
+    /// Whether `range` is a name that [`Names::get_checked`] may hand out without looking at
+    /// its bytes again: inside the arena, on character boundaries.
+    pub(crate) fn check(&self, range: Range<usize>) -> bool {
+        match self {
+            Names::Owned(s) => s.get(range).is_some(),
+            // Mapped names are checked on every read anyway.
+            Names::Mapped(..) => true,
+        }
+    }
+
+    /// [`Names::get`] for a range that passed [`Names::check`] on this arena. An owned arena
+    /// is not read at all (a symbolization that only needs the name's length costs no cache
+    /// miss on the name); a mapped one is checked as `get` does.
+    #[inline]
+    pub(crate) fn get_checked(&self, range: Range<usize>) -> Option<&str> {
+        match self {
+            Names::Owned(s) => {
+                debug_assert!(s.get(range.clone()).is_some());
+                #[allow(unsafe_code)]
+                // SAFETY: the arena never changes after the table is built, and `check`
+                // found `range` inside it and on character boundaries.
+                Some(unsafe { s.get_unchecked(range) })
+            }
+            Names::Mapped(..) => self.get(range),
+        }
+    }
+
     /// Length in bytes.
     #[inline]
     pub(crate) fn len(&self) -> usize {

@@ -525,6 +525,19 @@ impl SymbolTable {
             .unwrap_or("<invalid name>")
     }
 
+    /// The name of an address-index record, read without touching its bytes when the
+    /// index checked its range.
+    #[inline]
+    pub(crate) fn floor_name(&self, f: &crate::addr_index::FloorRec) -> &str {
+        let range = f.name_off as usize..(f.name_off + f.name_len) as usize;
+        let name = if f.name_checked {
+            self.names.get_checked(range)
+        } else {
+            self.names.get(range)
+        };
+        name.unwrap_or("<invalid name>")
+    }
+
     #[inline]
     pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
         let r = &self.syms[i as usize];
