@@ -106,15 +106,19 @@ enum Queries {
     Many,
     /// A few: no index is built; queries walk the table.
     Few,
+    /// Names only (checking or converting a patch): the name index is built while loading,
+    /// never the address index, which no such verb asks (a query that did would build it).
+    Names,
 }
 
-/// [`load_all`], reading packages' modules and Module.symvers too when `package_modules`
-/// (the verbs that check a patch against what the module loader sees).
+/// [`load_all`] for the verbs that check a patch against what the module loader sees: packages'
+/// modules and Module.symvers are read too when `package_modules`, and only the name index is
+/// built (a patch asks names, never addresses).
 pub fn load_all_with(
     args: &SourceArgs,
     package_modules: bool,
 ) -> Result<Vec<LoadedKernel>, CliError> {
-    load_all_mode(args, package_modules, Queries::Many)
+    load_all_mode(args, package_modules, Queries::Names)
 }
 
 fn load_all_mode(
@@ -124,7 +128,7 @@ fn load_all_mode(
 ) -> Result<Vec<LoadedKernel>, CliError> {
     let opts = LoadOptions {
         package_modules,
-        export_facts: queries == Queries::Many,
+        export_facts: queries != Queries::Few,
         ..load_options(args)
     };
     let mut rs = resched(args);
@@ -311,6 +315,11 @@ fn prepare(k: &mut LoadedKernel, queries: Queries, rs: &mut Resched) -> Result<(
         Queries::Many => {
             let t0 = std::time::Instant::now();
             k.table.build_indexes(rs)?;
+            k.index_time = t0.elapsed();
+        }
+        Queries::Names => {
+            let t0 = std::time::Instant::now();
+            k.table.build_name_index(rs)?;
             k.index_time = t0.elapsed();
         }
         Queries::Few => k.table.scan_until_indexed(rs.sibling()),

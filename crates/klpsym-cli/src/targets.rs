@@ -162,36 +162,30 @@ pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
 /// True when the table carries `__ksymtab_*` symbols (CONFIG_KALLSYMS_ALL), so "not exported"
 /// can be told from "unknown". A walk over the table, a tick per symbol.
 pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
-    for s in table.iter() {
-        rs.tick()?;
-        if s.name.starts_with("__ksymtab_") {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    Ok(table.first_with_prefix("__ksymtab_", rs)?.is_some())
 }
 
-/// What one kernel's module loader checks against, gathered once per kernel (owned, so a
-/// `Target` can borrow it).
+/// What one kernel's module loader checks against, gathered once per kernel (held here, so a
+/// `Target` can borrow it; the kernel's own export table is borrowed from it, not copied).
 #[derive(Debug, Default)]
-pub struct LoaderInputs {
+pub struct LoaderInputs<'k> {
     vermagic: Option<Fact<String>>,
     config: Option<KernelConfig>,
-    exports: Option<Exports>,
+    exports: Option<std::borrow::Cow<'k, Exports>>,
     livepatch: Option<Fact<bool>>,
     sig_enforce_live: Option<bool>,
 }
 
-impl LoaderInputs {
+impl<'k> LoaderInputs<'k> {
     /// Reads what can be found for `k`: its vermagic (the image or vmlinux, else a module of
     /// the tree), its configuration, its exports' CRCs, whether vmlinux has livepatch.
     pub fn gather(
-        k: &LoadedKernel,
+        k: &'k LoadedKernel,
         tree: Option<&ModuleTree>,
         source: &SourceArgs,
         args: &TargetArgs,
         rs: &mut Resched,
-    ) -> Result<LoaderInputs, CliError> {
+    ) -> Result<LoaderInputs<'k>, CliError> {
         let mut out = LoaderInputs::default();
         let dir = modules_dir(source);
         let package = k.package.as_ref();
@@ -230,10 +224,15 @@ impl LoaderInputs {
             None => dir.as_deref().and_then(find_symvers),
         };
         out.exports = match symvers {
-            Some(p) => Some(read_symvers(&p, source.max_input_size, rs)?),
+            Some(p) => Some(std::borrow::Cow::Owned(read_symvers(
+                &p,
+                source.max_input_size,
+                rs,
+            )?)),
             None => package
-                .and_then(|p| p.symvers.clone())
-                .or_else(|| k.facts.exports.clone()),
+                .and_then(|p| p.symvers.as_ref())
+                .or(k.facts.exports.as_ref())
+                .map(std::borrow::Cow::Borrowed),
         };
         if is_live(&k.path) {
             out.sig_enforce_live = live_sig_enforce();

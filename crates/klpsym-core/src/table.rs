@@ -549,6 +549,23 @@ impl SymbolTable {
         (0..self.syms.len() as u32).map(move |i| self.symbol(SymbolId(i)))
     }
 
+    /// The first symbol (kernel order) whose name starts with `prefix`, compared as bytes:
+    /// no name is decoded, so this walks a table read in place without checking each name's
+    /// UTF-8 (the answer's own name is checked). A tick per symbol.
+    pub fn first_with_prefix(
+        &self,
+        prefix: &str,
+        resched: &mut Resched,
+    ) -> Result<Option<Symbol<'_>>, Cancelled> {
+        for i in 0..self.syms.len() as u32 {
+            resched.tick()?;
+            if self.name_bytes(i).starts_with(prefix.as_bytes()) {
+                return Ok(Some(self.symbol(SymbolId(i))));
+            }
+        }
+        Ok(None)
+    }
+
     /// The size a source recorded for `id` (ELF `st_size`), or [`SIZE_UNKNOWN`].
     pub fn source_size(&self, id: SymbolId) -> u64 {
         self.source_sizes
@@ -717,13 +734,7 @@ impl SymbolTable {
     /// (its points do what `resched.sibling()` does), which halves the wait on two cores;
     /// where no thread can be started, one after the other here.
     pub fn build_indexes(&self, resched: &mut Resched) -> Result<(), Cancelled> {
-        let names = |rs: &mut Resched| -> Result<(), Cancelled> {
-            if self.name_index.get().is_none() {
-                let idx = NameIndex::build(self, rs)?;
-                let _ = self.name_index.set(idx);
-            }
-            Ok(())
-        };
+        let names = |rs: &mut Resched| self.build_name_index(rs);
         if self.addr_index.get().is_some() {
             return names(resched);
         }
@@ -747,6 +758,16 @@ impl SymbolTable {
                 Err(_) => names(resched).and_then(|()| addrs(resched)),
             }
         })
+    }
+
+    /// Builds the name index alone now, reaching reschedule points through `resched`: for a
+    /// caller that asks names only (checking a patch), which never needs the address index.
+    pub fn build_name_index(&self, resched: &mut Resched) -> Result<(), Cancelled> {
+        if self.name_index.get().is_none() {
+            let idx = NameIndex::build(self, resched)?;
+            let _ = self.name_index.set(idx);
+        }
+        Ok(())
     }
 
     /// Whether the name index is built (a name query is then one hash lookup; otherwise it

@@ -131,4 +131,16 @@ proptest! {
         let want: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| r.name == name).map(|(i, _)| i).collect();
         prop_assert_eq!(got, want);
     }
+
+    #[test]
+    fn first_with_prefix_matches_a_scan(rows in rows(), name in 0u8..13) {
+        let t = build(&rows);
+        let prefix = format!("sym{name}");
+        let got = t
+            .first_with_prefix(&prefix, &mut klpsym_core::resched::Resched::none())
+            .unwrap()
+            .map(|s| s.id.0 as usize);
+        let want = rows.iter().position(|r| format!("sym{}", r.name).starts_with(&prefix));
+        prop_assert_eq!(got, want);
+    }
 }

@@ -189,7 +189,8 @@ pub fn convert(
 
 /// [`convert`], reaching reschedule points through `resched`: a tick per section, symbol and
 /// relocation (parse, selection, moves, encoding), per lookup against the target's tables
-/// (whose indexes are built first, with points), and between steps of the output's copies.
+/// (whose name indexes are built first, with points; a patch asks no address, so no
+/// address index is built), and between steps of the output's copies.
 /// A cancelled point is [`ConvertError::Cancelled`].
 pub fn convert_with(
     module: &[u8],
@@ -198,10 +199,10 @@ pub fn convert_with(
     exported: &dyn Fn(&str) -> bool,
     resched: &mut Resched,
 ) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
-    target.kernel.build_indexes(resched)?;
+    target.kernel.build_name_index(resched)?;
     target.kernel.build_stem_index(resched)?;
     for t in target.offline_modules.values() {
-        t.build_indexes(resched)?;
+        t.build_name_index(resched)?;
         t.build_stem_index(resched)?;
     }
     let mut warnings = Vec::new();

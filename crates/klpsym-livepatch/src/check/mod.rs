@@ -46,15 +46,16 @@ pub fn check(module: &LivepatchModule<'_>, target: &Target<'_>) -> CheckReport {
 
 /// [`check`], reaching reschedule points through `resched`: a tick per symbol, section,
 /// relocation, object and function, and for every lookup against the target's tables (whose
-/// indexes are built first, with points). `Err(Cancelled)` when a point said stop.
+/// name indexes are built first, with points; a patch asks no address, so no address index
+/// is built). `Err(Cancelled)` when a point said stop.
 pub fn check_with(
     module: &LivepatchModule<'_>,
     target: &Target<'_>,
     resched: &mut Resched,
 ) -> Result<CheckReport, Cancelled> {
-    target.kernel.build_indexes(resched)?;
+    target.kernel.build_name_index(resched)?;
     for t in target.offline_modules.values() {
-        t.build_indexes(resched)?;
+        t.build_name_index(resched)?;
     }
     let mut c = Ctx::new(module, target, resched);
     c.module_load()?;
