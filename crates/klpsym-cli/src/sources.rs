@@ -1,6 +1,7 @@
 //! Loading the kernels a verb was pointed at, with the warnings a user needs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use klpsym_core::resched::{Resched, ReschedPolicy};
 use klpsym_loader::{
@@ -63,11 +64,12 @@ pub fn open_module_tree(
     dir: &std::path::Path,
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<ModuleTree, klpsym_loader::LoadError> {
-    static SCANNED: std::sync::Mutex<Vec<(PathBuf, u64, u64, ModuleTree)>> =
-        std::sync::Mutex::new(Vec::new());
+) -> Result<Arc<ModuleTree>, klpsym_loader::LoadError> {
+    // Shared, not copied: a tree is thousands of paths.
+    type Scanned = (PathBuf, u64, u64, Arc<ModuleTree>);
+    static SCANNED: std::sync::Mutex<Vec<Scanned>> = std::sync::Mutex::new(Vec::new());
     let key = (opts.max_input_size, opts.max_decompressed_size);
-    let scanned = |s: &[(PathBuf, u64, u64, ModuleTree)]| {
+    let scanned = |s: &[Scanned]| {
         s.iter()
             .find(|(d, a, b, _)| d == dir && (*a, *b) == key)
             .map(|(.., t)| t.clone())
@@ -75,12 +77,12 @@ pub fn open_module_tree(
     if let Some(t) = scanned(&SCANNED.lock().unwrap_or_else(|p| p.into_inner())) {
         return Ok(t);
     }
-    let t = ModuleTree::open(dir, opts, rs)?;
+    let t = Arc::new(ModuleTree::open(dir, opts, rs)?);
     SCANNED.lock().unwrap_or_else(|p| p.into_inner()).push((
         dir.to_path_buf(),
         key.0,
         key.1,
-        t.clone(),
+        Arc::clone(&t),
     ));
     Ok(t)
 }
@@ -155,7 +157,7 @@ fn load_all_mode(
         Some(dir) => (None, Some(scan_in_background(dir, &opts, &rs))),
         None => (None, None),
     };
-    let kernels = load_kernels(args, &opts, queries, tree.as_ref(), &loaded, &mut rs);
+    let kernels = load_kernels(args, &opts, queries, tree.as_deref(), &loaded, &mut rs);
     // A module tree that is wrong is reported first, as when it was scanned first.
     if let Some(scan) = scanning {
         scan.finish(&mut rs)?;
@@ -168,7 +170,7 @@ fn checked_tree(
     dir: &std::path::Path,
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<ModuleTree, CliError> {
+) -> Result<Arc<ModuleTree>, CliError> {
     let t = open_module_tree(dir, opts, rs).map_err(|e| format!("--modules: {e}"))?;
     if t.is_empty() {
         return Err(format!(

@@ -104,7 +104,10 @@ pub fn layouts_for(
 
 /// The module tree of kernel `k`: `--modules` (or the running kernel's), else the modules
 /// of the packages `k` came from. Scanned once per kernel and shared by every step.
-pub fn module_tree(k: &LoadedKernel, source: &SourceArgs) -> Result<Option<ModuleTree>, CliError> {
+pub fn module_tree(
+    k: &LoadedKernel,
+    source: &SourceArgs,
+) -> Result<Option<std::sync::Arc<ModuleTree>>, CliError> {
     if let Some(dir) = modules_dir(source) {
         let mut rs = crate::sources::resched(source);
         return Ok(Some(crate::sources::open_module_tree(
@@ -113,7 +116,10 @@ pub fn module_tree(k: &LoadedKernel, source: &SourceArgs) -> Result<Option<Modul
             &mut rs,
         )?));
     }
-    Ok(k.package.as_ref().and_then(|p| p.modules.clone()))
+    Ok(k.package
+        .as_ref()
+        .and_then(|p| p.modules.clone())
+        .map(std::sync::Arc::new))
 }
 
 /// Tables of the patch's objects that are not loaded on `table`, from the module tree.

@@ -24,7 +24,7 @@ use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 

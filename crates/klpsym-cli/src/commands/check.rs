@@ -220,8 +220,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             rules = rules.with_banner(b);
         }
         let tree = module_tree(k, &args.source)?;
-        let offline = offline_tables(&args.source, tree.as_ref(), &objects, &k.table, rs)?;
-        let inputs = LoaderInputs::gather(k, tree.as_ref(), &args.source, &args.target, rs)?;
+        let offline = offline_tables(&args.source, tree.as_deref(), &objects, &k.table, rs)?;
+        let inputs = LoaderInputs::gather(k, tree.as_deref(), &args.source, &args.target, rs)?;
         let export_info = |n: &str| -> Option<ExportInfo> { inputs.export_info(n) };
         let exported = |n: &str| exported_by(&k.table, n);
         let mut target = Target::new(&k.table, rules, module.arch)

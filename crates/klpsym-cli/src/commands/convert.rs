@@ -151,7 +151,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let arch = module.arch;
     module.drop_with_points(rs)?;
     let tree = module_tree(k, &args.source)?;
-    let offline = offline_tables(&args.source, tree.as_ref(), &names, &k.table, rs)?;
+    let offline = offline_tables(&args.source, tree.as_deref(), &names, &k.table, rs)?;
     let mut target = Target::new(&k.table, rules, arch);
     for o in &offline {
         target = target
