@@ -92,19 +92,33 @@ pub fn find_vermagic(
     Ok(None)
 }
 
-/// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel: the note
-/// `namesz 4, descsz 20, type 3, "GNU\0"` followed by 20 bytes, found in `.notes` of an ELF
-/// or in the loaded image of a raw one (arm64 Image). Lower-case hex.
+/// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel, lower-case hex:
+/// what `/sys/kernel/notes` holds at run time.
+///
+/// An ELF (a vmlinux, or the ELF an x86 bzImage decompresses to) says where its notes are: its
+/// note sections. Only a raw image (arm64 Image) is searched for the note `namesz 4, descsz
+/// 20, type 3, "GNU\0"` and the 20 bytes after it. An ELF is never searched: the vDSO, a whole
+/// ELF library inside the kernel's data, carries a build id note of its own, which on x86
+/// comes before the kernel's (Debian 6.1: the vDSO's 7580...a7 against the kernel's
+/// 6a2b...69), and the vDSO can be the same in two builds of a kernel.
 pub fn find_build_id(
     data: &[u8],
     spans: &[Range<usize>],
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
+    let hex = |id: &[u8]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    if data.starts_with(b"\x7fELF") {
+        use object::Object;
+        return Ok(object::File::parse(data)
+            .ok()
+            .and_then(|f| f.build_id().ok().flatten())
+            .map(hex));
+    }
     const HEAD: &[u8] = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
     let finder = ChunkedFinder::new(HEAD);
     if let Some(at) = finder.find_in(data, spans, 0, resched)? {
         if let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) {
-            return Ok(Some(id.iter().map(|b| format!("{b:02x}")).collect()));
+            return Ok(Some(hex(id)));
         }
     }
     Ok(None)
@@ -122,6 +136,45 @@ pub fn banner_release(banner: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A build id note (`namesz 4, descsz 20, type 3, "GNU\0"`, 20 bytes of `fill`).
+    fn note(fill: u8) -> Vec<u8> {
+        let mut n = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00".to_vec();
+        n.extend([fill; 20]);
+        n
+    }
+
+    #[test]
+    fn an_elf_s_build_id_is_its_note_section_s_not_the_first_one_in_its_data() {
+        use object::write::Object;
+        use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+        let mut o = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        // The vDSO's note, inside read-only data, first.
+        let ro = o.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
+        let mut vdso = b"\x7fELF....".to_vec();
+        vdso.extend(note(0xaa));
+        o.append_section_data(ro, &vdso, 8);
+        let notes = o.add_section(Vec::new(), b".notes".to_vec(), SectionKind::Note);
+        o.append_section_data(notes, &note(0x6a), 4);
+        let elf = o.write().unwrap();
+        let rs = &mut Resched::none();
+        let id = find_build_id(&elf, klpsym_core::EVERYWHERE, rs).unwrap();
+        assert_eq!(id.as_deref(), Some("6a".repeat(20).as_str()));
+        // A raw image is searched: the first note.
+        let mut raw = vec![0u8; 64];
+        raw.extend(note(0x11));
+        raw.extend(note(0x22));
+        let id = find_build_id(&raw, klpsym_core::EVERYWHERE, rs).unwrap();
+        assert_eq!(id.as_deref(), Some("11".repeat(20).as_str()));
+        // An ELF without a build id note has none, whatever its data holds.
+        let mut o = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let ro = o.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
+        o.append_section_data(ro, &note(0xaa), 8);
+        assert_eq!(
+            find_build_id(&o.write().unwrap(), klpsym_core::EVERYWHERE, rs).unwrap(),
+            None
+        );
+    }
 
     #[test]
     fn the_runtime_banner_wins_over_the_build_time_one() {

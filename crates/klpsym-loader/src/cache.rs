@@ -2,8 +2,10 @@
 //! repeat run reads a few megabytes instead of decompressing and decoding again.
 //!
 //! An entry is named by the input's identity as the file system tells it (device, inode,
-//! size, mtime, ctime: the fast key) and records the xxh3-128 hash of the input's bytes, which
-//! is checked on every use (a file rewritten in place within one mtime tick is still caught).
+//! size, mtime, ctime: the fast key) and records the input's identity ([`input_identity`]),
+//! checked on every use (a file rewritten in place within one mtime tick is still caught): the
+//! xxh3-128 hash of its bytes, or for an ELF with a GNU build id (a vmlinux) that build id and
+//! its length, read in a few kilobytes instead of hashing 66-500 MB.
 //! The entry holds the table in fixed-width records ([`SymbolTable::encode`]), the facts as
 //! JSON, and ends with the xxh3-128 of everything before it: a truncated, corrupt or
 //! foreign-version entry is ignored and rebuilt, never trusted. Entries are written to a
@@ -265,7 +267,7 @@ impl Cache {
         Ok(Some((entry_meta, table, t1.elapsed())))
     }
 
-    /// Keeps `k` (decoded from `input`, whose bytes hash to `content`) for next time. Kernels
+    /// Keeps `k` (decoded from `input`, whose identity, [`input_identity`], is `content`) for next time. Kernels
     /// with parts an entry does not hold (a module's own description, package modules or a
     /// debug vmlinux) are not kept. Failing to write is not an error: the cache is an
     /// optimisation, and the reason is returned for a note.
@@ -603,6 +605,8 @@ struct Verifier<'a> {
     next: std::sync::atomic::AtomicUsize,
     /// How many jobs there are.
     jobs: usize,
+    /// The file's identity when its build id gives it (no file job then).
+    identity: Option<u128>,
     done: std::sync::Mutex<Vec<Option<u128>>>,
 }
 
@@ -621,7 +625,11 @@ impl<'a> Verifier<'a> {
                 limit,
             });
         }
-        let jobs = 1 + len.div_ceil(HASH_CHUNK) as usize;
+        let identity = file_build_id_identity(&file, len);
+        let jobs = match identity {
+            Some(_) => 1,
+            None => 1 + len.div_ceil(HASH_CHUNK) as usize,
+        };
         Ok(Verifier {
             path,
             file,
@@ -629,6 +637,7 @@ impl<'a> Verifier<'a> {
             body,
             next: std::sync::atomic::AtomicUsize::new(0),
             jobs,
+            identity,
             done: std::sync::Mutex::new(vec![None; jobs]),
         })
     }
@@ -673,7 +682,7 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// The file's content hash and the body's hash, once every job is done; `None` when the
+    /// The file's identity ([`input_identity`]) and the body's hash, once every job is done; `None` when the
     /// file is no longer the length it was (bytes appended while it was hashed).
     fn result(self) -> Option<(u128, u128)> {
         if self.file.metadata().ok()?.len() != self.len {
@@ -682,8 +691,90 @@ impl<'a> Verifier<'a> {
         let done = self.done.into_inner().unwrap_or_else(|p| p.into_inner());
         let all: Option<Vec<u128>> = done.into_iter().collect();
         let all = all?;
-        Some((combine(self.len, &all[1..]), all[0]))
+        let file = self
+            .identity
+            .unwrap_or_else(|| combine(self.len, &all[1..]));
+        Some((file, all[0]))
     }
+}
+
+/// The identity the cache records for an input's bytes: for an ELF file with a GNU build id
+/// (a vmlinux, stripped or with debug symbols), the build id and the file's length; for
+/// anything else the content hash of every byte ([`content_hash`]).
+///
+/// The build id is the linker's hash of what it linked: another build of the kernel has
+/// another one. Proving a vmlinux unchanged by it reads a few kilobytes instead of hashing
+/// 66-500 MB. What it cannot catch: bytes changed after linking that leave the build id and
+/// the length alone, rewritten within one timestamp tick (the fast key catches every later
+/// rewrite, by its change time).
+pub fn input_identity(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    let mut read = |off: u64, len: usize| {
+        let off = usize::try_from(off).ok()?;
+        bytes.get(off..off.checked_add(len)?).map(<[u8]>::to_vec)
+    };
+    match elf_build_id(&mut read) {
+        Some(id) => Ok(build_id_identity(bytes.len() as u64, &id)),
+        None => content_hash(bytes, rs),
+    }
+}
+
+/// [`input_identity`] of the file at `path` when it is an ELF file with a build id (read with
+/// a few small reads); `None` when it is not one (its identity is then its content hash).
+fn file_build_id_identity(file: &File, len: u64) -> Option<u128> {
+    use std::os::unix::fs::FileExt;
+    let mut read = |off: u64, n: usize| {
+        let mut buf = vec![0u8; n];
+        file.read_exact_at(&mut buf, off).ok()?;
+        Some(buf)
+    };
+    elf_build_id(&mut read).map(|id| build_id_identity(len, &id))
+}
+
+fn build_id_identity(len: u64, id: &[u8]) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(b"klpsym: ELF build id\0");
+    h.update(&len.to_le_bytes());
+    h.update(id);
+    h.digest128()
+}
+
+/// The GNU build id of a 64-bit ELF file, from its PT_NOTE segments, through `read(offset,
+/// length)`; `None` for anything else (not ELF, 32-bit, no such note, implausible headers).
+fn elf_build_id(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    use object::elf::{FileHeader64, ProgramHeader64, NT_GNU_BUILD_ID, PT_NOTE};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::Endianness;
+    let head = read(0, std::mem::size_of::<FileHeader64<Endianness>>())?;
+    let header = FileHeader64::<Endianness>::parse(&head[..]).ok()?;
+    let endian = header.endian().ok()?;
+    let count = usize::from(header.e_phnum(endian));
+    let size = std::mem::size_of::<ProgramHeader64<Endianness>>();
+    if usize::from(header.e_phentsize(endian)) != size || count == 0 || count > 1024 {
+        return None;
+    }
+    let table = read(header.e_phoff(endian), count * size)?;
+    let (headers, _) =
+        object::pod::slice_from_bytes::<ProgramHeader64<Endianness>>(&table, count).ok()?;
+    for ph in headers.iter().filter(|ph| ph.p_type(endian) == PT_NOTE) {
+        let n = usize::try_from(ph.p_filesz(endian)).ok()?;
+        if n > 1 << 20 {
+            continue;
+        }
+        let data = read(ph.p_offset(endian), n)?;
+        let Ok(mut notes) = object::read::elf::NoteIterator::<FileHeader64<Endianness>>::new(
+            endian,
+            ph.p_align(endian),
+            &data,
+        ) else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.name() == b"GNU" && note.n_type(endian) == NT_GNU_BUILD_ID {
+                return Some(note.desc().to_vec());
+            }
+        }
+    }
+    None
 }
 
 /// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole

@@ -253,7 +253,7 @@ pub fn load(
     };
     let content = match cache {
         Some(_) => {
-            Some(crate::content_hash(&bytes, resched).map_err(klpsym_core::BuildError::from)?)
+            Some(crate::input_identity(&bytes, resched).map_err(klpsym_core::BuildError::from)?)
         }
         None => None,
     };

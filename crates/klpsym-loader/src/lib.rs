@@ -13,7 +13,7 @@ mod package;
 mod sparse;
 mod stream;
 
-pub use cache::{content_hash, Cache, EntryInfo};
+pub use cache::{content_hash, input_identity, Cache, EntryInfo};
 pub use detect::{detect, Detected};
 pub use error::LoadError;
 pub use facts::{

@@ -95,7 +95,7 @@ pub fn load_packages(
         }
         let meta = std::fs::metadata(p).ok();
         let bytes = read_bounded(p, opts.max_input_size, rs)?;
-        let h = crate::content_hash(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
+        let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
         hashes.push((p.clone(), meta, h));
         read_all.push((p.clone(), read(p, &bytes, opts, rs)?));
     }

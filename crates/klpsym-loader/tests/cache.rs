@@ -1,6 +1,7 @@
 //! The index cache on the lab's real kernel files: a hit gives the same table and facts as a
 //! decode; a changed input is re-read; a corrupt, truncated or foreign-version entry is ignored
-//! and rebuilt; an entry whose recorded content hash does not match the input is not trusted;
+//! and rebuilt; an entry whose recorded content hash (or, for a vmlinux, build id) does not
+//! match the input is not trusted;
 //! concurrent runs leave a valid entry; entries are smaller than their inputs.
 //!
 //! Inputs from scripts/test.sh: KLPSYM_TEST_VMLINUZ, KLPSYM_TEST_VMLINUX_STRIPPED.
@@ -8,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use klpsym_core::resched::Resched;
-use klpsym_loader::{content_hash, load, Cache, LoadOptions, LoadedKernel};
+use klpsym_loader::{content_hash, input_identity, load, Cache, LoadOptions, LoadedKernel};
 
 #[path = "../../klpsym-cli/tests/common/lab.rs"]
 mod lab_input;
@@ -195,6 +196,84 @@ fn an_entry_whose_content_hash_differs_is_not_trusted() {
         .put(&input, &meta, content_hash(&bytes, rs).unwrap(), &k, &o, rs)
         .unwrap();
     assert!(cache.get(&input, &o, rs).unwrap().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A vmlinux (ELF with a GNU build id) is proven unchanged by its build id and length, not by
+/// hashing every byte: an entry recorded under the file's build-id identity is a hit, one
+/// recorded with a build id changed in the file is a miss, and so is one recorded with the
+/// plain content hash (the identity, not the bytes' hash, is what is checked).
+#[test]
+fn a_vmlinux_is_proven_by_its_build_id() {
+    let Some(vmlinux) = lab("KLPSYM_TEST_VMLINUX_STRIPPED") else {
+        return;
+    };
+    let dir = tempdir("build-id");
+    let input = dir.join("vmlinux");
+    std::fs::copy(&vmlinux, &input).unwrap();
+    let o = opts(&dir);
+    let rs = &mut Resched::none();
+    let k = load(&input, &LoadOptions::default(), rs).unwrap();
+    let cache = o.cache.clone().unwrap();
+    let bytes = std::fs::read(&input).unwrap();
+    let identity = input_identity(&bytes, rs).unwrap();
+    assert_ne!(
+        identity,
+        content_hash(&bytes, rs).unwrap(),
+        "not read as an ELF with a build id"
+    );
+    let meta = std::fs::metadata(&input).unwrap();
+    cache.put(&input, &meta, identity, &k, &o, rs).unwrap();
+    let hit = cache.get(&input, &o, rs).unwrap().expect("a hit");
+    assert_eq!(view(&hit), view(&k));
+    cache
+        .put(&input, &meta, content_hash(&bytes, rs).unwrap(), &k, &o, rs)
+        .unwrap();
+    assert!(cache.get(&input, &o, rs).unwrap().is_none());
+    // The build id changed in place (one byte of the note's descriptor), under an entry whose
+    // fast key matches the changed file but whose identity is the old one: a miss.
+    let id = k
+        .facts
+        .build_id
+        .clone()
+        .expect("the lab vmlinux has a build id");
+    let id: Vec<u8> = (0..id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&id[i..i + 2], 16).unwrap())
+        .collect();
+    // (Every copy: the note's is not the first one in the file.)
+    let mut other = bytes.clone();
+    let copies: Vec<usize> = bytes
+        .windows(id.len())
+        .enumerate()
+        .filter(|(_, w)| *w == id.as_slice())
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!copies.is_empty(), "the build id is in the file");
+    for at in copies {
+        other[at + id.len() - 1] ^= 1;
+    }
+    std::fs::write(&input, &other).unwrap();
+    let changed = std::fs::metadata(&input).unwrap();
+    assert_ne!(input_identity(&other, rs).unwrap(), identity);
+    cache.put(&input, &changed, identity, &k, &o, rs).unwrap();
+    assert!(cache.get(&input, &o, rs).unwrap().is_none());
+    cache
+        .put(
+            &input,
+            &changed,
+            input_identity(&other, rs).unwrap(),
+            &k,
+            &o,
+            rs,
+        )
+        .unwrap();
+    assert!(cache.get(&input, &o, rs).unwrap().is_some());
+    // Bytes that are not a build id, an ELF file too short for its headers, a truncated
+    // program header table: the content hash.
+    for b in [&b"not an elf"[..], &bytes[..40], &bytes[..70]] {
+        assert_eq!(input_identity(b, rs).unwrap(), content_hash(b, rs).unwrap());
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
