@@ -95,31 +95,46 @@ pub fn find_vermagic(
 /// The GNU build id (NT_GNU_BUILD_ID, the linker's `--build-id`) of a kernel, lower-case hex:
 /// what `/sys/kernel/notes` holds at run time.
 ///
+/// The kernel's data holds other build ids than its own: the vDSO (and on arm64 the 32-bit
+/// compat vDSO) is a whole ELF library inside it, with a build id note of its own, and comes
+/// before the kernel's notes (Debian 6.1 amd64: the vDSO's 7580...a7, the kernel's 6a2b...69;
+/// Debian 6.12 arm64: two vDSO notes, then the kernel's). A vDSO can be the same in two builds
+/// of a kernel, so its id says nothing about which build this is.
+///
 /// An ELF (a vmlinux, or the ELF an x86 bzImage decompresses to) says where its notes are: its
-/// note sections. Only a raw image (arm64 Image) is searched for the note `namesz 4, descsz
-/// 20, type 3, "GNU\0"` and the 20 bytes after it. An ELF is never searched: the vDSO, a whole
-/// ELF library inside the kernel's data, carries a build id note of its own, which on x86
-/// comes before the kernel's (Debian 6.1: the vDSO's 7580...a7 against the kernel's
-/// 6a2b...69), and the vDSO can be the same in two builds of a kernel.
+/// note sections are read. A raw image (arm64 Image) is searched for the note `namesz 4,
+/// descsz 20, type 3, "GNU\0"` and the 20 bytes after it, and a note that is the build id of
+/// an ELF image starting at most 64 KiB before it (a vDSO) is passed over.
 pub fn find_build_id(
     data: &[u8],
     spans: &[Range<usize>],
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
+    use object::Object;
     let hex = |id: &[u8]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
     if data.starts_with(b"\x7fELF") {
-        use object::Object;
         return Ok(object::File::parse(data)
             .ok()
             .and_then(|f| f.build_id().ok().flatten())
             .map(hex));
     }
     const HEAD: &[u8] = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
+    // The build id of the ELF image whose header is the last one in the 64 KiB before `at`.
+    let embedded_id = |at: usize| -> Option<&[u8]> {
+        let window = &data[at.saturating_sub(64 << 10)..at];
+        let start = at - window.len() + memchr::memmem::rfind(window, b"\x7fELF")?;
+        object::File::parse(&data[start..]).ok()?.build_id().ok()?
+    };
     let finder = ChunkedFinder::new(HEAD);
-    if let Some(at) = finder.find_in(data, spans, 0, resched)? {
-        if let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) {
+    let mut from = 0;
+    while let Some(at) = finder.find_in(data, spans, from, resched)? {
+        let Some(id) = data.get(at + HEAD.len()..at + HEAD.len() + 20) else {
+            break;
+        };
+        if embedded_id(at) != Some(id) {
             return Ok(Some(hex(id)));
         }
+        from = at + 1;
     }
     Ok(None)
 }
@@ -160,12 +175,23 @@ mod tests {
         let rs = &mut Resched::none();
         let id = find_build_id(&elf, klpsym_core::EVERYWHERE, rs).unwrap();
         assert_eq!(id.as_deref(), Some("6a".repeat(20).as_str()));
-        // A raw image is searched: the first note.
+        // A raw image is searched: the first note that is not an embedded ELF's own (the
+        // ELF above stands in for a vDSO).
+        let mut vdso = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let notes = vdso.add_section(Vec::new(), b".notes".to_vec(), SectionKind::Note);
+        vdso.append_section_data(notes, &note(0x5d), 4);
         let mut raw = vec![0u8; 64];
+        raw.extend(vdso.write().unwrap());
+        raw.extend([0u8; 100]);
         raw.extend(note(0x11));
         raw.extend(note(0x22));
         let id = find_build_id(&raw, klpsym_core::EVERYWHERE, rs).unwrap();
         assert_eq!(id.as_deref(), Some("11".repeat(20).as_str()));
+        // An ELF header before a note that is not that ELF's build id does not hide it.
+        let mut raw = b"..\x7fELF garbage..".to_vec();
+        raw.extend(note(0x33));
+        let id = find_build_id(&raw, klpsym_core::EVERYWHERE, rs).unwrap();
+        assert_eq!(id.as_deref(), Some("33".repeat(20).as_str()));
         // An ELF without a build id note has none, whatever its data holds.
         let mut o = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
         let ro = o.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
