@@ -708,14 +708,21 @@ impl<'a> Verifier<'a> {
 /// the length alone, rewritten within one timestamp tick (the fast key catches every later
 /// rewrite, by its change time).
 pub fn input_identity(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    match build_id_identity_of(bytes) {
+        Some(id) => Ok(id),
+        None => content_hash(bytes, rs),
+    }
+}
+
+/// [`input_identity`] of `bytes` when they are an ELF file with a build id, read from its
+/// headers and notes only (so `bytes` may be a sparse read, its code left zero); `None`
+/// otherwise.
+pub(crate) fn build_id_identity_of(bytes: &[u8]) -> Option<u128> {
     let mut read = |off: u64, len: usize| {
         let off = usize::try_from(off).ok()?;
         bytes.get(off..off.checked_add(len)?).map(<[u8]>::to_vec)
     };
-    match elf_build_id(&mut read) {
-        Some(id) => Ok(build_id_identity(bytes.len() as u64, &id)),
-        None => content_hash(bytes, rs),
-    }
+    elf_build_id(&mut read).map(|id| build_id_identity(bytes.len() as u64, &id))
 }
 
 /// [`input_identity`] of the file at `path` when it is an ELF file with a build id (read with

@@ -242,21 +242,24 @@ pub fn load(
         return crate::stream::load(path, opts, resched);
     }
     let t0 = Instant::now();
-    // Without a cache nothing hashes the whole file, and a stripped vmlinux needs only its data.
-    let sparse = match cache {
-        None => crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?,
-        Some(_) => None,
-    };
+    // A stripped vmlinux needs only its data: without a cache, and with one when its build id
+    // is its identity (a content hash would need every byte, so then the file is read whole).
+    let mut sparse = crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?;
+    let mut content = None;
+    if let (Some(_), Some(b)) = (cache, &sparse) {
+        content = crate::cache::build_id_identity_of(b);
+        if content.is_none() {
+            sparse = None;
+        }
+    }
     let bytes = match sparse {
         Some(b) => b,
         None => read_bounded(path, opts.max_input_size, resched)?,
     };
-    let content = match cache {
-        Some(_) => {
-            Some(crate::input_identity(&bytes, resched).map_err(klpsym_core::BuildError::from)?)
-        }
-        None => None,
-    };
+    if cache.is_some() && content.is_none() {
+        content =
+            Some(crate::input_identity(&bytes, resched).map_err(klpsym_core::BuildError::from)?);
+    }
     let mut k = if klpsym_package::detect(&bytes).is_some() {
         let mut k = crate::package::load_one(path, &bytes, opts, resched)?;
         k.read_time = t0.elapsed();
