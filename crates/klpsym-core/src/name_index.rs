@@ -1,37 +1,48 @@
 //! The name index: every name to its symbols in kernel order, in O(1) expected time.
 //!
-//! One hash table maps a name to the first symbol carrying it; a `next` array chains the
-//! remaining symbols of that name in kernel order. No allocation per symbol or per name, and a
-//! lookup returns an iterator over the chain, which is exactly the order in which the kernel's
-//! `klp_find_object_symbol()` would meet the matches.
+//! An open-addressing table of `u32` slots (a power of two, at most two thirds full, probed
+//! linearly from the low bits of the name's hash) holds the first symbol of each distinct
+//! name; a `next` array chains the remaining symbols of that name in kernel order. No
+//! allocation per symbol or per name, and a lookup returns an iterator over the chain, which
+//! is exactly the order in which the kernel's `klp_find_object_symbol()` would meet the
+//! matches.
 //!
-//! The hash table is split into [`SHARDS`] tables chosen by middle bits of the hash (the
-//! table itself uses the low bits for the bucket and the top 7 for its tag), so building never
-//! allocates and clears one table of hundreds of KiB in a single stretch: shards are created
-//! one at a time with a reschedule point between them.
+//! Both are flat arrays of integers and the hash is a fixed function (FxHash), so a cache
+//! entry stores them and a later run of the same build reads them where they lie
+//! ([`NameIndex::view`]) instead of building them (10-20 ms for a distribution kernel).
+//! Read from an entry, nothing in them is trusted: a slot or link out of range ends the
+//! search, a chain only ever moves forward (kernel order) and a probe visits each slot at
+//! most once, so a damaged index gives a wrong answer, never a panic or an endless loop
+//! (entries are hash-verified before use anyway).
 
-use std::hash::BuildHasher;
-
-use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::Hasher;
 
 use crate::resched::{Cancelled, Resched};
+use crate::storage::{Backing, Words};
 use crate::table::SymbolTable;
 
 const END: u32 = u32::MAX;
 
-/// Number of hash-table shards (a power of two).
-const SHARDS: usize = 64;
-
 #[inline]
-fn shard(h: u64) -> usize {
-    (h >> 32) as usize & (SHARDS - 1)
+fn hash(name: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(name);
+    h.finish()
+}
+
+/// Slots for `n` symbols: a power of two, at least one and a half times `n`.
+fn slots_for(n: usize) -> usize {
+    (n + n / 2 + 1).next_power_of_two().max(8)
 }
 
 #[derive(Debug)]
 pub(crate) struct NameIndex {
-    heads: Vec<HashTable<u32>>,
-    next: Vec<u32>,
-    hasher: DefaultHashBuilder,
+    /// Per slot, the first symbol of a name, or `END`.
+    slots: Words,
+    /// Per symbol, the next symbol of the same name in kernel order, or `END`.
+    next: Words,
+    /// Number of distinct names.
+    distinct: u32,
 }
 
 impl NameIndex {
@@ -40,54 +51,65 @@ impl NameIndex {
         resched: &mut Resched,
     ) -> Result<NameIndex, Cancelled> {
         let n = table.syms.len();
-        let hasher = DefaultHashBuilder::default();
-        // Room for the expected share plus a margin; a shard that fills up grows alone.
-        let per_shard = n / SHARDS + n / (SHARDS * 8) + 16;
-        let mut heads: Vec<HashTable<u32>> = Vec::with_capacity(SHARDS);
-        for _ in 0..SHARDS {
-            heads.push(HashTable::with_capacity(per_shard));
-            resched.tick_step()?;
-        }
+        let mut slots = crate::bulk::filled_vec(slots_for(n), END, resched)?;
+        let mask = slots.len() - 1;
         let mut next = crate::bulk::filled_vec(n, END, resched)?;
         // The tail of each chain, indexed by the chain's head, so appends are O(1).
         let mut tail = crate::bulk::filled_vec(n, END, resched)?;
+        let mut distinct = 0u32;
         for i in 0..n as u32 {
             resched.tick()?;
             let name = table.name_bytes(i);
-            let h = hasher.hash_one(name);
-            let heads = &mut heads[shard(h)];
-            match heads.find(h, |&j| table.name_bytes(j) == name) {
-                Some(&head) => {
+            let mut p = hash(name) as usize & mask;
+            loop {
+                let head = slots[p];
+                if head == END {
+                    slots[p] = i;
+                    tail[i as usize] = i;
+                    distinct += 1;
+                    break;
+                }
+                if table.name_bytes(head) == name {
                     let t = tail[head as usize];
                     next[t as usize] = i;
                     tail[head as usize] = i;
+                    break;
                 }
-                None => {
-                    heads.insert_unique(h, i, |&j| hasher.hash_one(table.name_bytes(j)));
-                    tail[i as usize] = i;
-                }
+                p = (p + 1) & mask;
             }
         }
         crate::bulk::free_with_points(tail, resched)?;
         Ok(NameIndex {
-            heads,
-            next,
-            hasher,
+            slots: Words::Owned(slots),
+            next: Words::Owned(next),
+            distinct,
         })
     }
 
     pub(crate) fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        crate::bulk::free_with_points(self.heads, resched)?;
-        crate::bulk::free_with_points(self.next, resched)
+        self.slots.free_with(resched)?;
+        self.next.free_with(resched)
     }
 
     /// Symbol indices named `name`, in kernel order.
     pub(crate) fn matches<'a>(&'a self, table: &'a SymbolTable, name: &[u8]) -> Chain<'a> {
-        let h = self.hasher.hash_one(name);
-        let head = self.heads[shard(h)]
-            .find(h, |&j| table.name_bytes(j) == name)
-            .copied()
-            .unwrap_or(END);
+        let slots: &[u32] = &self.slots;
+        let mut head = END;
+        if !slots.is_empty() {
+            let mask = slots.len() - 1;
+            let mut p = hash(name) as usize & mask;
+            for _ in 0..slots.len() {
+                let h = slots[p];
+                if h == END || h as usize >= table.syms.len() {
+                    break;
+                }
+                if table.name_bytes(h) == name {
+                    head = h;
+                    break;
+                }
+                p = (p + 1) & mask;
+            }
+        }
         Chain {
             next: &self.next,
             cur: head,
@@ -96,7 +118,54 @@ impl NameIndex {
 
     /// Number of distinct names.
     pub(crate) fn distinct(&self) -> usize {
-        self.heads.iter().map(HashTable::len).sum()
+        self.distinct as usize
+    }
+
+    /// Appends the index to `out`: a header (slot count, symbol count, distinct names, 0), then
+    /// the slots and the links as little-endian `u32`s. `out` should be 8-aligned where it
+    /// starts for [`NameIndex::view`] to read it in place.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, resched: &mut Resched) -> Result<(), Cancelled> {
+        for v in [self.slots.len(), self.next.len(), self.distinct as usize, 0] {
+            out.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        for words in [&self.slots, &self.next] {
+            for chunk in words.chunks(1 << 14) {
+                resched.tick_step()?;
+                for w in chunk {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The index [`NameIndex::encode`] wrote at `range` of `backing`, read in place, for a
+    /// table of `symbols` symbols; `None` when it is not one (wrong size, not a power of two,
+    /// not aligned, big-endian host).
+    pub(crate) fn view(
+        backing: &Backing,
+        range: std::ops::Range<usize>,
+        symbols: usize,
+    ) -> Option<NameIndex> {
+        let bytes = (**backing).as_ref().get(range.clone())?;
+        let word = |i: usize| -> Option<usize> {
+            Some(u32::from_le_bytes(bytes.get(i * 4..i * 4 + 4)?.try_into().ok()?) as usize)
+        };
+        let (slots, n, distinct) = (word(0)?, word(1)?, word(2)?);
+        if !slots.is_power_of_two() || n != symbols || distinct > n || slots <= distinct {
+            return None;
+        }
+        let start = range.start + 16;
+        let mid = start.checked_add(slots.checked_mul(4)?)?;
+        let end = mid.checked_add(n.checked_mul(4)?)?;
+        if end != range.end {
+            return None;
+        }
+        Some(NameIndex {
+            slots: Words::view(backing, start..mid)?,
+            next: Words::view(backing, mid..end)?,
+            distinct: distinct as u32,
+        })
     }
 }
 
@@ -115,7 +184,12 @@ impl Iterator for Chain<'_> {
             return None;
         }
         let c = self.cur;
-        self.cur = self.next[c as usize];
+        // Kernel order: a link that does not move forward, or leaves the table (`next` has
+        // one link per symbol), ends the chain.
+        self.cur = match self.next.get(c as usize) {
+            Some(&n) if n > c && (n as usize) < self.next.len() => n,
+            _ => END,
+        };
         Some(c)
     }
 }

@@ -127,3 +127,55 @@ pub(crate) fn records_view(backing: &Backing, range: Range<usize>) -> Option<Rec
     bytemuck::try_cast_slice::<u8, SymRec>(bytes).ok()?;
     Some(Records::Mapped(backing.clone(), range))
 }
+
+/// An array of `u32`s: built by this process, or a range of a backing buffer read in place
+/// (4-aligned, checked when the view was made).
+pub(crate) enum Words {
+    /// Built by this process.
+    Owned(Vec<u32>),
+    /// A range of a backing buffer.
+    Mapped(Backing, Range<usize>),
+}
+
+impl Words {
+    /// `bytes[range]` as words in place, when little-endian and aligned.
+    pub(crate) fn view(backing: &Backing, range: Range<usize>) -> Option<Words> {
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let bytes = (**backing).as_ref().get(range.clone())?;
+        bytemuck::try_cast_slice::<u8, u32>(bytes).ok()?;
+        Some(Words::Mapped(backing.clone(), range))
+    }
+
+    /// Frees owned words in steps (a view frees nothing).
+    pub(crate) fn free_with(
+        self,
+        resched: &mut crate::resched::Resched,
+    ) -> Result<(), crate::resched::Cancelled> {
+        match self {
+            Words::Owned(v) => crate::bulk::free_with_points(v, resched),
+            Words::Mapped(..) => Ok(()),
+        }
+    }
+}
+
+impl Deref for Words {
+    type Target = [u32];
+    #[inline]
+    fn deref(&self) -> &[u32] {
+        match self {
+            Words::Owned(v) => v,
+            Words::Mapped(b, r) => bytemuck::cast_slice(&(**b).as_ref()[r.clone()]),
+        }
+    }
+}
+
+impl std::fmt::Debug for Words {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Words::Owned(v) => write!(f, "Words::Owned({} words)", v.len()),
+            Words::Mapped(_, r) => write!(f, "Words::Mapped({r:?})"),
+        }
+    }
+}

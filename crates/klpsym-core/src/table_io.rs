@@ -145,6 +145,36 @@ impl SymbolTable {
         Ok(())
     }
 
+    /// Appends the table's name index (built now when it is not yet) to `out`, for a reader
+    /// of the same build to use in place with [`attach_name_index`](Self::attach_name_index)
+    /// instead of building it. `out` should be 8-aligned where the index starts.
+    pub fn encode_name_index(
+        &self,
+        out: &mut Vec<u8>,
+        resched: &mut Resched,
+    ) -> Result<(), Cancelled> {
+        self.build_name_index(resched)?;
+        match self.name_index.get() {
+            Some(idx) => idx.encode(out, resched),
+            None => Ok(()),
+        }
+    }
+
+    /// Uses the name index at `range` of `backing` ([`encode_name_index`]
+    /// (Self::encode_name_index) of this table, by this build) in place; false when those
+    /// bytes are not an index for a table of this size, or an index is already built (the
+    /// index is then built when first needed, as without one).
+    pub fn attach_name_index(
+        &self,
+        backing: &crate::Backing,
+        range: std::ops::Range<usize>,
+    ) -> bool {
+        match crate::name_index::NameIndex::view(backing, range, self.syms.len()) {
+            Some(idx) => self.name_index.set(idx).is_ok(),
+            None => false,
+        }
+    }
+
     /// Reads a table [`encode`](Self::encode) wrote; returns it and the bytes it used.
     pub fn decode(
         bytes: &[u8],
@@ -440,6 +470,60 @@ mod tests {
                 (Ok((c, _)), Ok((m, _))) => assert_eq!(lines(&c), lines(&m), "byte {i}"),
                 (Err(_), Err(_)) => {}
                 (c, m) => panic!("byte {i}: copy {:?} vs in place {:?}", c.is_ok(), m.is_ok()),
+            }
+        }
+    }
+
+    /// A table with repeated names, and names that collide in few slots.
+    fn many_names() -> SymbolTable {
+        let mut b = SymbolTableBuilder::new();
+        for i in 0..300u64 {
+            let name = format!("f{}", i % 97);
+            b.push(ObjectId::VMLINUX, 0x1000 + i * 16, b't', &name)
+                .unwrap();
+        }
+        b.build()
+    }
+
+    fn chains(t: &SymbolTable) -> Vec<Vec<u64>> {
+        (0..100)
+            .map(|i| t.by_name(&format!("f{i}")).map(|s| s.addr).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_name_index_read_in_place_answers_as_one_built() {
+        let t = many_names();
+        let mut all = Vec::new();
+        t.encode(&mut all, &mut Resched::none()).unwrap();
+        let pad = (8 - all.len() % 8) % 8;
+        all.resize(all.len() + pad, 0);
+        let at = all.len();
+        t.encode_name_index(&mut all, &mut Resched::none()).unwrap();
+        let b = backing(&all, 0);
+        let (back, _) = SymbolTable::decode_in_place(&b, 0, &mut Resched::none()).unwrap();
+        assert!(back.attach_name_index(&b, at..all.len()));
+        assert!(back.name_indexed());
+        assert_eq!(chains(&back), chains(&t));
+        assert_eq!(back.distinct_names(), 97);
+        assert_eq!(back.by_name("f99").count(), 0);
+        // Not an index for this table: wrong range, wrong size, a built one already there.
+        let (other, _) = SymbolTable::decode_in_place(&b, 0, &mut Resched::none()).unwrap();
+        assert!(!other.attach_name_index(&b, at..all.len() - 4));
+        assert!(!other.attach_name_index(&b, at + 4..all.len()));
+        assert!(!back.attach_name_index(&b, at..all.len()));
+        let small = table();
+        assert!(!small.attach_name_index(&b, at..all.len()));
+        // Damage anywhere in it gives answers (maybe wrong), never a panic or an endless walk.
+        for i in (at..all.len()).step_by(3) {
+            let mut d = all.clone();
+            d[i] ^= 0xa5;
+            let b = backing(&d, 0);
+            let (damaged, _) = SymbolTable::decode_in_place(&b, 0, &mut Resched::none()).unwrap();
+            if damaged.attach_name_index(&b, at..d.len()) {
+                for c in chains(&damaged) {
+                    assert!(c.len() <= 300, "byte {i}");
+                }
             }
         }
     }

@@ -26,7 +26,7 @@ use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -50,6 +50,8 @@ pub struct EntryInfo {
     pub source_bytes: Option<u64>,
     /// Whether the entry is of this klpsym's format (others are ignored and rebuilt).
     pub current: bool,
+    /// What it holds: `kernel` (a decoded table) or `module tree` (a folder's listing).
+    pub kind: &'static str,
     /// Seconds since the entry was last written.
     pub age_secs: u64,
 }
@@ -76,15 +78,7 @@ struct PackageMeta {
 /// what decoding produces.
 fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
     let mut k = Vec::with_capacity(64);
-    // The build reading the entry: a rebuilt klpsym (same version, other decoders) makes
-    // other keys, so it never trusts what an older build wrote.
-    let exe = std::env::current_exe()
-        .and_then(std::fs::metadata)
-        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
-        .unwrap_or_default();
-    for v in [exe.0, exe.1, exe.2] {
-        k.extend_from_slice(&v.to_le_bytes());
-    }
+    put_build(&mut k);
     for v in [
         meta.dev(),
         meta.ino(),
@@ -104,6 +98,18 @@ fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
     // A package read with its modules is a different kernel (and never cached).
     k.push(opts.package_modules as u8);
     k
+}
+
+/// The build reading the entry, appended to a key: a rebuilt klpsym (same version, other
+/// decoders) makes other keys, so it never trusts what an older build wrote.
+pub(crate) fn put_build(k: &mut Vec<u8>) {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
+        .unwrap_or_default();
+    for v in [exe.0, exe.1, exe.2] {
+        k.extend_from_slice(&v.to_le_bytes());
+    }
 }
 
 impl Cache {
@@ -129,7 +135,7 @@ impl Cache {
     /// True when the folder is ours alone: owned by this process's user and writable by no
     /// one else. Entries carry no signature; a folder others can write (a shared /tmp
     /// directory) could hold forged ones, so such a folder is not used at all.
-    fn private(&self) -> bool {
+    pub(crate) fn private(&self) -> bool {
         let Ok(me) = std::fs::metadata("/proc/self") else {
             return false;
         };
@@ -137,7 +143,7 @@ impl Cache {
             .is_ok_and(|m| m.is_dir() && m.uid() == me.uid() && m.mode() & 0o022 == 0)
     }
 
-    fn entry_path(&self, key: &[u8]) -> PathBuf {
+    pub(crate) fn entry_path(&self, key: &[u8]) -> PathBuf {
         self.dir.join(format!("{:032x}{SUFFIX}", xxh3_128(key)))
     }
 
@@ -264,6 +270,11 @@ impl Cache {
             }
             Err(_) => return Ok(None),
         };
+        if let Some(names) = parsed.names {
+            let at = names.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
+            // One that does not fit this table is not used: the index is built when needed.
+            table.attach_name_index(backing, at..at + names.len());
+        }
         Ok(Some((entry_meta, table, t1.elapsed())))
     }
 
@@ -321,6 +332,15 @@ impl Cache {
         let meta = serde_json::to_vec(&meta).map_err(|e| e.to_string())?;
         let mut table = Vec::new();
         k.table.encode(&mut table, rs).map_err(|e| e.to_string())?;
+        // The name index too (built now if the verb had not): a warm run reads it in place
+        // instead of building it. Left out when it would make the entry outgrow its input.
+        let mut names = Vec::new();
+        k.table
+            .encode_name_index(&mut names, rs)
+            .map_err(|e| e.to_string())?;
+        if (meta.len() + table.len() + names.len() + 256) as u64 > input_meta.size() {
+            names = Vec::new();
+        }
         let mut out = Vec::with_capacity(table.len() + meta.len() + 128);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT.to_le_bytes());
@@ -348,12 +368,29 @@ impl Cache {
         out.resize(out.len() + pad, 0);
         out.extend_from_slice(&(table.len() as u64).to_le_bytes());
         klpsym_core::bulk::extend_from_slice(&mut out, &table, rs).map_err(|e| e.to_string())?;
+        // The name index starts 8-aligned too, after its own pad count and length.
+        let pad = (8 - (out.len() + 1 + 8) % 8) % 8;
+        out.push(pad as u8);
+        out.resize(out.len() + pad, 0);
+        out.extend_from_slice(&(names.len() as u64).to_le_bytes());
+        klpsym_core::bulk::extend_from_slice(&mut out, &names, rs).map_err(|e| e.to_string())?;
         let trailer = hash_in_steps(&out, rs).map_err(|e| e.to_string())?;
         out.extend_from_slice(&trailer.to_le_bytes());
         if out.len() as u64 > input_meta.size() {
             // An entry larger than its input saves nothing (a tiny System.map, say).
             return Ok(());
         }
+        self.write_entry(&key, &out, rs)
+    }
+
+    /// Writes the entry of `key` (made whole, then renamed into place), creating the folder
+    /// when it is missing; refuses a folder that is not private.
+    pub(crate) fn write_entry(
+        &self,
+        key: &[u8],
+        out: &[u8],
+        rs: &mut Resched,
+    ) -> Result<(), String> {
         if !self.dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -367,7 +404,7 @@ impl Cache {
                 self.dir.display()
             ));
         }
-        let entry = self.entry_path(&key);
+        let entry = self.entry_path(key);
         crate::output::write_atomically(&entry, |w| {
             for chunk in out.chunks(64 << 10) {
                 rs.tick_step().map_err(std::io::Error::other)?;
@@ -394,15 +431,24 @@ impl Cache {
             }
             let m = e.metadata()?;
             let bytes = std::fs::read(&p).unwrap_or_default();
-            let meta = parse_entry_any(&bytes, rs)
-                .map_err(std::io::Error::other)?
-                .and_then(|m| serde_json::from_slice::<Meta>(m).ok());
+            // (source, its size): a folder has none.
+            let (kind, described) = if bytes.starts_with(crate::tree_cache::MAGIC) {
+                let root =
+                    crate::tree_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
+                ("module tree", root.map(|r| (r.display().to_string(), None)))
+            } else {
+                let meta = parse_entry_any(&bytes, rs)
+                    .map_err(std::io::Error::other)?
+                    .and_then(|m| serde_json::from_slice::<Meta>(m).ok());
+                ("kernel", meta.map(|m| (m.source, Some(m.source_bytes))))
+            };
             out.push(EntryInfo {
                 file: p,
                 bytes: m.len(),
-                current: meta.is_some(),
-                source: meta.as_ref().map(|m| m.source.clone()),
-                source_bytes: meta.as_ref().map(|m| m.source_bytes),
+                current: described.is_some(),
+                kind,
+                source_bytes: described.as_ref().and_then(|d| d.1),
+                source: described.map(|d| d.0),
                 age_secs: m
                     .modified()
                     .ok()
@@ -421,9 +467,11 @@ struct Parsed<'a> {
     meta: &'a [u8],
     exports: Option<&'a [u8]>,
     table: &'a [u8],
+    /// The table's name index, when the entry holds one.
+    names: Option<&'a [u8]>,
 }
 
-fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     if b.len() < n {
         return None;
     }
@@ -432,11 +480,11 @@ fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     Some(h)
 }
 
-fn u32_at(b: &mut &[u8]) -> Option<u32> {
+pub(crate) fn u32_at(b: &mut &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(split(b, 4)?.try_into().ok()?))
 }
 
-fn u64_at(b: &mut &[u8]) -> Option<u64> {
+pub(crate) fn u64_at(b: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(split(b, 8)?.try_into().ok()?))
 }
 
@@ -483,6 +531,10 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     split(&mut b, pad)?;
     let tlen = usize::try_from(u64_at(&mut b)?).ok()?;
     let table = split(&mut b, tlen)?;
+    let pad = split(&mut b, 1)?[0] as usize;
+    split(&mut b, pad)?;
+    let nlen = usize::try_from(u64_at(&mut b)?).ok()?;
+    let names = Some(split(&mut b, nlen)?).filter(|n| !n.is_empty());
     b.is_empty().then_some((
         key,
         Parsed {
@@ -491,6 +543,7 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
             meta,
             exports,
             table,
+            names,
         },
     ))
 }

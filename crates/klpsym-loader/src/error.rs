@@ -74,6 +74,12 @@ impl From<klpsym_core::BuildError> for LoadError {
     }
 }
 
+impl From<klpsym_core::resched::Cancelled> for LoadError {
+    fn from(c: klpsym_core::resched::Cancelled) -> Self {
+        klpsym_core::BuildError::from(c).into()
+    }
+}
+
 /// Names the flag that raises the decompression limit when that limit was hit.
 fn limit_hint(e: &klpsym_image::ImageError) -> &'static str {
     match e {

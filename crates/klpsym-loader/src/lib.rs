@@ -12,6 +12,7 @@ mod output;
 mod package;
 mod sparse;
 mod stream;
+mod tree_cache;
 
 pub use cache::{content_hash, input_identity, Cache, EntryInfo};
 pub use detect::{detect, Detected};

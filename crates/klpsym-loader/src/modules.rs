@@ -20,9 +20,11 @@ use crate::kernel::{elf_error, image_error, read_bounded, LoadOptions};
 pub struct ModuleTree {
     /// The directory scanned (for a package: the package).
     pub root: PathBuf,
-    by_name: BTreeMap<String, ModuleFile>,
+    pub(crate) by_name: BTreeMap<String, ModuleFile>,
     /// Names found more than once (the first path, in sorted order, wins).
     pub duplicates: Vec<String>,
+    /// The cache entry the listing was read from, when it was (see `klpsym cache`).
+    pub listing: Option<PathBuf>,
 }
 
 const MODULE_SUFFIXES: &[&str] = &[".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
@@ -62,56 +64,125 @@ impl ModuleFile {
         }
     }
 }
+/// A directory of a walked tree as the file system described it just before it was read:
+/// adding, removing or renaming an entry in it changes its mtime and ctime (and replacing it
+/// changes its inode), so a tree whose every directory still has its stamp lists the same
+/// files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirStamp {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) mtime: (i64, i64),
+    pub(crate) ctime: (i64, i64),
+}
+
+impl DirStamp {
+    /// The stamp of a directory's `stat`, or `None` when it is not a directory.
+    #[allow(clippy::unnecessary_cast)] // the field types differ between architectures
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Option<DirStamp> {
+        rustix::fs::FileType::from_raw_mode(st.st_mode as _)
+            .is_dir()
+            .then_some(DirStamp {
+                dev: st.st_dev as u64,
+                ino: st.st_ino as u64,
+                mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+                ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+            })
+    }
+}
+
+/// `stat` of a directory as a stamp (`follow`: through a symbolic link).
+fn stamp_of(path: &Path, follow: bool) -> std::io::Result<DirStamp> {
+    let st = if follow {
+        rustix::fs::stat(path)
+    } else {
+        rustix::fs::lstat(path)
+    }?;
+    DirStamp::of(&st).ok_or_else(|| std::io::Error::other("not a directory"))
+}
+
+/// The module files under `dir`, sorted as paths sort; with `stamps`, also every directory
+/// read (its path relative to `dir`, "" for `dir` itself) with its stamp, taken before it
+/// was read.
+pub(crate) fn walk(
+    dir: &Path,
+    resched: &mut Resched,
+    mut stamps: Option<&mut Vec<(PathBuf, DirStamp)>>,
+) -> Result<Vec<PathBuf>, LoadError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LoadError::Io { path, source }
+    };
+    if let Some(s) = stamps.as_deref_mut() {
+        // The root as read_dir will read it: through a symbolic link.
+        s.push((PathBuf::new(), stamp_of(dir, true).map_err(io(dir))?));
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(io(&d))? {
+            resched.tick()?;
+            let e = e.map_err(io(&d))?;
+            let ft = e.file_type().map_err(io(&e.path()))?;
+            let p = e.path();
+            if ft.is_dir() {
+                if let Some(s) = stamps.as_deref_mut() {
+                    // Not followed: a directory entry, as file_type saw it.
+                    let stamp = stamp_of(&p, false).map_err(io(&p))?;
+                    s.push((p.strip_prefix(dir).unwrap_or(&p).to_path_buf(), stamp));
+                }
+                stack.push(p);
+            } else if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                if MODULE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    // Sorted as paths sort (component by component), by a key compared as plain bytes:
+    // '/' made the lowest byte orders a component before any longer one it prefixes
+    // (Path's own comparison, component-wise, took a fifth of a warm `check` here).
+    let mut keyed: Vec<(Vec<u8>, PathBuf)> = files
+        .into_iter()
+        .map(|p| {
+            let key = p
+                .as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .map(|&b| if b == b'/' { 0 } else { b })
+                .collect();
+            (key, p)
+        })
+        .collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(keyed.into_iter().map(|(_, p)| p).collect())
+}
+
 impl ModuleTree {
     /// Walks `dir` (e.g. /lib/modules/VERSION) for `.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`.
     pub fn scan(dir: &Path) -> Result<ModuleTree, LoadError> {
+        ModuleTree::scan_with(dir, &mut Resched::none())
+    }
+
+    /// [`ModuleTree::scan`] with reschedule points.
+    pub fn scan_with(dir: &Path, resched: &mut Resched) -> Result<ModuleTree, LoadError> {
+        let files = walk(dir, resched, None)?;
+        ModuleTree::from_sorted_paths(dir, files, resched)
+    }
+
+    /// The tree of `dir` whose module files are `files`, sorted as [`walk`] sorts them (the
+    /// first path of a name wins).
+    pub(crate) fn from_sorted_paths(
+        dir: &Path,
+        files: Vec<PathBuf>,
+        resched: &mut Resched,
+    ) -> Result<ModuleTree, LoadError> {
         let mut tree = ModuleTree {
             root: dir.to_path_buf(),
             ..ModuleTree::default()
         };
-        let mut stack = vec![dir.to_path_buf()];
-        let mut files = Vec::new();
-        while let Some(d) = stack.pop() {
-            let entries = std::fs::read_dir(&d).map_err(|source| LoadError::Io {
-                path: d.clone(),
-                source,
-            })?;
-            for e in entries {
-                let e = e.map_err(|source| LoadError::Io {
-                    path: d.clone(),
-                    source,
-                })?;
-                let ft = e.file_type().map_err(|source| LoadError::Io {
-                    path: e.path(),
-                    source,
-                })?;
-                let p = e.path();
-                if ft.is_dir() {
-                    stack.push(p);
-                } else if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
-                    if MODULE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
-                        files.push(p);
-                    }
-                }
-            }
-        }
-        // Sorted as paths sort (component by component), by a key compared as plain bytes:
-        // '/' made the lowest byte orders a component before any longer one it prefixes
-        // (Path's own comparison, component-wise, took a fifth of a warm `check` here).
-        let mut keyed: Vec<(Vec<u8>, PathBuf)> = files
-            .into_iter()
-            .map(|p| {
-                let key = p
-                    .as_os_str()
-                    .as_encoded_bytes()
-                    .iter()
-                    .map(|&b| if b == b'/' { 0 } else { b })
-                    .collect();
-                (key, p)
-            })
-            .collect();
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (_, p) in keyed {
+        for p in files {
+            resched.tick()?;
             let name = normalize_module_name(&p.to_string_lossy());
             match tree.by_name.entry(name) {
                 std::collections::btree_map::Entry::Occupied(e) => {

@@ -335,8 +335,17 @@ impl ModuleTree {
         opts: &LoadOptions,
         rs: &mut Resched,
     ) -> Result<ModuleTree, LoadError> {
-        if path.is_dir() || !is_package(path) {
-            return ModuleTree::scan(path);
+        if path.is_dir() {
+            // /proc and /sys are never cached: they change under any stamp.
+            let cacheable = !(path.starts_with("/proc") || path.starts_with("/sys"));
+            return match &opts.cache {
+                Some(c) if cacheable => crate::tree_cache::open(c, path, rs),
+                _ => ModuleTree::scan_with(path, rs),
+            };
+        }
+        if !is_package(path) {
+            // Reports why it is not a folder.
+            return ModuleTree::scan_with(path, rs);
         }
         let bytes = read_bounded(path, opts.max_input_size, rs)?;
         let want = Want {

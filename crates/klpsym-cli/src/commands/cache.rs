@@ -32,11 +32,13 @@ struct CacheJson {
     removed: Vec<String>,
 }
 
-/// True when the entry's input still exists with the size it had (the entry itself checks
-/// identity and content on use; this is only what pruning can tell cheaply).
+/// True when the entry's input still exists with the size it had, or for a module tree's
+/// listing, when the folder still exists (the entry itself checks identity and content on
+/// use; this is only what pruning can tell cheaply).
 fn input_present(e: &EntryInfo) -> bool {
     match (&e.source, e.source_bytes) {
         (Some(s), Some(n)) => std::fs::metadata(s).is_ok_and(|m| m.len() == n),
+        (Some(s), None) if e.kind == "module tree" => std::path::Path::new(s).is_dir(),
         _ => false,
     }
 }
@@ -87,11 +89,16 @@ pub fn run(args: &CacheArgs) -> Result<Outcome, CliError> {
     );
     for e in &kept {
         println!(
-            "  {:>8.1} MB  {}{}",
+            "  {:>8.1} MB  {}{}{}",
             e.bytes as f64 / 1e6,
             e.source
                 .as_deref()
                 .unwrap_or("(another klpsym version's entry)"),
+            if e.current && e.kind != "kernel" {
+                format!(" ({})", e.kind)
+            } else {
+                String::new()
+            },
             if input_present(e) {
                 ""
             } else {
