@@ -20,13 +20,14 @@ pub(crate) fn stem_of(name: &[u8]) -> Option<&[u8]> {
 
 /// True when `candidate` is a variant of `name` as the index finds it: indexed under the stem
 /// of `name`, and `name` followed by a dot and more.
+#[inline]
 pub(crate) fn is_variant(candidate: &[u8], name: &str) -> bool {
     let q = name.as_bytes();
-    let stem_q = &q[..q.iter().position(|&b| b == b'.').unwrap_or(q.len())];
-    stem_of(candidate) == Some(stem_q)
-        && candidate.len() > q.len()
-        && candidate.starts_with(q)
+    // The cheap tests first: a walk asks this of every symbol, and almost all fail here.
+    candidate.len() > q.len()
         && candidate[q.len()] == b'.'
+        && candidate.starts_with(q)
+        && stem_of(candidate) == Some(&q[..q.iter().position(|&b| b == b'.').unwrap_or(q.len())])
 }
 
 #[derive(Debug, Default)]

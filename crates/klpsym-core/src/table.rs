@@ -498,6 +498,18 @@ impl SymbolTable {
         &self.objects[id.0 as usize]
     }
 
+    /// Where `object`'s symbols lie when they are one run in kernel order (as a kernel's
+    /// table lists each object): found in one pass over the records, made once, that reads
+    /// no name. `None` when they are not one run.
+    pub fn object_range(&self, object: ObjectId) -> Option<std::ops::Range<u32>> {
+        let span = *self.spans().get(object.0 as usize)?;
+        let count = self.objects.get(object.0 as usize)?.symbol_count;
+        if count == 0 {
+            return Some(0..0);
+        }
+        (span.end.checked_sub(span.start) == Some(count)).then_some(span.start..span.end)
+    }
+
     /// The symbol at `id`.
     #[inline]
     pub fn symbol(&self, id: SymbolId) -> Symbol<'_> {

@@ -172,7 +172,10 @@ pub struct ResolutionCost {
 
 /// The target's tables arranged the way the kernel walks them.
 struct Walks<'t> {
-    /// vmlinux names in kallsyms (address) order.
+    /// Number of vmlinux symbols.
+    vmlinux_len: usize,
+    /// vmlinux names in kallsyms (address) order; left empty when nothing reads them (no
+    /// name-sorted search, positions found by the name index).
     vmlinux: Vec<&'t str>,
     /// name -> indexes in `vmlinux`, for the names looked up.
     positions: HashMap<&'t str, Vec<u32>>,
@@ -193,35 +196,64 @@ impl<'t> Walks<'t> {
     ) -> Result<Self, Cancelled> {
         let mut vmlinux = Vec::new();
         let mut modules: Vec<(String, Vec<&'t str>)> = Vec::new();
-        let mut module_of: HashMap<ObjectId, usize> = HashMap::new();
+        let vm_count = t
+            .objects()
+            .first()
+            .filter(|o| o.kind == ObjectKind::Vmlinux)
+            .map_or(0, |o| o.symbol_count as usize);
         // vmlinux's symbols come first in a kernel's table; then a symbol's position among
-        // them is its id.
-        let mut prefix = true;
-        for s in t.iter() {
-            r.tick()?;
-            if s.object == ObjectId::VMLINUX {
-                prefix &= s.id.0 as usize == vmlinux.len();
-                vmlinux.push(s.name);
-                continue;
+        // them is its id, and a few index lookups find the wanted names' positions.
+        let prefix = t.object_range(ObjectId::VMLINUX) == Some(0..vm_count as u32);
+        let by_index = prefix && (t.name_indexed() || wanted.len() <= 8);
+        // Each module's symbols as one run, in kernel order (as a kernel's table has them).
+        let module_runs: Option<Vec<(std::ops::Range<u32>, &str)>> = (by_index && !name_sorted)
+            .then(|| {
+                let mut runs = Vec::new();
+                for (i, info) in t.objects().iter().enumerate() {
+                    if info.kind == ObjectKind::Module && info.symbol_count > 0 {
+                        runs.push((t.object_range(ObjectId(i as u32))?, info.name.as_str()));
+                    }
+                }
+                runs.sort_by_key(|(r, _)| r.start);
+                Some(runs)
+            })
+            .flatten();
+        if let Some(runs) = module_runs {
+            // No vmlinux name is read: only the modules', object by object.
+            for (range, name) in runs {
+                let mut names = Vec::with_capacity(range.len());
+                for id in range {
+                    r.tick()?;
+                    names.push(t.symbol(klpsym_core::SymbolId(id)).name);
+                }
+                modules.push((name.to_string(), names));
             }
-            let info = t.object_info(s.object);
-            if info.kind != ObjectKind::Module {
-                continue;
+        } else {
+            let mut module_of: HashMap<ObjectId, usize> = HashMap::new();
+            for s in t.iter() {
+                r.tick()?;
+                if s.object == ObjectId::VMLINUX {
+                    vmlinux.push(s.name);
+                    continue;
+                }
+                let info = t.object_info(s.object);
+                if info.kind != ObjectKind::Module {
+                    continue;
+                }
+                let i = *module_of.entry(s.object).or_insert_with(|| {
+                    modules.push((info.name.clone(), Vec::new()));
+                    modules.len() - 1
+                });
+                modules[i].1.push(s.name);
             }
-            let i = *module_of.entry(s.object).or_insert_with(|| {
-                modules.push((info.name.clone(), Vec::new()));
-                modules.len() - 1
-            });
-            modules[i].1.push(s.name);
         }
         let mut positions: HashMap<&str, Vec<u32>> = HashMap::with_capacity(wanted.len());
-        if prefix && (t.name_indexed() || wanted.len() <= 8) {
-            // A few index lookups instead of hashing every name.
+        if by_index {
             for &n in wanted {
                 r.tick()?;
                 let ids: Vec<u32> = t.by_name_in(n, ObjectId::VMLINUX).map(|s| s.id.0).collect();
                 if let Some(&first) = ids.first() {
-                    positions.insert(vmlinux[first as usize], ids);
+                    positions.insert(t.symbol(klpsym_core::SymbolId(first)).name, ids);
                 }
             }
         } else {
@@ -247,6 +279,11 @@ impl<'t> Walks<'t> {
             )?;
         }
         Ok(Walks {
+            vmlinux_len: if vmlinux.is_empty() {
+                vm_count
+            } else {
+                vmlinux.len()
+            },
             vmlinux,
             positions,
             sorted,
@@ -362,7 +399,7 @@ fn walk(
         } else {
             let walked = match stop_index(matches, l.sympos) {
                 Some(i) => u64::from(i) + 1,
-                None => w.vmlinux.len() as u64,
+                None => w.vmlinux_len as u64,
             };
             let stopped = stop_index(matches, l.sympos).is_some();
             if v >= (5, 17) && m.preemption.cond_resched_yields() && walked > 0 {
@@ -707,11 +744,70 @@ mod tests {
         let mut sorted: Vec<u32> = (0..vmlinux.len() as u32).collect();
         sorted.sort_by(|&a, &b| vmlinux[a as usize].cmp(vmlinux[b as usize]));
         Walks {
+            vmlinux_len: vmlinux.len(),
             vmlinux,
             positions,
             sorted,
             modules: vec![("ext4".into(), vec!["a", "x", "b", "x"])],
         }
+    }
+
+    #[test]
+    fn walks_read_through_the_name_index_equal_the_full_listing() {
+        use klpsym_core::{ObjectId, SymbolTableBuilder};
+        let mut b = SymbolTableBuilder::new();
+        let mut addr = 0x1000;
+        let mut push = |b: &mut SymbolTableBuilder, o: ObjectId, n: &str| {
+            addr += 16;
+            b.push(o, addr, b't', n).unwrap();
+        };
+        for i in 0..40 {
+            push(&mut b, ObjectId::VMLINUX, &format!("f{}", i % 13));
+        }
+        // Modules newest first, as /proc/kallsyms lists them; one declared with no symbols.
+        let empty = b.object("empty", ObjectKind::Module);
+        let _ = empty;
+        for m in ["xfs", "ext4"] {
+            let o = b.object(m, ObjectKind::Module);
+            for i in 0..5 {
+                push(&mut b, o, &format!("{m}_{}", i % 3));
+            }
+        }
+        let t = b.build();
+        let wanted: std::collections::HashSet<&str> = (0..15)
+            .map(|i| {
+                [
+                    "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11",
+                    "f12", "nope", "xfs_1",
+                ][i]
+            })
+            .collect();
+        type View = (usize, Vec<(String, Vec<u32>)>, Vec<(String, Vec<String>)>);
+        fn view(w: &Walks<'_>) -> View {
+            let mut p: Vec<(String, Vec<u32>)> = w
+                .positions
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            p.sort();
+            let m = w
+                .modules
+                .iter()
+                .map(|(n, s)| (n.clone(), s.iter().map(|x| x.to_string()).collect()))
+                .collect();
+            (w.vmlinux_len, p, m)
+        }
+        let mut r = Resched::none();
+        // More than 8 names and no index: every name is listed.
+        let full = Walks::new(&t, false, &wanted, &mut r).unwrap();
+        assert_eq!(full.vmlinux.len(), 40);
+        t.build_name_index(&mut r).unwrap();
+        let fast = Walks::new(&t, false, &wanted, &mut r).unwrap();
+        assert!(fast.vmlinux.is_empty(), "no vmlinux name listed");
+        assert_eq!(view(&fast), view(&full));
+        assert_eq!(view(&fast).2.len(), 2, "the empty module is not walked");
+        assert_eq!(view(&fast).2[0].0, "xfs");
+        assert_eq!(view(&fast).1[0], ("f0".to_string(), vec![0, 13, 26, 39]));
     }
 
     fn meter(p: Preemption) -> Meter {
