@@ -10,7 +10,10 @@
 #   lookup init_once --sympos 1 --kernel VMLINUX            (stripped vmlinux: tables found
 #                                                            without decompression)
 #   lookup init_once --sympos 1 --kernel IMAGE.deb          (the Debian image package)
-#   check CASE.ko --kernel VMLINUZ --modules DIR            (a lab livepatch case)
+#   check CASE.ko --kernel VMLINUZ --modules DIR            (the lab's livepatch case
+#                                                            module-missing-after, on every
+#                                                            lab kernel that has it, then
+#                                                            all of them summed)
 # Every warm answer is compared with the cold one (the same bytes on standard output).
 set -euo pipefail
 
@@ -29,10 +32,8 @@ while IFS='=' read -r key value; do
 	IMAGE_DEB) IMAGE_DEB="$value" ;;
 	esac
 done < <(bash "$ROOT/lab/fetch-kernel.sh")
+# KLPSYM_BENCH_CASE=CASE.ko: that case on the primary kernel only.
 CASE="${KLPSYM_BENCH_CASE:-}"
-if [ -z "$CASE" ]; then
-	CASE="$(ls "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"/*/livepatch/module-missing-after/*.ko 2>/dev/null | head -n1 || true)"
-fi
 
 (cd "$ROOT" && cargo build --release -q -p klpsym)
 BIN="$ROOT/target/release/klpsym"
@@ -75,5 +76,25 @@ echo "| --- | ---: | ---: | ---: |"
 run_pair "lookup, vmlinuz (XZ)" lookup init_once --sympos 1 --kernel "$VMLINUZ"
 run_pair "lookup, stripped vmlinux" lookup init_once --sympos 1 --kernel "$VMLINUX"
 [ -n "$IMAGE_DEB" ] && run_pair "lookup, image .deb" lookup init_once --sympos 1 --kernel "$IMAGE_DEB"
-[ -n "$CASE" ] && run_pair "check $(basename "$CASE"), vmlinuz + modules" check "$CASE" --kernel "$VMLINUZ" --modules "$MODULES_DIR"
+# The livepatch case on every lab kernel that built it (each with its own image, module tree
+# and case module), then the sums: a release engineer's matrix run, kernel by kernel.
+: >"$WORK/sums"
+lab_check() { # ENV_FILE
+	local v m c r
+	v=$(sed -n 's/^VMLINUZ=//p' "$1")
+	m=$(sed -n 's/^MODULES_DIR=//p' "$1")
+	r=$(sed -n 's/^RELEASE=//p' "$1")
+	c=$(ls "$(sed -n 's/^LIVEPATCH_DIR=//p' "$1")"/module-missing-after/*.ko 2>/dev/null | head -n1 || true)
+	[ -n "$c" ] && [ -f "$v" ] && [ -d "$m" ] || return 0
+	run_pair "check $(basename "$c"), $r" check "$c" --kernel "$v" --modules "$m"
+	echo "$(median <"$WORK/cold.t") $(median <"$WORK/warm.t")" >>"$WORK/sums"
+}
+if [ -n "${KLPSYM_BENCH_CASE:-}" ]; then
+	run_pair "check $(basename "$CASE"), vmlinuz + modules" check "$CASE" --kernel "$VMLINUZ" --modules "$MODULES_DIR"
+else
+	for env_file in "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"/*/lab.env; do
+		lab_check "$env_file"
+	done
+	awk '{c += $1; w += $2; n++} END { if (n > 1) printf "| check, the %d kernels summed | %.1f ms | %.1f ms | %.1fx |\n", n, c / 1000, w / 1000, c / w }' "$WORK/sums"
+fi
 du -sh "$CACHE" | awk '{print "cache: " $1}' >&2

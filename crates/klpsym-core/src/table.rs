@@ -551,6 +551,12 @@ impl SymbolTable {
     }
 
     #[inline]
+    /// The name of `id` as bytes, read without a UTF-8 check (a walk over every name that
+    /// only compares them).
+    pub fn raw_name(&self, id: SymbolId) -> &[u8] {
+        self.name_bytes(id.0)
+    }
+
     pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
         let r = &self.syms[i as usize];
         &self.names.bytes()[r.name_off as usize..(r.name_off + r.name_len) as usize]

@@ -33,7 +33,6 @@
 
 use std::collections::HashMap;
 
-use klpsym_core::bulk;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{normalize_module_name, ObjectId, ObjectKind, SymbolTable};
 use serde::Serialize;
@@ -174,13 +173,13 @@ pub struct ResolutionCost {
 struct Walks<'t> {
     /// Number of vmlinux symbols.
     vmlinux_len: usize,
-    /// vmlinux names in kallsyms (address) order; left empty when nothing reads them (no
-    /// name-sorted search, positions found by the name index).
-    vmlinux: Vec<&'t str>,
     /// name -> indexes in `vmlinux`, for the names looked up.
     positions: HashMap<&'t str, Vec<u32>>,
-    /// indexes of `vmlinux` sorted by (name, address): `kallsyms_seqs_of_names`.
-    sorted: Vec<u32>,
+    /// Where each looked-up name falls in `kallsyms_seqs_of_names` (vmlinux sorted by name):
+    /// how many names sort below it and how many equal it. That is all a binary search over
+    /// the sorted table depends on, so the table is never sorted here (a name-sorted kernel
+    /// has 100,000-200,000 names; sorting them cost a warm check 200 ms).
+    ranks: HashMap<String, (u32, u32)>,
     /// Loaded modules, newest first: (name, symbol names in symtab order).
     modules: Vec<(String, Vec<&'t str>)>,
 }
@@ -206,7 +205,7 @@ impl<'t> Walks<'t> {
         let prefix = t.object_range(ObjectId::VMLINUX) == Some(0..vm_count as u32);
         let by_index = prefix && (t.name_indexed() || wanted.len() <= 8);
         // Each module's symbols as one run, in kernel order (as a kernel's table has them).
-        let module_runs: Option<Vec<(std::ops::Range<u32>, &str)>> = (by_index && !name_sorted)
+        let module_runs: Option<Vec<(std::ops::Range<u32>, &str)>> = by_index
             .then(|| {
                 let mut runs = Vec::new();
                 for (i, info) in t.objects().iter().enumerate() {
@@ -264,19 +263,19 @@ impl<'t> Walks<'t> {
                 }
             }
         }
-        let mut sorted = Vec::new();
+        let mut ranks = HashMap::new();
         if name_sorted {
-            sorted = bulk::filled_vec(vmlinux.len(), 0u32, r)?;
-            for (i, x) in sorted.iter_mut().enumerate() {
-                *x = i as u32;
-                r.tick()?;
+            let mut sorted_wanted: Vec<&str> = wanted.iter().copied().collect();
+            sorted_wanted.sort_unstable();
+            let names: Box<dyn Iterator<Item = &[u8]>> = if vmlinux.is_empty() {
+                Box::new((0..vm_count as u32).map(|i| t.raw_name(klpsym_core::SymbolId(i))))
+            } else {
+                Box::new(vmlinux.iter().map(|n| n.as_bytes()))
+            };
+            let counted = rank_names(names, &sorted_wanted, r)?;
+            for (n, rank) in sorted_wanted.iter().zip(counted) {
+                ranks.insert(n.to_string(), rank);
             }
-            // Stable: equal names keep address order, as scripts/kallsyms sorts them.
-            bulk::sort_by_with_points(
-                &mut sorted,
-                |&a, &b| vmlinux[a as usize].cmp(vmlinux[b as usize]),
-                r,
-            )?;
         }
         Ok(Walks {
             vmlinux_len: if vmlinux.is_empty() {
@@ -284,12 +283,41 @@ impl<'t> Walks<'t> {
             } else {
                 vmlinux.len()
             },
-            vmlinux,
             positions,
-            sorted,
+            ranks,
             modules,
         })
     }
+}
+
+/// For each of `wanted` (sorted, distinct), how many of `names` sort below it and how many
+/// equal it (byte order, as the kernel's `strcmp` orders `kallsyms_seqs_of_names`): one pass,
+/// a binary search among the wanted names per name.
+fn rank_names<'n>(
+    names: impl Iterator<Item = &'n [u8]>,
+    wanted: &[&str],
+    r: &mut Resched,
+) -> Result<Vec<(u32, u32)>, Cancelled> {
+    // below[i]: names sorting below wanted[i] and not below wanted[i - 1].
+    let mut below = vec![0u32; wanted.len() + 1];
+    let mut equal = vec![0u32; wanted.len()];
+    for y in names {
+        r.tick()?;
+        let at = wanted.partition_point(|w| w.as_bytes() <= y);
+        below[at] += 1;
+        if at > 0 && wanted[at - 1].as_bytes() == y {
+            equal[at - 1] += 1;
+        }
+    }
+    let mut sum = 0;
+    Ok(equal
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            sum += below[i];
+            (sum, e)
+        })
+        .collect())
 }
 
 /// Where the walk of one lookup stops: entries touched before and including the stop, or
@@ -363,31 +391,31 @@ fn walk(
             // kallsyms_lookup_names(): binary search, then the equal names both ways plus
             // the first different entry at each end that exists.
             // The kernel's bounds are inclusive: low = 0, high = n - 1.
-            let n = w.sorted.len();
+            // Where the name falls in the sorted table decides every compare: an entry
+            // before `less` sorts below it, the next `equal` entries equal it.
+            let n = w.vmlinux_len;
+            let (less, equal) = w
+                .ranks
+                .get(l.name)
+                .map_or((0, 0), |&(a, b)| (a as i64, b as i64));
             let (mut low, mut high, mut probes) = (0i64, n as i64 - 1, 0u64);
-            let mut hit = None;
+            let mut hit = false;
             while low <= high {
                 let mid = low + (high - low) / 2;
                 probes += 1;
-                match l.name.cmp(w.vmlinux[w.sorted[mid as usize] as usize]) {
-                    std::cmp::Ordering::Greater => low = mid + 1,
-                    std::cmp::Ordering::Less => high = mid - 1,
-                    std::cmp::Ordering::Equal => {
-                        hit = Some(mid as usize);
-                        break;
-                    }
+                if mid < less {
+                    low = mid + 1;
+                } else if mid >= less + equal {
+                    high = mid - 1;
+                } else {
+                    hit = true;
+                    break;
                 }
             }
             m.visit(probes);
-            if let Some(mid) = hit {
-                let mut lo = mid;
-                while lo > 0 && w.vmlinux[w.sorted[lo - 1] as usize] == l.name {
-                    lo -= 1;
-                }
-                let mut hi = mid;
-                while hi + 1 < n && w.vmlinux[w.sorted[hi + 1] as usize] == l.name {
-                    hi += 1;
-                }
+            if hit {
+                // The scan backwards and forwards stops at the ends of the equal run.
+                let (lo, hi) = (less as usize, (less + equal - 1) as usize);
                 let scanned = (hi - lo) as u64 + u64::from(lo > 0) + u64::from(hi + 1 < n);
                 m.visit(scanned);
                 // Callbacks on the matches up to the stop, a cond_resched() after each.
@@ -741,14 +769,86 @@ mod tests {
         for (i, n) in vmlinux.iter().enumerate() {
             positions.entry(n).or_default().push(i as u32);
         }
-        let mut sorted: Vec<u32> = (0..vmlinux.len() as u32).collect();
-        sorted.sort_by(|&a, &b| vmlinux[a as usize].cmp(vmlinux[b as usize]));
+        // Brute force: every name of the table and a few absent ones.
+        let mut ranks = HashMap::new();
+        for x in vmlinux.iter().copied().chain(["zz", "", "0", "dupa"]) {
+            let less = vmlinux.iter().filter(|y| **y < x).count() as u32;
+            let equal = vmlinux.iter().filter(|y| **y == x).count() as u32;
+            ranks.insert(x.to_string(), (less, equal));
+        }
         Walks {
             vmlinux_len: vmlinux.len(),
-            vmlinux,
             positions,
-            sorted,
+            ranks,
             modules: vec![("ext4".into(), vec!["a", "x", "b", "x"])],
+        }
+    }
+
+    /// The kernel's `kallsyms_lookup_names()` over a table really sorted: entries touched.
+    fn sorted_search(table: &[&str], name: &str) -> u64 {
+        let mut sorted = table.to_vec();
+        sorted.sort();
+        let n = sorted.len() as i64;
+        let (mut low, mut high, mut probes) = (0i64, n - 1, 0u64);
+        while low <= high {
+            let mid = low + (high - low) / 2;
+            probes += 1;
+            match name.cmp(sorted[mid as usize]) {
+                std::cmp::Ordering::Greater => low = mid + 1,
+                std::cmp::Ordering::Less => high = mid - 1,
+                std::cmp::Ordering::Equal => {
+                    let (mut lo, mut hi) = (mid, mid);
+                    while lo > 0 && sorted[lo as usize - 1] == name {
+                        lo -= 1;
+                    }
+                    while hi + 1 < n && sorted[hi as usize + 1] == name {
+                        hi += 1;
+                    }
+                    return probes + (hi - lo) as u64 + u64::from(lo > 0) + u64::from(hi + 1 < n);
+                }
+            }
+        }
+        probes
+    }
+
+    #[test]
+    fn ranks_give_the_sorted_tables_binary_search() {
+        // Tables of every size up to 40 over a small alphabet (many duplicates), each name
+        // and some absent ones looked up: the visits equal a search of the sorted table.
+        const POOL: &[&str] = &["a", "b", "bb", "c", "d", "e", "f", "g", "zz"];
+        let mut seed = 0x2545f4914f6cdd1du64;
+        for len in 0..40 {
+            let table: Vec<&'static str> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    POOL[(seed % 8) as usize]
+                })
+                .collect();
+            let wanted: std::collections::HashSet<&str> = POOL.iter().copied().collect();
+            let mut sorted_wanted: Vec<&str> = wanted.iter().copied().collect();
+            sorted_wanted.sort_unstable();
+            let ranks = rank_names(
+                table.iter().map(|n| n.as_bytes()),
+                &sorted_wanted,
+                &mut Resched::none(),
+            )
+            .unwrap();
+            let mut w = walks(&table);
+            w.ranks = sorted_wanted
+                .iter()
+                .zip(ranks)
+                .map(|(n, r)| (n.to_string(), r))
+                .collect();
+            for name in POOL {
+                let mut m = meter(Preemption::Voluntary);
+                assert_eq!(
+                    w.at((6, 12), None, &[], &look("vmlinux", name, 1), &mut m),
+                    sorted_search(&table, name),
+                    "{table:?} {name}"
+                );
+            }
         }
     }
 
@@ -800,10 +900,15 @@ mod tests {
         let mut r = Resched::none();
         // More than 8 names and no index: every name is listed.
         let full = Walks::new(&t, false, &wanted, &mut r).unwrap();
-        assert_eq!(full.vmlinux.len(), 40);
+        let full_sorted = Walks::new(&t, true, &wanted, &mut r).unwrap();
         t.build_name_index(&mut r).unwrap();
         let fast = Walks::new(&t, false, &wanted, &mut r).unwrap();
-        assert!(fast.vmlinux.is_empty(), "no vmlinux name listed");
+        let fast_sorted = Walks::new(&t, true, &wanted, &mut r).unwrap();
+        assert_eq!(view(&fast_sorted), view(&full_sorted));
+        assert_eq!(fast_sorted.ranks, full_sorted.ranks);
+        // f0 is at 0, 13, 26, 39 of 40; the names below it: none ("f0" < "f1" < "f10"...).
+        assert_eq!(fast_sorted.ranks["f0"], (0, 4));
+        assert_eq!(fast_sorted.ranks["nope"].1, 0);
         assert_eq!(view(&fast), view(&full));
         assert_eq!(view(&fast).2.len(), 2, "the empty module is not walked");
         assert_eq!(view(&fast).2[0].0, "xfs");

@@ -601,7 +601,7 @@ fn decode_export_records(
     n: usize,
     rs: &mut Resched,
 ) -> Result<Option<crate::facts::Exports>, Cancelled> {
-    let mut symbols = std::collections::HashMap::with_capacity(n);
+    let mut symbols = crate::facts::ExportMap::with_capacity_and_hasher(n, Default::default());
     for _ in 0..n {
         rs.tick()?;
         let Some((name, entry)) = export_record(&mut b) else {

@@ -524,7 +524,8 @@ fn image_table(
     let exports = match &syms.crcs {
         None => None,
         Some(c) => {
-            let mut symbols = std::collections::HashMap::with_capacity(c.len());
+            let mut symbols =
+                crate::facts::ExportMap::with_capacity_and_hasher(c.len(), Default::default());
             for (n, &crc) in c {
                 resched.tick().map_err(klpsym_core::BuildError::from)?;
                 symbols.insert(
@@ -639,7 +640,7 @@ fn vmlinux_crcs(
     let Ok(file) = object::File::parse(bytes) else {
         return Ok(None);
     };
-    let mut symbols = std::collections::HashMap::new();
+    let mut symbols = crate::facts::ExportMap::default();
     for sym in file.symbols() {
         resched.tick().map_err(klpsym_core::BuildError::from)?;
         let Ok(name) = sym.name() else { continue };

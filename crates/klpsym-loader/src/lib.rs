@@ -19,7 +19,8 @@ pub use detect::{detect, Detected};
 pub use error::LoadError;
 pub use facts::{
     find_config, find_symvers, is_live, live_release, live_sig_enforce, parse_symvers, read_btf,
-    read_section_addresses, read_symvers, release_of, ExportEntry, Exports, KernelConfig,
+    read_section_addresses, read_symvers, release_of, ExportEntry, ExportMap, Exports,
+    KernelConfig,
 };
 pub use kernel::{
     load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
