@@ -89,93 +89,62 @@ impl std::fmt::Debug for Names {
     }
 }
 
-/// The symbol records, in kernel order.
-pub(crate) enum Records {
+/// An array of fixed-width little-endian values: built by this process, or a range of a
+/// backing buffer read in place (aligned and a whole number of values, checked when the view
+/// was made; the bytes cannot move, so it stays so).
+pub(crate) enum Array<T> {
     /// Built by this process.
-    Owned(Vec<SymRec>),
-    /// A range of a backing buffer, 8-aligned and a whole number of records (checked when the
-    /// view was made; the bytes cannot move, so it stays so).
-    Mapped(Backing, Range<usize>),
-}
-
-impl Deref for Records {
-    type Target = [SymRec];
-    #[inline]
-    fn deref(&self) -> &[SymRec] {
-        match self {
-            Records::Owned(v) => v,
-            Records::Mapped(b, r) => bytemuck::cast_slice(&(**b).as_ref()[r.clone()]),
-        }
-    }
-}
-
-impl std::fmt::Debug for Records {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Records::Owned(v) => write!(f, "Records::Owned({} records)", v.len()),
-            Records::Mapped(_, r) => write!(f, "Records::Mapped({r:?})"),
-        }
-    }
-}
-
-/// `bytes[range]` as records in place, when little-endian, aligned and a whole number of them.
-pub(crate) fn records_view(backing: &Backing, range: Range<usize>) -> Option<Records> {
-    if cfg!(target_endian = "big") {
-        return None;
-    }
-    let bytes = (**backing).as_ref().get(range.clone())?;
-    bytemuck::try_cast_slice::<u8, SymRec>(bytes).ok()?;
-    Some(Records::Mapped(backing.clone(), range))
-}
-
-/// An array of `u32`s: built by this process, or a range of a backing buffer read in place
-/// (4-aligned, checked when the view was made).
-pub(crate) enum Words {
-    /// Built by this process.
-    Owned(Vec<u32>),
+    Owned(Vec<T>),
     /// A range of a backing buffer.
     Mapped(Backing, Range<usize>),
 }
 
-impl Words {
-    /// `bytes[range]` as words in place, when little-endian and aligned.
-    pub(crate) fn view(backing: &Backing, range: Range<usize>) -> Option<Words> {
+/// The symbol records, in kernel order.
+pub(crate) type Records = Array<SymRec>;
+
+/// `u32`s (the name index's slots and links).
+pub(crate) type Words = Array<u32>;
+
+impl<T: bytemuck::Pod> Array<T> {
+    /// `bytes[range]` as values in place, when little-endian, aligned and a whole number of
+    /// them.
+    pub(crate) fn view(backing: &Backing, range: Range<usize>) -> Option<Array<T>> {
         if cfg!(target_endian = "big") {
             return None;
         }
         let bytes = (**backing).as_ref().get(range.clone())?;
-        bytemuck::try_cast_slice::<u8, u32>(bytes).ok()?;
-        Some(Words::Mapped(backing.clone(), range))
+        bytemuck::try_cast_slice::<u8, T>(bytes).ok()?;
+        Some(Array::Mapped(backing.clone(), range))
     }
 
-    /// Frees owned words in steps (a view frees nothing).
+    /// Frees owned values in steps (a view frees nothing).
     pub(crate) fn free_with(
         self,
         resched: &mut crate::resched::Resched,
     ) -> Result<(), crate::resched::Cancelled> {
         match self {
-            Words::Owned(v) => crate::bulk::free_with_points(v, resched),
-            Words::Mapped(..) => Ok(()),
+            Array::Owned(v) => crate::bulk::free_with_points(v, resched),
+            Array::Mapped(..) => Ok(()),
         }
     }
 }
 
-impl Deref for Words {
-    type Target = [u32];
+impl<T: bytemuck::Pod> Deref for Array<T> {
+    type Target = [T];
     #[inline]
-    fn deref(&self) -> &[u32] {
+    fn deref(&self) -> &[T] {
         match self {
-            Words::Owned(v) => v,
-            Words::Mapped(b, r) => bytemuck::cast_slice(&(**b).as_ref()[r.clone()]),
+            Array::Owned(v) => v,
+            Array::Mapped(b, r) => bytemuck::cast_slice(&(**b).as_ref()[r.clone()]),
         }
     }
 }
 
-impl std::fmt::Debug for Words {
+impl<T> std::fmt::Debug for Array<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Words::Owned(v) => write!(f, "Words::Owned({} words)", v.len()),
-            Words::Mapped(_, r) => write!(f, "Words::Mapped({r:?})"),
+            Array::Owned(v) => write!(f, "Owned({} values)", v.len()),
+            Array::Mapped(_, r) => write!(f, "Mapped({r:?})"),
         }
     }
 }

@@ -436,9 +436,7 @@ impl SymbolTable {
         if let Names::Owned(n) = self.names {
             free_with_points(n.into_bytes(), resched)?;
         }
-        if let Records::Owned(r) = self.syms {
-            free_with_points(r, resched)?;
-        }
+        self.syms.free_with(resched)?;
         free_with_points(self.objects, resched)?;
         if let Some(s) = self.source_sizes {
             free_with_points(s, resched)?;

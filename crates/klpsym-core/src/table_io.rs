@@ -274,9 +274,8 @@ impl SymbolTable {
             "symbols",
         )?;
         let recs_at = r.at - recs.len();
-        let view = backing.and_then(|(b, base)| {
-            crate::storage::records_view(b, base + recs_at..base + recs_at + recs.len())
-        });
+        let view = backing
+            .and_then(|(b, base)| Records::view(b, base + recs_at..base + recs_at + recs.len()));
         let syms = match view {
             Some(v) => v,
             None => Records::Owned(owned_records(recs, resched)?),
