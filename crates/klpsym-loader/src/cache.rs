@@ -338,7 +338,9 @@ impl Cache {
         k.table
             .encode_name_index(&mut names, rs)
             .map_err(|e| e.to_string())?;
-        if (meta.len() + table.len() + names.len() + 256) as u64 > input_meta.size() {
+        let exports_len = exports.as_ref().map_or(0, Vec::len);
+        // 256 bytes: more than the header, pads and trailer take.
+        if (meta.len() + exports_len + table.len() + names.len() + 256) as u64 > input_meta.size() {
             names = Vec::new();
         }
         let mut out = Vec::with_capacity(table.len() + meta.len() + 128);
