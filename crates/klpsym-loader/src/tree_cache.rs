@@ -59,11 +59,13 @@ fn open_at(
     let mut stamps = Vec::new();
     let files = walk(dir, rs, Some(&mut stamps))?;
     let tree = ModuleTree::from_sorted_paths(dir, files, rs)?;
+    // Every ctime at least SETTLED before the walk (a ctime before 1970 is not trusted).
     let settled = stamps.iter().all(|(_, s)| {
-        let ctime = SystemTime::UNIX_EPOCH
-            .checked_add(Duration::new(s.ctime.0.max(0) as u64, s.ctime.1 as u32))
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        ctime + SETTLED <= started && s.ctime.0 >= 0
+        let ctime = Duration::new(s.ctime.0.try_into().unwrap_or(u64::MAX), s.ctime.1 as u32);
+        ctime
+            .checked_add(SETTLED)
+            .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
+            .is_some_and(|t| t <= started)
     });
     if settled {
         let bytes = encode(&tree, &key, &stamps, rs)?;
