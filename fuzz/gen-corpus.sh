@@ -66,4 +66,7 @@ if [ -f "$ver"vmlinux ] && command -v objcopy >/dev/null 2>&1; then
         head -c 65536 "$corpus/.tmp.btf" | put btf real-btf-64k && n=$((n + 1))
     rm -f "$corpus/.tmp.btf"
 fi
+# A real Module.symvers (the headers package the lab installs): its first 300 lines.
+sv=$(ls "$ver"root/usr/src/linux-headers-*/Module.symvers 2>/dev/null | head -n1 || true)
+[ -n "$sv" ] && { head -n 300 "$sv" | put symvers real-module-symvers-head; n=$((n + 1)); }
 echo "gen-corpus.sh: $n seeds from $ver"

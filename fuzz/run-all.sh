@@ -10,7 +10,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:?usage: run-all.sh SECONDS [TARGET...]}
 shift
-targets=${*:-"kallsyms_text table_decode image vmlinux_elf module_elf loader_detect btf livepatch_check livepatch_convert package"}
+targets=${*:-"kallsyms_text table_decode image vmlinux_elf module_elf loader_detect btf livepatch_check livepatch_convert package symvers"}
 logs=${FUZZ_LOG_DIR:-$here/logs}
 mkdir -p "$logs"
 cd "$here"

@@ -267,7 +267,7 @@ impl<'k> LoaderInputs<'k> {
         let e = self.exports.as_ref()?.symbols.get(name)?;
         Some(ExportInfo {
             crc: e.crc,
-            namespace: e.namespace.clone(),
+            namespace: e.namespace.map(str::to_string),
         })
     }
 

@@ -71,7 +71,7 @@ struct PackageMeta {
     packages: Vec<PathBuf>,
     release: Option<String>,
     config: Option<crate::facts::KernelConfig>,
-    symvers: Option<crate::facts::Exports>,
+    symvers: Option<crate::exports::Exports>,
 }
 
 /// The fast key: what the file system says about the input, and the options that change
@@ -569,24 +569,27 @@ fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
 
 /// Exports as records: source, count, then name, flags (1: CRC, 2: namespace), CRC, module
 /// and namespace per symbol.
-fn encode_exports(e: &crate::facts::Exports, rs: &mut Resched) -> Result<Vec<u8>, Cancelled> {
+fn encode_exports(e: &crate::exports::Exports, rs: &mut Resched) -> Result<Vec<u8>, Cancelled> {
     let mut out = Vec::with_capacity(e.symbols.len() * 40);
     put_str(&mut out, &e.source);
     out.extend_from_slice(&(e.symbols.len() as u32).to_le_bytes());
-    for (name, x) in &e.symbols {
+    for (name, x) in e.symbols.iter() {
         rs.tick()?;
         put_str(&mut out, name);
         out.push(u8::from(x.crc.is_some()) | (u8::from(x.namespace.is_some()) << 1));
         out.extend_from_slice(&x.crc.unwrap_or(0).to_le_bytes());
-        put_str(&mut out, &x.module);
-        if let Some(ns) = &x.namespace {
+        put_str(&mut out, x.module);
+        if let Some(ns) = x.namespace {
             put_str(&mut out, ns);
         }
     }
     Ok(out)
 }
 
-fn decode_exports(b: &[u8], rs: &mut Resched) -> Result<Option<crate::facts::Exports>, Cancelled> {
+fn decode_exports(
+    b: &[u8],
+    rs: &mut Resched,
+) -> Result<Option<crate::exports::Exports>, Cancelled> {
     let mut b = b;
     let Some(source) = take_str(&mut b).map(str::to_string) else {
         return Ok(None);
@@ -602,8 +605,8 @@ fn decode_export_records(
     source: String,
     n: usize,
     rs: &mut Resched,
-) -> Result<Option<crate::facts::Exports>, Cancelled> {
-    let mut symbols = crate::facts::ExportMap::with_capacity_and_hasher(n, Default::default());
+) -> Result<Option<crate::exports::Exports>, Cancelled> {
+    let mut symbols = crate::exports::ExportMap::with_capacity(n);
     for _ in 0..n {
         rs.tick()?;
         let Some((name, entry)) = export_record(&mut b) else {
@@ -612,23 +615,23 @@ fn decode_export_records(
         symbols.insert(name, entry);
     }
     Ok(b.is_empty()
-        .then_some(crate::facts::Exports { source, symbols }))
+        .then_some(crate::exports::Exports { source, symbols }))
 }
 
 /// One export record: name, flags (1: CRC, 2: namespace), CRC, module, namespace.
-fn export_record(b: &mut &[u8]) -> Option<(String, crate::facts::ExportEntry)> {
-    let name = take_str(b)?.to_string();
+fn export_record<'a>(b: &mut &'a [u8]) -> Option<(&'a str, crate::exports::Export<'a>)> {
+    let name = take_str(b)?;
     let flags = split(b, 1)?[0];
     let crc = u32_at(b)?;
-    let module = take_str(b)?.to_string();
+    let module = take_str(b)?;
     let namespace = if flags & 2 != 0 {
-        Some(take_str(b)?.to_string())
+        Some(take_str(b)?)
     } else {
         None
     };
     Some((
         name,
-        crate::facts::ExportEntry {
+        crate::exports::Export {
             crc: (flags & 1 != 0).then_some(crc),
             module,
             namespace,

@@ -4,7 +4,6 @@
 //! vmlinux's `__crc_*` symbols, an image's `__kcrctab`), and, for the running kernel, /proc and
 //! /sys.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -133,7 +132,7 @@ impl KernelConfig {
         path: &Path,
         resched: &mut Resched,
     ) -> Result<KernelConfig, LoadError> {
-        let raw = gunzipped(raw, path, 64 << 20, resched)?;
+        let raw = decompressed(raw, path, 64 << 20, resched)?;
         // A config is ASCII: the plain check is a fast pass over it, the lossy decode a slow
         // one (a tenth of the parse here) kept for the odd byte that is not UTF-8.
         let text = match std::str::from_utf8(&raw) {
@@ -258,33 +257,9 @@ pub fn find_config(k: &LoadedKernel) -> Option<PathBuf> {
     cands.into_iter().find(|p| p.is_file())
 }
 
-/// One exported symbol as Module.symvers lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ExportEntry {
-    /// The CRC, when the kernel uses CONFIG_MODVERSIONS (0 and absent otherwise).
-    pub crc: Option<u32>,
-    /// The exporting object (`vmlinux` or a module path).
-    pub module: String,
-    /// The symbol namespace, when it has one.
-    pub namespace: Option<String>,
-}
-
-/// Exported symbols by name, and where they came from.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Exports {
-    /// What was read (`Module.symvers`, `vmlinux __crc_*`, `image __kcrctab`).
-    pub source: String,
-    /// By name.
-    pub symbols: ExportMap,
-}
-
-/// Exports by name, hashed with FxHash (tens of thousands of names read per run: SipHash was
-/// a tenth of a warm `check` that parses a Module.symvers).
-pub type ExportMap = HashMap<String, ExportEntry, rustc_hash::FxBuildHasher>;
-
 /// `raw` itself, or its decompressed bytes (at most `limit`) when it starts with gzip's or
 /// XZ's magic (/proc/config.gz; RPM's symvers.gz or symvers.xz), read in steps.
-fn gunzipped<'a>(
+pub(crate) fn decompressed<'a>(
     raw: &'a [u8],
     path: &Path,
     limit: u64,
@@ -301,60 +276,6 @@ fn gunzipped<'a>(
     let mut v = Vec::new();
     d.read_to_end(&mut v).map_err(io)?;
     Ok(std::borrow::Cow::Owned(v))
-}
-
-/// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
-pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let raw = read_bounded(path, limit, resched)?;
-    parse_symvers(&raw, path, resched)
-}
-
-/// Parses a Module.symvers' bytes (gzip-compressed as some distributions ship it, or plain);
-/// `path` names it.
-pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let raw = gunzipped(raw, path, 256 << 20, resched)?;
-    let raw = &raw[..];
-    // One entry per line: sized once instead of growing (and rehashing) ~15 times.
-    let lines = memchr::memchr_iter(b'\n', raw).count();
-    let mut symbols = ExportMap::with_capacity_and_hasher(lines + 1, Default::default());
-    for (i, line) in raw.split(|&b| b == b'\n').enumerate() {
-        resched
-            .tick()
-            .map_err(klpsym_core::BuildError::from)
-            .map_err(LoadError::from)?;
-        if line.is_empty() {
-            continue;
-        }
-        let bad = |what: &str| LoadError::Unrecognized {
-            path: path.to_path_buf(),
-            what: format!(
-                "line {}: {what} (expected CRC<TAB>NAME<TAB>MODULE<TAB>TYPE)",
-                i + 1
-            ),
-        };
-        let line = std::str::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
-        let mut f = line.split('\t');
-        let (Some(crc), Some(name), Some(module), Some(_type)) =
-            (f.next(), f.next(), f.next(), f.next())
-        else {
-            return Err(bad("fewer than 4 fields"));
-        };
-        let crc = u32::from_str_radix(crc.trim_start_matches("0x"), 16)
-            .map_err(|_| bad("the CRC is not hex"))?;
-        let namespace = f.next().filter(|n| !n.is_empty()).map(|n| n.to_string());
-        symbols.insert(
-            name.to_string(),
-            ExportEntry {
-                crc: Some(crc),
-                module: module.to_string(),
-                namespace,
-            },
-        );
-    }
-    Ok(Exports {
-        source: path.display().to_string(),
-        symbols,
-    })
 }
 
 /// The Module.symvers of a module tree's kernel: `DIR/build/Module.symvers` (kbuild's and

@@ -96,7 +96,7 @@ pub struct SourceFacts {
     pub vermagic: Option<String>,
     /// Exported symbols' CRCs, when the source holds them (a vmlinux's `__crc_*` symbols, an
     /// image's `__kcrctab` named by kallsyms).
-    pub exports: Option<crate::facts::Exports>,
+    pub exports: Option<crate::exports::Exports>,
     /// The GNU build id (lower-case hex), when the source holds it (image, vmlinux).
     pub build_id: Option<String>,
 }
@@ -524,20 +524,19 @@ fn image_table(
     let exports = match &syms.crcs {
         None => None,
         Some(c) => {
-            let mut symbols =
-                crate::facts::ExportMap::with_capacity_and_hasher(c.len(), Default::default());
+            let mut symbols = crate::exports::ExportMap::with_capacity(c.len());
             for (n, &crc) in c {
                 resched.tick().map_err(klpsym_core::BuildError::from)?;
                 symbols.insert(
-                    n.clone(),
-                    crate::facts::ExportEntry {
+                    n,
+                    crate::exports::Export {
                         crc: Some(crc),
-                        module: "vmlinux".into(),
+                        module: "vmlinux",
                         namespace: None,
                     },
                 );
             }
-            Some(crate::facts::Exports {
+            Some(crate::exports::Exports {
                 source: "the image's __kcrctab (through kallsyms' __ksymtab_* entries)".into(),
                 symbols,
             })
@@ -635,12 +634,12 @@ pub(crate) fn elf_error(path: &Path, source: klpsym_elf::ElfError) -> LoadError 
 fn vmlinux_crcs(
     bytes: &[u8],
     resched: &mut Resched,
-) -> Result<Option<crate::facts::Exports>, LoadError> {
+) -> Result<Option<crate::exports::Exports>, LoadError> {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolSection};
     let Ok(file) = object::File::parse(bytes) else {
         return Ok(None);
     };
-    let mut symbols = crate::facts::ExportMap::default();
+    let mut symbols = crate::exports::ExportMap::default();
     for sym in file.symbols() {
         resched.tick().map_err(klpsym_core::BuildError::from)?;
         let Ok(name) = sym.name() else { continue };
@@ -660,16 +659,16 @@ fn vmlinux_crcs(
         };
         if let Some(crc) = crc {
             symbols.insert(
-                export.to_string(),
-                crate::facts::ExportEntry {
+                export,
+                crate::exports::Export {
                     crc: Some(crc),
-                    module: "vmlinux".into(),
+                    module: "vmlinux",
                     namespace: None,
                 },
             );
         }
     }
-    Ok((!symbols.is_empty()).then(|| crate::facts::Exports {
+    Ok((!symbols.is_empty()).then(|| crate::exports::Exports {
         source: "the vmlinux's __crc_* symbols".into(),
         symbols,
     }))

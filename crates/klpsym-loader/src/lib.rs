@@ -5,6 +5,7 @@
 mod cache;
 mod detect;
 mod error;
+mod exports;
 mod facts;
 mod kernel;
 mod modules;
@@ -17,10 +18,10 @@ mod tree_cache;
 pub use cache::{content_hash, input_identity, Cache, EntryInfo};
 pub use detect::{detect, Detected};
 pub use error::LoadError;
+pub use exports::{parse_symvers, read_symvers, Export, ExportMap, Exports};
 pub use facts::{
-    find_config, find_symvers, is_live, live_release, live_sig_enforce, parse_symvers, read_btf,
-    read_section_addresses, read_symvers, release_of, ExportEntry, ExportMap, Exports,
-    KernelConfig,
+    find_config, find_symvers, is_live, live_release, live_sig_enforce, read_btf,
+    read_section_addresses, release_of, KernelConfig,
 };
 pub use kernel::{
     load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,

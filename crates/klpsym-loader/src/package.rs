@@ -9,7 +9,8 @@ use klpsym_core::resched::Resched;
 use klpsym_package::{read_package, MemberKind, Package, Want};
 
 use crate::error::LoadError;
-use crate::facts::{parse_symvers, Exports, KernelConfig};
+use crate::exports::{parse_symvers, Exports};
+use crate::facts::KernelConfig;
 use crate::kernel::{from_binary, from_bytes, read_bounded, LoadOptions, LoadedKernel};
 use crate::modules::ModuleTree;
 

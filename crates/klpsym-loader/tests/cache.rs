@@ -307,3 +307,65 @@ fn concurrent_runs_leave_one_valid_entry() {
     assert_eq!(names.len(), 1, "{names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An entry that would outgrow its input with the name index is written without it (the index
+/// is then built when needed), and one that outgrows it anyway is not written at all.
+#[test]
+fn the_name_index_is_left_out_when_the_entry_would_outgrow_its_input() {
+    let Some(vmlinuz) = lab("KLPSYM_TEST_VMLINUZ") else {
+        return;
+    };
+    let dir = tempdir("outgrow");
+    let input = dir.join("vmlinuz");
+    std::fs::copy(&vmlinuz, &input).unwrap();
+    let o = opts(&dir);
+    let c = o.cache.clone().unwrap();
+    let rs = &mut Resched::none();
+    let cold = load(&input, &o, rs).unwrap();
+    let e = entries(&dir);
+    assert_eq!(e.len(), 1);
+    let full = std::fs::metadata(&e[0]).unwrap().len();
+    let mut index = Vec::new();
+    cold.table.encode_name_index(&mut index, rs).unwrap();
+    assert!(
+        index.len() > 4096,
+        "a real kernel's index: {} bytes",
+        index.len()
+    );
+    // Inputs of the same name length (the entry records it) and a chosen size, all zeros.
+    let put_as = |name: &str, size: u64| -> Option<u64> {
+        let p = dir.join(name);
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(size).unwrap();
+        drop(f);
+        let meta = std::fs::metadata(&p).unwrap();
+        let id = input_identity(&std::fs::read(&p).unwrap(), &mut Resched::none()).unwrap();
+        let before: Vec<PathBuf> = entries(&dir);
+        c.put(&p, &meta, id, &cold, &o, &mut Resched::none())
+            .unwrap();
+        let new: Vec<PathBuf> = entries(&dir)
+            .into_iter()
+            .filter(|x| !before.contains(x))
+            .collect();
+        assert!(new.len() <= 1);
+        new.first().map(|x| std::fs::metadata(x).unwrap().len())
+    };
+    // One byte short of the full entry: written, smaller by the index.
+    let without = put_as("vmlinuy", full - 1).expect("an entry without the index");
+    assert!(
+        without + index.len() as u64 <= full,
+        "{without} + {} > {full}",
+        index.len()
+    );
+    // A hit on it answers as the cold load did, names looked up through an index built now.
+    let k = c.get(&dir.join("vmlinuy"), &o, rs).unwrap().expect("a hit");
+    assert_eq!(view(&k), view(&cold));
+    for name in ["printk", "_text", "klp_enable_patch", "no_such_symbol_here"] {
+        let got: Vec<u64> = k.table.by_name(name).map(|s| s.addr).collect();
+        let want: Vec<u64> = cold.table.by_name(name).map(|s| s.addr).collect();
+        assert_eq!(got, want, "{name}");
+    }
+    // Smaller than the entry without the index: nothing is written.
+    assert_eq!(put_as("vmlinux", without - 1), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -79,6 +79,7 @@ fn main() {
     livepatch_seeds(&mut out);
     btf_seeds(&mut out);
     package_seeds(&mut out);
+    symvers_seeds(&mut out);
     eprintln!(
         "gen_corpus: {} seeds under {}",
         out.count,
@@ -532,4 +533,18 @@ fn package_seeds(out: &mut Out) {
         out.put("package", &format!("deb-{name}"), &pkg_fixture::deb(c, &files));
         out.put("package", &format!("rpm-{name}"), &pkg_fixture::rpm(c, &files));
     }
+}
+
+/// Module.symvers as kbuild writes it (with and without namespaces, a repeated name), plain
+/// and gzip-compressed as distributions ship it (the `symvers` target).
+fn symvers_seeds(out: &mut Out) {
+    use std::io::Write;
+    let text = b"0x1b2c3d4e\tprintk\tvmlinux\tEXPORT_SYMBOL\t\n\
+0x00000000\tusb_stor_probe\tdrivers/usb/storage/usb-storage\tEXPORT_SYMBOL_GPL\tUSB_STORAGE\n\
+0xdeadbeef\tprintk\tvmlinux\tEXPORT_SYMBOL_GPL\t\n\
+0x12345678\tkmalloc_caches\tvmlinux\tEXPORT_SYMBOL\n";
+    out.put("symvers", "module-symvers", text);
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(text).expect("gzip in memory");
+    out.put("symvers", "symvers-gz", &z.finish().expect("gzip in memory"));
 }

@@ -182,10 +182,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                 print_report(&report, &args.output, rs)?;
             }
             report.drop_with_points(rs)?;
-            for n in symvers {
-                drop(n);
-                rs.tick()?;
-            }
+            drop(symvers);
             bulk::free_with_points(bytes, rs)?;
             Ok(Outcome::Ok)
         }

@@ -1,0 +1,542 @@
+//! Exported symbols (Module.symvers, a vmlinux's `__crc_*` symbols, an image's `__kcrctab`)
+//! as one lookup structure: the names, modules and namespaces in one byte buffer (for a
+//! Module.symvers, its own text, never copied into strings), a record per symbol and a flat
+//! hash table over the names.
+//!
+//! A warm `check` against a tree with `build/Module.symvers` (29,000 lines on Debian 6.12)
+//! spent most of its time building a `HashMap<String, _>` of it: three allocations per line
+//! and as many frees, for the few dozen names a module asks. Read this way it is one pass over
+//! the text, three allocations in all.
+
+use std::path::Path;
+
+use klpsym_core::resched::Resched;
+
+use crate::error::LoadError;
+use crate::kernel::read_bounded;
+
+/// One exported symbol as the kernel's build lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Export<'a> {
+    /// The CRC, when the kernel uses CONFIG_MODVERSIONS (0 and absent otherwise).
+    pub crc: Option<u32>,
+    /// The exporting object (`vmlinux` or a module path).
+    pub module: &'a str,
+    /// The symbol namespace, when it has one.
+    pub namespace: Option<&'a str>,
+}
+
+/// Exported symbols by name, and where they came from.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Exports {
+    /// What was read (`Module.symvers`, `vmlinux __crc_*`, `image __kcrctab`).
+    pub source: String,
+    /// By name.
+    pub symbols: ExportMap,
+}
+
+/// A string in [`ExportMap::text`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    at: usize,
+    len: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    name: Span,
+    module: Span,
+    /// Empty when the symbol has none (Module.symvers' empty fifth field means none too).
+    namespace: Span,
+    crc: Option<u32>,
+}
+
+/// Exported symbols by name: a later entry for a name replaces the earlier one (as a map's
+/// insert does); iteration is in the order names were first inserted.
+#[derive(Clone, Default)]
+pub struct ExportMap {
+    /// Always valid UTF-8: a Module.symvers' text (checked whole) or strings appended.
+    text: Vec<u8>,
+    recs: Vec<Rec>,
+    /// Open addressing, linear probing: 0 is empty, else a record's index + 1 in the low 32
+    /// bits and the name's hash tag in the high 32 (most mismatches never read the name). A
+    /// power of two at least twice the records (or empty).
+    slots: Vec<u64>,
+}
+
+impl std::fmt::Debug for ExportMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// The first slot to probe for `name` and its tag. FxHash's product is mixed once more and
+/// its high bits pick the slot (its low bits cluster on names that differ in their last
+/// bytes, as `foo_1`, `foo_2` do).
+fn place(name: &[u8], mask: usize) -> (usize, u32) {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(name);
+    let h = h.finish().wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let slot = (h >> 32) as usize ^ (h as usize >> 7);
+    (slot & mask, h as u32 | 1)
+}
+
+impl ExportMap {
+    /// Room for `n` symbols without growing.
+    pub fn with_capacity(n: usize) -> Self {
+        ExportMap {
+            text: Vec::new(),
+            recs: Vec::with_capacity(n),
+            slots: vec![0; slots_for(n)],
+        }
+    }
+
+    /// How many symbols.
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    fn str_at(&self, s: Span) -> &str {
+        // `text` is valid UTF-8 and spans are cut at ASCII tabs, newlines or appended
+        // strings' ends, so each is valid on its own; checked anyway (no unsafe).
+        std::str::from_utf8(&self.text[s.at..s.at + s.len]).unwrap_or_default()
+    }
+
+    fn export(&self, r: &Rec) -> Export<'_> {
+        Export {
+            crc: r.crc,
+            module: self.str_at(r.module),
+            namespace: (r.namespace.len > 0).then(|| self.str_at(r.namespace)),
+        }
+    }
+
+    /// The slot that holds `name`, or the empty slot where it would go.
+    fn probe(&self, name: &[u8]) -> usize {
+        let mask = self.slots.len() - 1;
+        let (mut i, tag) = place(name, mask);
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                return i;
+            }
+            if (s >> 32) as u32 == tag {
+                let n = self.recs[(s as u32 - 1) as usize].name;
+                if &self.text[n.at..n.at + n.len] == name {
+                    return i;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The symbol named `name`.
+    pub fn get(&self, name: &str) -> Option<Export<'_>> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        match self.slots[self.probe(name.as_bytes())] {
+            0 => None,
+            s => Some(self.export(&self.recs[(s as u32 - 1) as usize])),
+        }
+    }
+
+    /// True when `name` is exported.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Every symbol, in the order first inserted.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Export<'_>)> + '_ {
+        self.recs
+            .iter()
+            .map(|r| (self.str_at(r.name), self.export(r)))
+    }
+
+    /// Every symbol's entry, in the order first inserted.
+    pub fn values(&self) -> impl Iterator<Item = Export<'_>> + '_ {
+        self.recs.iter().map(|r| self.export(r))
+    }
+
+    fn append(&mut self, s: &str) -> Span {
+        let at = self.text.len();
+        self.text.extend_from_slice(s.as_bytes());
+        Span { at, len: s.len() }
+    }
+
+    /// Adds `name` (or replaces its entry).
+    pub fn insert(&mut self, name: &str, e: Export<'_>) {
+        let name_span = self.append(name);
+        // The last module appended is reused: most sources name one module ("vmlinux").
+        let module = match self.recs.last() {
+            Some(r) if self.str_at(r.module) == e.module => r.module,
+            _ => self.append(e.module),
+        };
+        let namespace = match e.namespace {
+            Some(ns) => self.append(ns),
+            None => Span::default(),
+        };
+        self.put(Rec {
+            name: name_span,
+            module,
+            namespace,
+            crc: e.crc,
+        });
+    }
+
+    /// Adds a record whose strings are already in `text`.
+    fn put(&mut self, rec: Rec) {
+        if (self.recs.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let name = &self.text[rec.name.at..rec.name.at + rec.name.len];
+        let i = self.probe(name);
+        match self.slots[i] {
+            0 => {
+                let (_, tag) = place(name, 0);
+                self.recs.push(rec);
+                self.slots[i] = u64::from(tag) << 32 | self.recs.len() as u64;
+            }
+            s => self.recs[(s as u32 - 1) as usize] = rec,
+        }
+    }
+
+    fn grow(&mut self) {
+        let n = slots_for((self.recs.len() + 1).max(self.recs.capacity()));
+        self.slots = vec![0; n];
+        let mask = n - 1;
+        for (k, r) in self.recs.iter().enumerate() {
+            let (mut i, tag) = place(&self.text[r.name.at..r.name.at + r.name.len], mask);
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = u64::from(tag) << 32 | (k as u64 + 1);
+        }
+    }
+}
+
+/// Slots for `n` records: a power of two, at least 2n and 16.
+fn slots_for(n: usize) -> usize {
+    (n.saturating_mul(2)).max(16).next_power_of_two()
+}
+
+impl<'a> IntoIterator for &'a ExportMap {
+    type Item = (&'a str, Export<'a>);
+    type IntoIter = Box<dyn Iterator<Item = (&'a str, Export<'a>)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+/// An entry as serialized: a map from name to this.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EntryText<'a> {
+    crc: Option<u32>,
+    #[serde(borrow)]
+    module: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    namespace: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl serde::Serialize for ExportMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.len()))?;
+        for (name, e) in self.iter() {
+            m.serialize_entry(
+                name,
+                &EntryText {
+                    crc: e.crc,
+                    module: e.module.into(),
+                    namespace: e.namespace.map(Into::into),
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ExportMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ExportMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of exported symbols")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ExportMap, A::Error> {
+                let mut m = ExportMap::with_capacity(a.size_hint().unwrap_or(0));
+                while let Some((name, e)) =
+                    a.next_entry::<std::borrow::Cow<'de, str>, EntryText<'de>>()?
+                {
+                    m.insert(
+                        &name,
+                        Export {
+                            crc: e.crc,
+                            module: &e.module,
+                            namespace: e.namespace.as_deref(),
+                        },
+                    );
+                }
+                Ok(m)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
+pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
+    let raw = read_bounded(path, limit, resched)?;
+    if klpsym_image::sniff_compression(&raw).is_some() {
+        return parse_symvers(&raw, path, resched);
+    }
+    symvers_text(raw, path, resched)
+}
+
+/// Parses a Module.symvers' bytes (gzip- or XZ-compressed as some distributions ship it, or
+/// plain); `path` names it.
+pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
+    let text = match crate::facts::decompressed(raw, path, 256 << 20, resched)? {
+        std::borrow::Cow::Borrowed(b) => b.to_vec(),
+        std::borrow::Cow::Owned(v) => v,
+    };
+    symvers_text(text, path, resched)
+}
+
+/// The exports a Module.symvers' text lists; the text becomes the map's own.
+fn symvers_text(text: Vec<u8>, path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
+    // Where the text stops being UTF-8 is reported as that line's error, in line order with
+    // the others; the rest is then known valid.
+    let bad_utf8 = std::str::from_utf8(&text)
+        .err()
+        .map(|e| memchr::memchr_iter(b'\n', &text[..e.valid_up_to()]).count());
+    // One record per line: sized once instead of growing (and rehashing) ~15 times.
+    let lines = memchr::memchr_iter(b'\n', &text).count() + 1;
+    let mut map = ExportMap::with_capacity(lines);
+    let len = text.len();
+    map.text = text;
+    let mut start = 0;
+    let mut i = 0;
+    while start < len {
+        resched
+            .tick()
+            .map_err(klpsym_core::BuildError::from)
+            .map_err(LoadError::from)?;
+        let end = memchr::memchr(b'\n', &map.text[start..]).map_or(len, |n| start + n);
+        let bad = |what: &str| LoadError::Unrecognized {
+            path: path.to_path_buf(),
+            what: format!(
+                "line {}: {what} (expected CRC<TAB>NAME<TAB>MODULE<TAB>TYPE)",
+                i + 1
+            ),
+        };
+        if end > start {
+            if bad_utf8 == Some(i) {
+                return Err(bad("not UTF-8"));
+            }
+            let f = fields(&map.text, start, end);
+            let [Some(crc), Some(name), Some(module), Some(_type)] = [f[0], f[1], f[2], f[3]]
+            else {
+                return Err(bad("fewer than 4 fields"));
+            };
+            let crc = hex_u32(&map.text[crc.at..crc.at + crc.len])
+                .ok_or_else(|| bad("the CRC is not hex"))?;
+            map.put(Rec {
+                name,
+                module,
+                namespace: f[4].unwrap_or_default(),
+                crc: Some(crc),
+            });
+        }
+        start = end + 1;
+        i += 1;
+    }
+    Ok(Exports {
+        source: path.display().to_string(),
+        symbols: map,
+    })
+}
+
+/// A CRC as Module.symvers writes it (`0x%08x`); `0x` may be left out.
+fn hex_u32(b: &[u8]) -> Option<u32> {
+    let b = b.strip_prefix(b"0x").unwrap_or(b);
+    u32::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok()
+}
+
+/// The first five tab-separated fields of `text[start..end]`.
+fn fields(text: &[u8], start: usize, end: usize) -> [Option<Span>; 5] {
+    let mut out = [None; 5];
+    let mut at = start;
+    for slot in &mut out {
+        let stop = memchr::memchr(b'\t', &text[at..end]).map_or(end, |n| at + n);
+        *slot = Some(Span { at, len: stop - at });
+        if stop == end {
+            break;
+        }
+        at = stop + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Exports, LoadError> {
+        parse_symvers(
+            text.as_bytes(),
+            Path::new("Module.symvers"),
+            &mut Resched::none(),
+        )
+    }
+
+    fn e(crc: u32, module: &str, ns: Option<&str>) -> Export<'static> {
+        Export {
+            crc: Some(crc),
+            module: Box::leak(module.to_string().into_boxed_str()),
+            namespace: ns.map(|n| &*Box::leak(n.to_string().into_boxed_str())),
+        }
+    }
+
+    #[test]
+    fn reads_the_kernels_format() {
+        let x = parse(
+            "0x12345678\tprintk\tvmlinux\tEXPORT_SYMBOL\t\n\
+             0x0000abcd\tusb_foo\tdrivers/usb/core/usbcore\tEXPORT_SYMBOL_GPL\tUSB_STORAGE\n\
+             0xffffffff\told\tvmlinux\tEXPORT_SYMBOL\n",
+        )
+        .unwrap();
+        let m = &x.symbols;
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get("printk"), Some(e(0x12345678, "vmlinux", None)));
+        assert_eq!(
+            m.get("usb_foo"),
+            Some(e(0xabcd, "drivers/usb/core/usbcore", Some("USB_STORAGE")))
+        );
+        assert_eq!(m.get("old"), Some(e(0xffffffff, "vmlinux", None)));
+        assert_eq!(m.get("prin"), None);
+        assert_eq!(m.get("printk2"), None);
+        assert_eq!(m.get(""), None);
+        let names: Vec<&str> = m.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["printk", "usb_foo", "old"]);
+        assert_eq!(x.source, "Module.symvers");
+    }
+
+    #[test]
+    fn a_later_line_replaces_an_earlier_one() {
+        let m = parse("0x1\ta\tvmlinux\tT\n0x2\tb\tvmlinux\tT\n0x3\ta\tmod\tT\tNS\n")
+            .unwrap()
+            .symbols;
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.get("a"), Some(e(3, "mod", Some("NS"))));
+        assert_eq!(m.iter().map(|(n, _)| n).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn bad_lines_are_named_in_order() {
+        let err = |t: &[u8]| {
+            parse_symvers(t, Path::new("S"), &mut Resched::none())
+                .unwrap_err()
+                .to_string()
+        };
+        let s = err(b"0x1\ta\tvmlinux\tT\n0x2\tb\tvmlinux\n");
+        assert!(s.contains("line 2: fewer than 4 fields"), "{s}");
+        let s = err(b"0x1\ta\tvmlinux\tT\nzz\tb\tvmlinux\tT\n");
+        assert!(s.contains("line 2: the CRC is not hex"), "{s}");
+        let s = err(b"0x1\ta\tvmlinux\tT\n\n0x2\t\xff\tvmlinux\tT\n");
+        assert!(s.contains("line 3: not UTF-8"), "{s}");
+        // An earlier line's error comes first, whatever follows.
+        let s = err(b"0x1\ta\n0x2\t\xff\tvmlinux\tT\n");
+        assert!(s.contains("line 1: fewer than 4 fields"), "{s}");
+        // Empty lines and a missing final newline are fine.
+        let m = parse("\n0x1\ta\tvmlinux\tT").unwrap().symbols;
+        assert_eq!(m.get("a"), Some(e(1, "vmlinux", None)));
+        assert!(parse("").unwrap().symbols.is_empty());
+    }
+
+    #[test]
+    fn compressed_symvers_read_the_same() {
+        use std::io::Write;
+        let text = "0x5\tkmalloc\tvmlinux\tEXPORT_SYMBOL\t\n";
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(text.as_bytes()).unwrap();
+        let gz = z.finish().unwrap();
+        let m = parse_symvers(&gz, Path::new("symvers.gz"), &mut Resched::none())
+            .unwrap()
+            .symbols;
+        assert_eq!(m.get("kmalloc"), Some(e(5, "vmlinux", None)));
+        let dir = tempfile::tempdir().unwrap();
+        for (f, b) in [("plain", text.as_bytes()), ("gz", &gz[..])] {
+            let p = dir.path().join(f);
+            std::fs::write(&p, b).unwrap();
+            let m = read_symvers(&p, 1 << 20, &mut Resched::none())
+                .unwrap()
+                .symbols;
+            assert_eq!(m.get("kmalloc"), Some(e(5, "vmlinux", None)), "{f}");
+        }
+    }
+
+    /// Inserts, replacements and lookups agree with a HashMap's, through growth from empty
+    /// and from a capacity, on names that collide in the low hash bits often (short names).
+    #[test]
+    fn agrees_with_a_map() {
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for cap in [0, 10, 5000] {
+            let mut ours = ExportMap::with_capacity(cap);
+            if cap == 0 {
+                ours = ExportMap::default();
+            }
+            let mut model = std::collections::HashMap::new();
+            let mut order = Vec::new();
+            for _ in 0..3000 {
+                let name = format!("s{}", next() % 2000);
+                let crc = next() as u32;
+                let module = ["vmlinux", "a/b", "c"][(next() % 3) as usize];
+                let ns = (next() % 4 == 0).then_some("NS");
+                ours.insert(
+                    &name,
+                    Export {
+                        crc: Some(crc),
+                        module,
+                        namespace: ns,
+                    },
+                );
+                if model.insert(name.clone(), (crc, module, ns)).is_none() {
+                    order.push(name);
+                }
+            }
+            assert_eq!(ours.len(), model.len());
+            for i in 0..2100 {
+                let n = format!("s{i}");
+                let want = model.get(&n).map(|&(crc, module, namespace)| Export {
+                    crc: Some(crc),
+                    module,
+                    namespace,
+                });
+                assert_eq!(ours.get(&n), want, "{n}");
+            }
+            assert_eq!(
+                ours.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(),
+                order
+            );
+            let back: ExportMap =
+                serde_json::from_str(&serde_json::to_string(&ours).unwrap()).unwrap();
+            assert!(back.iter().eq(ours.iter()));
+        }
+    }
+}
