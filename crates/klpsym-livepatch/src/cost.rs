@@ -292,21 +292,37 @@ impl<'t> Walks<'t> {
 
 /// For each of `wanted` (sorted, distinct), how many of `names` sort below it and how many
 /// equal it (byte order, as the kernel's `strcmp` orders `kallsyms_seqs_of_names`): one pass,
-/// a binary search among the wanted names per name.
+/// a binary search among the wanted names per name. Names are compared by their first eight
+/// bytes as one integer first ([`prefix_key`]); only equal prefixes compare the rest.
 fn rank_names<'n>(
     names: impl Iterator<Item = &'n [u8]>,
     wanted: &[&str],
     r: &mut Resched,
 ) -> Result<Vec<(u32, u32)>, Cancelled> {
+    let keys: Vec<u64> = wanted.iter().map(|w| prefix_key(w.as_bytes())).collect();
     // below[i]: names sorting below wanted[i] and not below wanted[i - 1].
     let mut below = vec![0u32; wanted.len() + 1];
     let mut equal = vec![0u32; wanted.len()];
     for y in names {
         r.tick()?;
-        let at = wanted.partition_point(|w| w.as_bytes() <= y);
-        below[at] += 1;
-        if at > 0 && wanted[at - 1].as_bytes() == y {
-            equal[at - 1] += 1;
+        let yk = prefix_key(y);
+        // wanted[i] <= y
+        let at_or_below = |i: usize| match keys[i].cmp(&yk) {
+            std::cmp::Ordering::Equal => wanted[i].as_bytes() <= y,
+            o => o == std::cmp::Ordering::Less,
+        };
+        let (mut lo, mut hi) = (0, wanted.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if at_or_below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        below[lo] += 1;
+        if lo > 0 && keys[lo - 1] == yk && wanted[lo - 1].as_bytes() == y {
+            equal[lo - 1] += 1;
         }
     }
     let mut sum = 0;
@@ -318,6 +334,16 @@ fn rank_names<'n>(
             (sum, e)
         })
         .collect())
+}
+
+/// A name's first eight bytes as a big-endian integer, zero-padded: where two keys differ,
+/// they order as the names do (a name that ends first pads with 0, below any byte but NUL,
+/// and a NUL byte only makes keys equal, which then compare in full).
+fn prefix_key(name: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = name.len().min(8);
+    b[..n].copy_from_slice(&name[..n]);
+    u64::from_be_bytes(b)
 }
 
 /// Where the walk of one lookup stops: entries touched before and including the stop, or
@@ -809,6 +835,54 @@ mod tests {
             }
         }
         probes
+    }
+
+    #[test]
+    fn ranks_count_as_byte_order_does() {
+        // Names around the eight-byte prefix: shared prefixes longer and shorter than eight,
+        // names that end at seven, eight and nine bytes, NUL and high bytes.
+        const POOL: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefghi",
+            b"abcdefgha",
+            b"abcdefgg",
+            b"abcdefg\0",
+            b"abcdefg\0z",
+            b"abcdefgh\xff",
+            b"abcdefgi",
+            b"\xff",
+            b"zzzzzzzzzz",
+            b"abcdefghij_long_name",
+            b"abcdefghij_long_namf",
+        ];
+        let mut seed = 0x853c49e6748fea9bu64;
+        for len in [0usize, 1, 7, 30, 200] {
+            let table: Vec<&[u8]> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    POOL[(seed % POOL.len() as u64) as usize]
+                })
+                .collect();
+            // Every name wanted, as strings (the NUL and 0xff ones as lossless UTF-8 where
+            // they are; the rest left out).
+            let mut wanted: Vec<&str> = POOL
+                .iter()
+                .filter_map(|n| std::str::from_utf8(n).ok())
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            let got = rank_names(table.iter().copied(), &wanted, &mut Resched::none()).unwrap();
+            for (w, (less, eq)) in wanted.iter().zip(got) {
+                let want_less = table.iter().filter(|y| **y < w.as_bytes()).count() as u32;
+                let want_eq = table.iter().filter(|y| **y == w.as_bytes()).count() as u32;
+                assert_eq!((less, eq), (want_less, want_eq), "{w:?} in {len} names");
+            }
+        }
     }
 
     #[test]
