@@ -26,7 +26,7 @@ use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 6;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -249,13 +249,12 @@ impl Cache {
         opts: &LoadOptions,
         rs: &mut Resched,
     ) -> Result<Option<(Meta, SymbolTable, Duration)>, LoadError> {
-        let cancelled = |c| LoadError::from(klpsym_core::BuildError::from(c));
         let t1 = Instant::now();
         let Ok(mut entry_meta) = serde_json::from_slice::<Meta>(parsed.meta) else {
             return Ok(None);
         };
         if let Some(e) = parsed.exports.filter(|_| opts.export_facts) {
-            let Some(e) = decode_exports(e, rs).map_err(cancelled)? else {
+            let Some(e) = decode_exports(backing, e) else {
                 return Ok(None);
             };
             entry_meta.facts.exports = Some(e);
@@ -314,7 +313,10 @@ impl Cache {
             build_id: f.build_id.clone(),
         };
         let exports = match &f.exports {
-            Some(e) => Some(encode_exports(e, rs).map_err(|e| e.to_string())?),
+            Some(e) => match encode_exports(e, rs).map_err(|e| e.to_string())? {
+                Some(x) => Some(x),
+                None => return Ok(()),
+            },
             None => None,
         };
         let meta = Meta {
@@ -567,76 +569,28 @@ fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
     std::str::from_utf8(split(b, n)?).ok()
 }
 
-/// Exports as records: source, count, then name, flags (1: CRC, 2: namespace), CRC, module
-/// and namespace per symbol.
-fn encode_exports(e: &crate::exports::Exports, rs: &mut Resched) -> Result<Vec<u8>, Cancelled> {
-    let mut out = Vec::with_capacity(e.symbols.len() * 40);
+/// Exports: the source, then the map's own encoding ([`crate::exports::ExportMap::encode`]),
+/// read back in place. `None` when the map does not fit the encoding (the entry is then not
+/// written: a warm run must not lose the exports).
+fn encode_exports(
+    e: &crate::exports::Exports,
+    rs: &mut Resched,
+) -> Result<Option<Vec<u8>>, Cancelled> {
+    rs.tick_step()?;
+    let mut out = Vec::new();
     put_str(&mut out, &e.source);
-    out.extend_from_slice(&(e.symbols.len() as u32).to_le_bytes());
-    for (name, x) in e.symbols.iter() {
-        rs.tick()?;
-        put_str(&mut out, name);
-        out.push(u8::from(x.crc.is_some()) | (u8::from(x.namespace.is_some()) << 1));
-        out.extend_from_slice(&x.crc.unwrap_or(0).to_le_bytes());
-        put_str(&mut out, x.module);
-        if let Some(ns) = x.namespace {
-            put_str(&mut out, ns);
-        }
-    }
-    Ok(out)
+    Ok(e.symbols.encode(&mut out).then_some(out))
 }
 
-fn decode_exports(
-    b: &[u8],
-    rs: &mut Resched,
-) -> Result<Option<crate::exports::Exports>, Cancelled> {
-    let mut b = b;
-    let Some(source) = take_str(&mut b).map(str::to_string) else {
-        return Ok(None);
-    };
-    let Some(n) = u32_at(&mut b).map(|n| n as usize).filter(|&n| n <= b.len()) else {
-        return Ok(None);
-    };
-    decode_export_records(b, source, n, rs)
-}
-
-fn decode_export_records(
-    mut b: &[u8],
-    source: String,
-    n: usize,
-    rs: &mut Resched,
-) -> Result<Option<crate::exports::Exports>, Cancelled> {
-    let mut symbols = crate::exports::ExportMap::with_capacity(n);
-    for _ in 0..n {
-        rs.tick()?;
-        let Some((name, entry)) = export_record(&mut b) else {
-            return Ok(None);
-        };
-        symbols.insert(name, entry);
-    }
-    Ok(b.is_empty()
-        .then_some(crate::exports::Exports { source, symbols }))
-}
-
-/// One export record: name, flags (1: CRC, 2: namespace), CRC, module, namespace.
-fn export_record<'a>(b: &mut &'a [u8]) -> Option<(&'a str, crate::exports::Export<'a>)> {
-    let name = take_str(b)?;
-    let flags = split(b, 1)?[0];
-    let crc = u32_at(b)?;
-    let module = take_str(b)?;
-    let namespace = if flags & 2 != 0 {
-        Some(take_str(b)?)
-    } else {
-        None
-    };
-    Some((
-        name,
-        crate::exports::Export {
-            crc: (flags & 1 != 0).then_some(crc),
-            module,
-            namespace,
-        },
-    ))
+/// The exports encoded at `b`, a slice of `backing`, read in place; `None` when they do not
+/// decode (the entry is then ignored).
+fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<crate::exports::Exports> {
+    let at = b.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
+    let mut rest = b;
+    let source = take_str(&mut rest)?.to_string();
+    let start = at + (b.len() - rest.len());
+    let symbols = crate::exports::ExportMap::view(backing, start..at + b.len())?;
+    Some(crate::exports::Exports { source, symbols })
 }
 
 /// Inputs are hashed in chunks of this size, so that both cores can hash one file: the
