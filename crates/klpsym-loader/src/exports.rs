@@ -211,19 +211,19 @@ impl ExportMap {
         }
     }
 
-    /// The slot that holds `name`, or the empty slot where it would go.
-    fn probe(&self, name: &[u8]) -> usize {
+    /// The slot that holds `name`, or the empty slot where it would go, and its tag.
+    fn probe(&self, name: &[u8]) -> (usize, u32) {
         let mask = self.slots.len() - 1;
         let (mut i, tag) = place(name, mask);
         loop {
             let s = self.slots[i];
             if s == 0 {
-                return i;
+                return (i, tag);
             }
             if (s >> 32) as u32 == tag {
                 let n = self.recs[(s as u32 - 1) as usize].name;
                 if &self.text[n.at..n.at + n.len] == name {
-                    return i;
+                    return (i, tag);
                 }
             }
             i = (i + 1) & mask;
@@ -238,7 +238,7 @@ impl ExportMap {
         if self.slots.is_empty() {
             return None;
         }
-        match self.slots[self.probe(name.as_bytes())] {
+        match self.slots[self.probe(name.as_bytes()).0] {
             0 => None,
             s => Some(self.export(&self.recs[(s as u32 - 1) as usize])),
         }
@@ -269,11 +269,7 @@ impl ExportMap {
     /// it does not fit the encoding's 32-bit offsets (nothing is appended then).
     pub fn encode(&self, out: &mut Vec<u8>) -> bool {
         if self.mapped.is_some() {
-            let mut owned = ExportMap::with_capacity(self.len());
-            for (n, e) in self.iter() {
-                owned.insert(n, e);
-            }
-            return owned.encode(out);
+            return self.copied(0).encode(out);
         }
         // Records are numbered in 24 bits in the encoded slots, offsets are 32-bit.
         if self.recs.len() >= 1 << 24 || u32::try_from(self.text.len()).is_err() {
@@ -351,11 +347,7 @@ impl ExportMap {
     pub fn insert(&mut self, name: &str, e: Export<'_>) {
         if self.mapped.is_some() {
             // Read in place: copied into memory first (never done by klpsym itself).
-            let mut owned = ExportMap::with_capacity(self.len() + 1);
-            for (n, x) in self.iter() {
-                owned.insert(n, x);
-            }
-            *self = owned;
+            *self = self.copied(1);
         }
         let name_span = self.append(name);
         // The last module appended is reused: most sources name one module ("vmlinux").
@@ -375,16 +367,24 @@ impl ExportMap {
         });
     }
 
+    /// An in-memory copy with room for `extra` more symbols.
+    fn copied(&self, extra: usize) -> ExportMap {
+        let mut owned = ExportMap::with_capacity(self.len() + extra);
+        for (n, e) in self.iter() {
+            owned.insert(n, e);
+        }
+        owned
+    }
+
     /// Adds a record whose strings are already in `text`.
     fn put(&mut self, rec: Rec) {
         if (self.recs.len() + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let name = &self.text[rec.name.at..rec.name.at + rec.name.len];
-        let i = self.probe(name);
+        let (i, tag) = self.probe(name);
         match self.slots[i] {
             0 => {
-                let (_, tag) = place(name, 0);
                 self.recs.push(rec);
                 self.slots[i] = u64::from(tag) << 32 | self.recs.len() as u64;
             }
@@ -409,14 +409,6 @@ impl ExportMap {
 /// Slots for `n` records: a power of two, at least 2n and 16.
 fn slots_for(n: usize) -> usize {
     (n.saturating_mul(2)).max(16).next_power_of_two()
-}
-
-impl<'a> IntoIterator for &'a ExportMap {
-    type Item = (&'a str, Export<'a>);
-    type IntoIter = Box<dyn Iterator<Item = (&'a str, Export<'a>)> + 'a>;
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
-    }
 }
 
 /// An entry as serialized: a map from name to this.
