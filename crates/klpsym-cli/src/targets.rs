@@ -11,7 +11,7 @@ use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{ObjectId, SymbolTable};
 use klpsym_livepatch::{btf, ExportInfo, Fact, KernelRules, LoaderFacts, StructLayouts};
 use klpsym_loader::{
-    find_config, find_symvers, is_live, live_sig_enforce, module_symbols_table, read_symvers,
+    find_config, find_symvers, is_live, live_sig_enforce, module_symbols_table, read_symvers_with,
     release_of, Exports, KernelConfig, LoadedKernel, ModuleTree,
 };
 
@@ -230,9 +230,9 @@ impl<'k> LoaderInputs<'k> {
             None => dir.as_deref().and_then(find_symvers),
         };
         out.exports = match symvers {
-            Some(p) => Some(std::borrow::Cow::Owned(read_symvers(
+            Some(p) => Some(std::borrow::Cow::Owned(read_symvers_with(
                 &p,
-                source.max_input_size,
+                &load_options(source),
                 rs,
             )?)),
             None => package

@@ -268,6 +268,68 @@ fn image_crcs_and_vermagic_agree_with_the_package() {
     assert_eq!(json(&o)["vermagic"].as_str(), Some(vermagic.as_str()));
 }
 
+/// A real Module.symvers given with `--symvers` is kept in the cache as its index (smaller
+/// than the file): the warm check answers byte for byte as `--no-cache` does, and a line
+/// added to the file afterwards is read (its error reported), never hidden by the entry.
+#[test]
+fn a_module_symvers_is_cached_and_never_stale() {
+    let Some(l) = the_lab() else { return };
+    let Some(dir) = lab("KLPSYM_TEST_LAB_DIR") else {
+        return;
+    };
+    let real = std::fs::read_dir(dir.join("root/usr/src"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("Module.symvers"))
+        .find(|p| p.is_file())
+        .expect("Module.symvers in the headers package");
+    let tmp = tempfile::tempdir().unwrap();
+    let symvers = tmp.path().join("Module.symvers");
+    std::fs::copy(&real, &symvers).unwrap();
+    let (sv, cache) = (
+        symvers.display().to_string(),
+        tmp.path().join("cache").display().to_string(),
+    );
+    let patch = ko(&l, "loader-bad-crc", "klp_loader_bad_crc");
+    let check = |cache_args: &[&str]| {
+        let mut args = vec!["check", &patch, "--kernel", &l.vmlinuz, "--symvers", &sv];
+        args.extend(["--json"]);
+        args.extend(cache_args);
+        run(&args)
+    };
+    let cold = check(&["--no-cache"]);
+    let r = &json(&cold)["results"][0]["report"];
+    assert_eq!(r["problems"][0]["kind"], "symbol_version_mismatch", "{r}");
+    for _ in 0..2 {
+        let o = check(&["--cache-dir", &cache]);
+        assert_eq!(text(&o.stdout), text(&cold.stdout));
+        assert_eq!(o.status.code(), cold.status.code());
+    }
+    let listed = json(&run(&["cache", "--cache-dir", &cache, "--json"]));
+    let entry = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "Module.symvers")
+        .unwrap_or_else(|| panic!("a Module.symvers entry: {listed}"));
+    assert_eq!(entry["source"], sv.as_str(), "{entry}");
+    let size = std::fs::metadata(&symvers).unwrap().len();
+    assert!(entry["bytes"].as_u64().unwrap() < size, "{entry}");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&symvers)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"0x1\tonly_two\n").unwrap();
+    drop(f);
+    let o = check(&["--cache-dir", &cache]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("fewer than 4 fields"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 /// crates/klpsym-livepatch/CLI.md shows real output: every ```console block starting with
 /// `$ klpsym ...` is run against the lab kernel (placeholders VMLINUZ, MODULES, LAB, KALLSYMS,
 /// OUT stand for the lab's paths and a scratch folder) and its stdout then stderr must equal

@@ -50,7 +50,8 @@ pub struct EntryInfo {
     pub source_bytes: Option<u64>,
     /// Whether the entry is of this klpsym's format (others are ignored and rebuilt).
     pub current: bool,
-    /// What it holds: `kernel` (a decoded table) or `module tree` (a folder's listing).
+    /// What it holds: `kernel` (a decoded table), `module tree` (a folder's listing) or
+    /// `Module.symvers` (a Module.symvers' index).
     pub kind: &'static str,
     /// Seconds since the entry was last written.
     pub age_secs: u64,
@@ -79,6 +80,20 @@ struct PackageMeta {
 fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
     let mut k = Vec::with_capacity(64);
     put_build(&mut k);
+    put_stamp(&mut k, meta);
+    k.push(match opts.kallsyms_all {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
+    // A package read with its modules is a different kernel (and never cached).
+    k.push(opts.package_modules as u8);
+    k
+}
+
+/// What the file system says about a file (device, inode, size, mtime, ctime), appended to
+/// a key.
+pub(crate) fn put_stamp(k: &mut Vec<u8>, meta: &std::fs::Metadata) {
     for v in [
         meta.dev(),
         meta.ino(),
@@ -90,14 +105,6 @@ fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
     ] {
         k.extend_from_slice(&v.to_le_bytes());
     }
-    k.push(match opts.kallsyms_all {
-        None => 0,
-        Some(false) => 1,
-        Some(true) => 2,
-    });
-    // A package read with its modules is a different kernel (and never cached).
-    k.push(opts.package_modules as u8);
-    k
 }
 
 /// The build reading the entry, appended to a key: a rebuilt klpsym (same version, other
@@ -440,6 +447,10 @@ impl Cache {
                 let root =
                     crate::tree_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
                 ("module tree", root.map(|r| (r.display().to_string(), None)))
+            } else if bytes.starts_with(crate::symvers_cache::MAGIC) {
+                let file =
+                    crate::symvers_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
+                ("Module.symvers", file.map(|(s, n)| (s, Some(n))))
             } else {
                 let meta = parse_entry_any(&bytes, rs)
                     .map_err(std::io::Error::other)?
@@ -559,12 +570,12 @@ fn parse_entry_any<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<&'a [u8
         .map(|(_, p)| p.meta))
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
-fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+pub(crate) fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
     let n = u32_at(b)? as usize;
     std::str::from_utf8(split(b, n)?).ok()
 }
@@ -798,7 +809,7 @@ fn elf_build_id(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<V
 
 /// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole
 /// 66 MB vmlinux in one call would be a 7 ms stretch).
-fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+pub(crate) fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for chunk in bytes.chunks(64 << 10) {
         rs.tick_step()?;

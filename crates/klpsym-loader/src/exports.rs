@@ -78,10 +78,14 @@ pub struct ExportMap {
 /// its slots (4 bytes each: the record's number + 1 in the low 24 bits, the tag's high 8
 /// bits above), all little-endian. Nothing is trusted: every offset read is
 /// checked, every string is checked UTF-8 as it is read, and a probe stops after one lap.
+///
+/// The text may lie in another buffer than the records and slots: a Module.symvers' index
+/// kept in the cache is read over the file's own bytes ([`ExportMap::view_index`]).
 #[derive(Clone)]
 struct Mapped {
-    backing: Backing,
+    text_backing: Backing,
     text: Range<usize>,
+    backing: Backing,
     recs: Range<usize>,
     slots: Range<usize>,
 }
@@ -102,7 +106,7 @@ impl Mapped {
         self.recs.len() / REC_BYTES
     }
     fn str_at(&self, at: u32, len: u32) -> Option<&str> {
-        let text = self.bytes().get(self.text.clone())?;
+        let text = (*self.text_backing).as_ref().get(self.text.clone())?;
         let at = at as usize;
         std::str::from_utf8(text.get(at..at.checked_add(len as usize)?)?).ok()
     }
@@ -268,8 +272,19 @@ impl ExportMap {
     /// Appends the map's encoding (read back in place by [`ExportMap::view`]); `false` when
     /// it does not fit the encoding's 32-bit offsets (nothing is appended then).
     pub fn encode(&self, out: &mut Vec<u8>) -> bool {
+        self.encode_parts(out, true)
+    }
+
+    /// Appends the map's encoding without its text: the records and slots over a text the
+    /// reader already holds (a Module.symvers' own bytes; read back by
+    /// [`ExportMap::view_index`]). `false` as for [`ExportMap::encode`].
+    pub fn encode_index(&self, out: &mut Vec<u8>) -> bool {
+        self.encode_parts(out, false)
+    }
+
+    fn encode_parts(&self, out: &mut Vec<u8>, with_text: bool) -> bool {
         if self.mapped.is_some() {
-            return self.copied(0).encode(out);
+            return self.copied(0).encode_parts(out, with_text);
         }
         // Records are numbered in 24 bits in the encoded slots, offsets are 32-bit.
         if self.recs.len() >= 1 << 24 || u32::try_from(self.text.len()).is_err() {
@@ -286,11 +301,12 @@ impl ExportMap {
             }
             slots[i] = (tag >> 24) << 24 | (k as u32 + 1);
         }
-        out.reserve(16 + self.text.len() + self.recs.len() * REC_BYTES + nslots * 4);
+        let text: &[u8] = if with_text { &self.text } else { &[] };
+        out.reserve(16 + text.len() + self.recs.len() * REC_BYTES + nslots * 4);
         out.extend_from_slice(&(self.text.len() as u64).to_le_bytes());
         out.extend_from_slice(&(self.recs.len() as u32).to_le_bytes());
         out.extend_from_slice(&(nslots as u32).to_le_bytes());
-        out.extend_from_slice(&self.text);
+        out.extend_from_slice(text);
         for r in &self.recs {
             let flags = u32::from(r.crc.is_some()) | (u32::from(r.namespace.len > 0) << 1);
             for v in [
@@ -316,20 +332,47 @@ impl ExportMap {
     /// The map encoded at `range` of `backing`, read in place; `None` when the sizes do not
     /// add up (its contents are checked as they are read).
     pub fn view(backing: &Backing, range: Range<usize>) -> Option<ExportMap> {
+        Self::view_parts(backing, range, None)
+    }
+
+    /// The map whose records and slots ([`ExportMap::encode_index`]) are at `range` of
+    /// `index`, over all of `text`; `None` when the sizes do not add up, or `text` is not as
+    /// long as the text the index was made over.
+    pub fn view_index(text: &Backing, index: &Backing, range: Range<usize>) -> Option<ExportMap> {
+        Self::view_parts(index, range, Some(text))
+    }
+
+    fn view_parts(
+        backing: &Backing,
+        range: Range<usize>,
+        text_apart: Option<&Backing>,
+    ) -> Option<ExportMap> {
         let b = (**backing).as_ref().get(range.clone())?;
         let text_len = usize::try_from(u64::from_le_bytes(b.get(..8)?.try_into().ok()?)).ok()?;
         let nrecs = le32(b, 8)? as usize;
         let nslots = le32(b, 12)? as usize;
         let start = range.start.checked_add(16)?;
-        let text = start..start.checked_add(text_len)?;
-        let recs = text.end..text.end.checked_add(nrecs.checked_mul(REC_BYTES)?)?;
+        let (text_backing, text, recs_at) = match text_apart {
+            None => {
+                let end = start.checked_add(text_len)?;
+                (backing, start..end, end)
+            }
+            Some(t) => {
+                if (**t).as_ref().len() != text_len {
+                    return None;
+                }
+                (t, 0..text_len, start)
+            }
+        };
+        let recs = recs_at..recs_at.checked_add(nrecs.checked_mul(REC_BYTES)?)?;
         let slots = recs.end..recs.end.checked_add(nslots.checked_mul(4)?)?;
         let fits = slots.end == range.end
             && (nslots == 0 && nrecs == 0 || nslots.is_power_of_two() && nslots > nrecs);
         fits.then(|| ExportMap {
             mapped: Some(Mapped {
-                backing: backing.clone(),
+                text_backing: text_backing.clone(),
                 text,
+                backing: backing.clone(),
                 recs,
                 slots,
             }),
@@ -491,7 +534,11 @@ pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<E
 }
 
 /// The exports a Module.symvers' text lists; the text becomes the map's own.
-fn symvers_text(text: Vec<u8>, path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
+pub(crate) fn symvers_text(
+    text: Vec<u8>,
+    path: &Path,
+    resched: &mut Resched,
+) -> Result<Exports, LoadError> {
     // Where the text stops being UTF-8 is reported as that line's error, in line order with
     // the others; the rest is then known valid.
     let bad_utf8 = std::str::from_utf8(&text)
@@ -771,6 +818,35 @@ mod tests {
             assert!(ExportMap::view(&backing(b.clone()), 0..n - 1).is_none());
             assert!(ExportMap::view(&backing(b), 1..n).is_none());
         }
+    }
+
+    /// A Module.symvers' index read over the file's own bytes answers as the parsed map does
+    /// (a replaced line included); over a text of another length it is refused.
+    #[test]
+    fn an_index_over_its_text_answers_the_same() {
+        let text = "0x12345678\tprintk\tvmlinux\tEXPORT_SYMBOL\t\n\
+                    0x0000abcd\tusb_foo\tdrivers/usb/core/usbcore\tEXPORT_SYMBOL_GPL\tUSB\n\
+                    0x00000001\tprintk\tvmlinux\tEXPORT_SYMBOL_GPL\n";
+        let map = parse(text).unwrap().symbols;
+        let mut index = vec![9u8; 5];
+        assert!(map.encode_index(&mut index));
+        let end = index.len();
+        // Smaller than the encoding with its text by exactly the text.
+        let mut whole = Vec::new();
+        assert!(map.encode(&mut whole));
+        assert_eq!(whole.len(), end - 5 + text.len());
+        let (t, i) = (backing(text.as_bytes().to_vec()), backing(index));
+        let v = ExportMap::view_index(&t, &i, 5..end).expect("a view");
+        assert!(v.iter().eq(map.iter()));
+        assert_eq!(v.get("printk"), Some(e(1, "vmlinux", None)));
+        assert_eq!(
+            v.get("usb_foo"),
+            Some(e(0xabcd, "drivers/usb/core/usbcore", Some("USB")))
+        );
+        assert_eq!(v.get("usb_fo"), None);
+        let shorter = backing(text.as_bytes()[1..].to_vec());
+        assert!(ExportMap::view_index(&shorter, &i, 5..end).is_none());
+        assert!(ExportMap::view_index(&t, &i, 5..end - 1).is_none());
     }
 
     /// Every byte of an encoding flipped in turn: no panic and no endless probe, whatever

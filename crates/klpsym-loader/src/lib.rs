@@ -13,6 +13,7 @@ mod output;
 mod package;
 mod sparse;
 mod stream;
+mod symvers_cache;
 mod tree_cache;
 
 pub use cache::{content_hash, input_identity, Cache, EntryInfo};
@@ -30,6 +31,7 @@ pub use kernel::{
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use output::{write_atomically, write_atomically_with};
 pub use package::{is_package, load_packages, PackageParts};
+pub use symvers_cache::read_symvers_with;
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files
 /// next to latency-sensitive work (the `klpsym` binary calls it first thing). With glibc's

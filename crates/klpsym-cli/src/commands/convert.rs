@@ -16,7 +16,7 @@ use klpsym_loader::{read_bounded, write_atomically_with};
 
 use crate::cli::SourceArgs;
 use crate::output::{hex, print_json_with, CliError, Outcome};
-use crate::sources::{load_all_with, resched};
+use crate::sources::{load_all_with, load_options, resched};
 use crate::targets::{exported_by, module_tree, offline_tables, rules_for, TargetArgs};
 
 /// `klpsym convert`.
@@ -130,7 +130,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let pins = read_pins(args, rs)?;
     let symvers = match &args.target.symvers {
         Some(p) => {
-            klpsym_loader::read_symvers(p, args.source.max_input_size, rs)
+            klpsym_loader::read_symvers_with(p, &load_options(&args.source), rs)
                 .map_err(|e| format!("--symvers: {e}"))?
                 .symbols
         }
