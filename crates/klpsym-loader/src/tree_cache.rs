@@ -107,43 +107,50 @@ fn read(
     ) else {
         return Ok(None);
     };
-    for (rel, stamp) in &listing.dirs {
+    for &(rel, stamp) in &listing.dirs {
         rs.tick()?;
         // The root as the walk read it (through a symbolic link), the rest as entries.
-        let st = if rel.as_os_str().is_empty() {
+        let st = if rel.is_empty() {
             rustix::fs::fstat(&root)
         } else {
+            let rel = OsStr::from_bytes(rel);
             rustix::fs::statat(&root, rel, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
         };
-        if st.ok().and_then(|st| DirStamp::of(&st)) != Some(*stamp) {
+        if st.ok().and_then(|st| DirStamp::of(&st)) != Some(stamp) {
             return Ok(None);
         }
     }
     let mut by_name = Vec::with_capacity(listing.modules.len());
+    let dir_len = dir.as_os_str().len();
     for (name, rel) in listing.modules {
         rs.tick()?;
-        by_name.push((name, ModuleFile::Path(dir.join(rel))));
+        // One allocation per path (a join grows the root's copy).
+        let mut path = PathBuf::with_capacity(dir_len + 1 + rel.len());
+        path.push(dir);
+        path.push(OsStr::from_bytes(rel));
+        by_name.push((name.to_string(), ModuleFile::Path(path)));
     }
     Ok(Some(ModuleTree {
         root: dir.to_path_buf(),
         // In name order already: built in one pass.
         by_name: by_name.into_iter().collect(),
-        duplicates: listing.duplicates,
+        duplicates: listing.duplicates.iter().map(|d| d.to_string()).collect(),
         listing: Some(entry.to_path_buf()),
     }))
 }
 
-/// What a listing entry holds.
+/// What a listing entry holds, borrowed from its bytes: a warm run allocates only what the
+/// tree keeps (a name and a path per module), never a path per directory it checks.
 #[derive(Debug, PartialEq, Eq)]
-struct Listing {
+struct Listing<'a> {
     /// The folder walked, as it was named.
-    root: PathBuf,
+    root: &'a [u8],
     /// Every directory read, relative to the root ("" for the root), with its stamp.
-    dirs: Vec<(PathBuf, DirStamp)>,
+    dirs: Vec<(&'a [u8], DirStamp)>,
     /// Each module's name and file (relative to the root), in name order.
-    modules: Vec<(String, PathBuf)>,
+    modules: Vec<(&'a str, &'a [u8])>,
     /// Names found more than once.
-    duplicates: Vec<String>,
+    duplicates: Vec<&'a str>,
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -205,11 +212,11 @@ fn encode(
 
 /// The listing in `bytes`, when they are a whole entry of this format and version (and of
 /// `key`, when given).
-fn decode(
-    bytes: &[u8],
+fn decode<'a>(
+    bytes: &'a [u8],
     key: Option<&[u8]>,
     rs: &mut Resched,
-) -> Result<Option<Listing>, Cancelled> {
+) -> Result<Option<Listing<'a>>, Cancelled> {
     let Some((body, trailer)) = bytes.len().checked_sub(16).map(|n| bytes.split_at(n)) else {
         return Ok(None);
     };
@@ -217,13 +224,13 @@ fn decode(
         return Ok(None);
     }
     let mut b = body;
-    let header = |b: &mut &[u8]| -> Option<PathBuf> {
+    let header = |b: &mut &'a [u8]| -> Option<&'a [u8]> {
         (split(b, 8)? == MAGIC).then_some(())?;
         (u32_at(b)? == FORMAT).then_some(())?;
         (take_bytes(b)? == env!("CARGO_PKG_VERSION").as_bytes()).then_some(())?;
         let k = take_bytes(b)?;
         key.is_none_or(|key| key == k).then_some(())?;
-        Some(PathBuf::from(OsStr::from_bytes(take_bytes(b)?)))
+        take_bytes(b)
     };
     let Some(root) = header(&mut b) else {
         return Ok(None);
@@ -231,11 +238,11 @@ fn decode(
     let Some(n) = u32_at(&mut b) else {
         return Ok(None);
     };
-    let mut dirs = Vec::new();
+    let mut dirs = Vec::with_capacity((n as usize).min(b.len() / 52));
     for _ in 0..n {
         rs.tick()?;
-        let stamp = |b: &mut &[u8]| -> Option<(PathBuf, DirStamp)> {
-            let rel = PathBuf::from(OsStr::from_bytes(take_bytes(b)?));
+        let stamp = |b: &mut &'a [u8]| -> Option<(&'a [u8], DirStamp)> {
+            let rel = take_bytes(b)?;
             let mut v = [0u64; 6];
             for x in &mut v {
                 *x = u64_at(b)?;
@@ -253,24 +260,17 @@ fn decode(
             None => return Ok(None),
         }
     }
-    let name = |b: &mut &[u8]| Some(std::str::from_utf8(take_bytes(b)?).ok()?.to_string());
+    let name = |b: &mut &'a [u8]| std::str::from_utf8(take_bytes(b)?).ok();
     let Some(n) = u32_at(&mut b) else {
         return Ok(None);
     };
-    let mut modules = Vec::new();
+    let mut modules = Vec::with_capacity((n as usize).min(b.len() / 8));
     for _ in 0..n {
         rs.tick()?;
-        let module =
-            |b: &mut &[u8]| Some((name(b)?, PathBuf::from(OsStr::from_bytes(take_bytes(b)?))));
+        let module = |b: &mut &'a [u8]| Some((name(b)?, take_bytes(b)?));
         match module(&mut b) {
             // In strictly increasing name order, as the tree keeps them.
-            Some(m)
-                if modules
-                    .last()
-                    .is_none_or(|(last, _): &(String, PathBuf)| *last < m.0) =>
-            {
-                modules.push(m)
-            }
+            Some(m) if modules.last().is_none_or(|&(last, _)| last < m.0) => modules.push(m),
             _ => return Ok(None),
         }
     }
@@ -286,7 +286,7 @@ fn decode(
         }
     }
     // The root is always the first directory; nothing may follow the names.
-    if !b.is_empty() || dirs.first().is_none_or(|(r, _)| !r.as_os_str().is_empty()) {
+    if !b.is_empty() || dirs.first().is_none_or(|(r, _)| !r.is_empty()) {
         return Ok(None);
     }
     Ok(Some(Listing {
@@ -300,7 +300,7 @@ fn decode(
 /// The folder a listing entry's bytes describe, when they are a whole listing of this klpsym
 /// (for `klpsym cache`).
 pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<PathBuf>, Cancelled> {
-    Ok(decode(bytes, None, rs)?.map(|l| l.root))
+    Ok(decode(bytes, None, rs)?.map(|l| PathBuf::from(OsStr::from_bytes(l.root))))
 }
 
 #[cfg(test)]
