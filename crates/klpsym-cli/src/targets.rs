@@ -169,7 +169,8 @@ pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
 /// can be told from "unknown". A few exports every kernel has are looked up by name first
 /// (`kfree`; `printk` before 5.15, `_printk` since); without them, a walk over the table, a
 /// tick per symbol (2-3 ms over a 6.12 image's 150,000 names, most of them before the first
-/// `__ksymtab_`).
+/// `__ksymtab_`). The lookups use the table's name index: the verbs that call this (check,
+/// convert) load tables with it built or read from the cache.
 pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
     if ["kfree", "_printk", "printk"]
         .iter()

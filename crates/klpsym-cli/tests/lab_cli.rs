@@ -271,6 +271,7 @@ fn image_crcs_and_vermagic_agree_with_the_package() {
 /// A real Module.symvers given with `--symvers` is kept in the cache as its index (smaller
 /// than the file): the warm check answers byte for byte as `--no-cache` does, and a line
 /// added to the file afterwards is read (its error reported), never hidden by the entry.
+/// (A change that keeps the file's stamp is the loader's unit tests' case.)
 #[test]
 fn a_module_symvers_is_cached_and_never_stale() {
     let Some(l) = the_lab() else { return };

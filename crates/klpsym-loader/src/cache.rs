@@ -590,7 +590,7 @@ fn encode_exports(
     rs.tick_step()?;
     let mut out = Vec::new();
     put_str(&mut out, &e.source);
-    Ok(e.symbols.encode(&mut out).then_some(out))
+    Ok(e.symbols.encode(&mut out, rs)?.then_some(out))
 }
 
 /// The exports encoded at `b`, a slice of `backing`, read in place; `None` when they do not

@@ -7,12 +7,13 @@
 //! spent most of its time building a `HashMap<String, _>` of it: three allocations per line
 //! and as many frees, for the few dozen names a module asks. Read this way it is one pass over
 //! the text, three allocations in all. A kernel's cache entry holds its exports in the map's
-//! own encoding, read where they lie.
+//! own encoding, read where they lie; a Module.symvers' entry holds the records and slots
+//! alone, read over the file's own bytes (symvers_cache.rs).
 
 use std::ops::Range;
 use std::path::Path;
 
-use klpsym_core::resched::Resched;
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::Backing;
 
 use crate::error::LoadError;
@@ -270,31 +271,44 @@ impl ExportMap {
     }
 
     /// Appends the map's encoding (read back in place by [`ExportMap::view`]); `false` when
-    /// it does not fit the encoding's 32-bit offsets (nothing is appended then).
-    pub fn encode(&self, out: &mut Vec<u8>) -> bool {
-        self.encode_parts(out, true)
+    /// it does not fit the encoding's 32-bit offsets (nothing is appended then). A reschedule
+    /// point every 4,096 records.
+    pub fn encode(&self, out: &mut Vec<u8>, rs: &mut Resched) -> Result<bool, Cancelled> {
+        if self.mapped.is_some() {
+            return self.copied(0).encode_parts(out, true, rs);
+        }
+        self.encode_parts(out, true, rs)
     }
 
     /// Appends the map's encoding without its text: the records and slots over a text the
-    /// reader already holds (a Module.symvers' own bytes; read back by
-    /// [`ExportMap::view_index`]). `false` as for [`ExportMap::encode`].
-    pub fn encode_index(&self, out: &mut Vec<u8>) -> bool {
-        self.encode_parts(out, false)
+    /// reader already holds (a Module.symvers' own bytes, as [`parse_symvers`] kept them;
+    /// read back by [`ExportMap::view_index`]). `false` as for [`ExportMap::encode`], and for
+    /// a map read in place (its text is not the file's).
+    pub fn encode_index(&self, out: &mut Vec<u8>, rs: &mut Resched) -> Result<bool, Cancelled> {
+        if self.mapped.is_some() {
+            return Ok(false);
+        }
+        self.encode_parts(out, false, rs)
     }
 
-    fn encode_parts(&self, out: &mut Vec<u8>, with_text: bool) -> bool {
-        if self.mapped.is_some() {
-            return self.copied(0).encode_parts(out, with_text);
-        }
+    fn encode_parts(
+        &self,
+        out: &mut Vec<u8>,
+        with_text: bool,
+        rs: &mut Resched,
+    ) -> Result<bool, Cancelled> {
         // Records are numbered in 24 bits in the encoded slots, offsets are 32-bit.
         if self.recs.len() >= 1 << 24 || u32::try_from(self.text.len()).is_err() {
-            return false;
+            return Ok(false);
         }
         // The encoded table is sized for its records alone (load at most 3/4, not the
         // in-memory 1/2): a kernel's entry must stay smaller than its image.
         let nslots = (self.recs.len() * 4 / 3 + 1).next_power_of_two();
         let mut slots = vec![0u32; nslots];
         for (k, r) in self.recs.iter().enumerate() {
+            if k % 4096 == 0 {
+                rs.tick_step()?;
+            }
             let (mut i, tag) = place(&self.text[r.name.at..r.name.at + r.name.len], nslots - 1);
             while slots[i] != 0 {
                 i = (i + 1) & (nslots - 1);
@@ -307,7 +321,10 @@ impl ExportMap {
         out.extend_from_slice(&(self.recs.len() as u32).to_le_bytes());
         out.extend_from_slice(&(nslots as u32).to_le_bytes());
         out.extend_from_slice(text);
-        for r in &self.recs {
+        for (k, r) in self.recs.iter().enumerate() {
+            if k % 4096 == 0 {
+                rs.tick_step()?;
+            }
             let flags = u32::from(r.crc.is_some()) | (u32::from(r.namespace.len > 0) << 1);
             for v in [
                 r.name.at,
@@ -326,7 +343,7 @@ impl ExportMap {
         for s in slots {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        true
+        Ok(true)
     }
 
     /// The map encoded at `range` of `backing`, read in place; `None` when the sizes do not
@@ -793,7 +810,7 @@ mod tests {
         }
         for map in [built, ExportMap::default(), ExportMap::with_capacity(40)] {
             let mut b = vec![7u8; 3];
-            assert!(map.encode(&mut b));
+            assert!(map.encode(&mut b, &mut Resched::none()).unwrap());
             let end = b.len();
             b.extend_from_slice(b"tail");
             let v = ExportMap::view(&backing(b), 3..end).expect("a view");
@@ -807,13 +824,13 @@ mod tests {
             }
             // Encoding the view again gives a map that answers the same.
             let mut again = Vec::new();
-            assert!(v.encode(&mut again));
+            assert!(v.encode(&mut again, &mut Resched::none()).unwrap());
             let n = again.len();
             let w = ExportMap::view(&backing(again), 0..n).unwrap();
             assert!(w.iter().eq(map.iter()));
             // A range that does not hold a whole encoding is refused.
             let mut b = Vec::new();
-            map.encode(&mut b);
+            map.encode(&mut b, &mut Resched::none()).unwrap();
             let n = b.len();
             assert!(ExportMap::view(&backing(b.clone()), 0..n - 1).is_none());
             assert!(ExportMap::view(&backing(b), 1..n).is_none());
@@ -829,11 +846,11 @@ mod tests {
                     0x00000001\tprintk\tvmlinux\tEXPORT_SYMBOL_GPL\n";
         let map = parse(text).unwrap().symbols;
         let mut index = vec![9u8; 5];
-        assert!(map.encode_index(&mut index));
+        assert!(map.encode_index(&mut index, &mut Resched::none()).unwrap());
         let end = index.len();
         // Smaller than the encoding with its text by exactly the text.
         let mut whole = Vec::new();
-        assert!(map.encode(&mut whole));
+        assert!(map.encode(&mut whole, &mut Resched::none()).unwrap());
         assert_eq!(whole.len(), end - 5 + text.len());
         let (t, i) = (backing(text.as_bytes().to_vec()), backing(index));
         let v = ExportMap::view_index(&t, &i, 5..end).expect("a view");
@@ -865,7 +882,7 @@ mod tests {
             );
         }
         let mut good = Vec::new();
-        assert!(map.encode(&mut good));
+        assert!(map.encode(&mut good, &mut Resched::none()).unwrap());
         for at in 0..good.len() {
             for bit in [0x01u8, 0x80, 0xff] {
                 let mut b = good.clone();

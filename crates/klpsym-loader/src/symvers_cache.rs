@@ -76,11 +76,15 @@ pub(crate) fn read(
     if klpsym_image::sniff_compression(&raw).is_some() {
         return Ok((parse_symvers(&raw, path, rs)?, Origin::Parsed));
     }
+    // A folder that is not ours is neither read nor written: no hash, no index to encode.
+    if cache.dir.exists() && !cache.private() {
+        return Ok((symvers_text(raw, path, rs)?, Origin::Parsed));
+    }
     let key = key_of(&meta);
     let entry = cache.entry_path(&key);
     let content = content_hash(&raw, rs)?;
     let text = Arc::new(raw);
-    if cache.private() {
+    if cache.dir.exists() {
         let backing: Backing = text.clone();
         if let Some(symbols) = open(&entry, &key, content, &backing, rs)? {
             let source = path.display().to_string();
@@ -123,10 +127,13 @@ fn encode(
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(&content.to_le_bytes());
-    put_str(&mut out, &exports.source);
+    // Absolute, so `klpsym cache --prune` finds the file from any folder.
+    let source =
+        std::path::absolute(&exports.source).unwrap_or_else(|_| exports.source.clone().into());
+    put_str(&mut out, &source.to_string_lossy());
     out.extend_from_slice(&size.to_le_bytes());
     let mut index = Vec::new();
-    if !exports.symbols.encode_index(&mut index) {
+    if !exports.symbols.encode_index(&mut index, rs)? {
         return Ok(None);
     }
     out.extend_from_slice(&(index.len() as u64).to_le_bytes());
