@@ -171,18 +171,10 @@ impl Cache {
         }
         let key = fast_key(&meta, opts);
         let entry = self.entry_path(&key);
-        let Ok(f) = File::open(&entry) else {
-            return Ok(None);
-        };
-        // SAFETY: the map is read-only and klpsym never writes an entry in place (entries are
-        // written to a temporary file and renamed over), so the mapped bytes do not change
-        // under the map; everything read from it is bounds-checked and hash-verified below.
-        #[allow(unsafe_code)]
-        let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
-            return Ok(None);
-        };
         // The table reads its names and records in place, keeping the map alive.
-        let backing: klpsym_core::Backing = std::sync::Arc::new(map);
+        let Some(backing) = map_entry(&entry) else {
+            return Ok(None);
+        };
         let map: &[u8] = (*backing).as_ref();
         let Some((body, trailer)) = map
             .len()
@@ -508,6 +500,14 @@ fn parse_entry_with<'a>(
     all: &'a [u8],
     rs: &mut Resched,
 ) -> Result<Option<(Vec<u8>, Parsed<'a>)>, Cancelled> {
+    Ok(verified_body(all, rs)?.and_then(parse_body))
+}
+
+/// An entry's body (all but its 16-byte trailer) when the trailer is the body's xxh3-128.
+pub(crate) fn verified_body<'a>(
+    all: &'a [u8],
+    rs: &mut Resched,
+) -> Result<Option<&'a [u8]>, Cancelled> {
     let Some(body_len) = all.len().checked_sub(16) else {
         return Ok(None);
     };
@@ -515,10 +515,18 @@ fn parse_entry_with<'a>(
     let Ok(trailer) = <[u8; 16]>::try_from(trailer) else {
         return Ok(None);
     };
-    if u128::from_le_bytes(trailer) != hash_in_steps(body, rs)? {
-        return Ok(None);
-    }
-    Ok(parse_body(body))
+    Ok((u128::from_le_bytes(trailer) == hash_in_steps(body, rs)?).then_some(body))
+}
+
+/// The entry file at `entry`, memory-mapped; `None` when it cannot be opened or mapped.
+pub(crate) fn map_entry(entry: &Path) -> Option<klpsym_core::Backing> {
+    let f = File::open(entry).ok()?;
+    // SAFETY: the map is read-only and klpsym never writes an entry in place (entries are
+    // written to a temporary file and renamed over), so the mapped bytes do not change
+    // under the map; every reader bounds-checks and hash-verifies what it reads.
+    #[allow(unsafe_code)]
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    Some(std::sync::Arc::new(map))
 }
 
 /// The parts of an entry's body (its trailer already checked).

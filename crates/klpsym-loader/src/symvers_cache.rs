@@ -18,7 +18,6 @@
 //! `klpsym cache`), the index ([`ExportMap::encode_index`]), and the xxh3-128 of everything
 //! before it. A truncated, corrupt or foreign entry is ignored and rebuilt, never trusted.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -26,8 +25,8 @@ use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::Backing;
 
 use crate::cache::{
-    content_hash, hash_in_steps, put_build, put_stamp, put_str, split, take_str, u32_at, u64_at,
-    Cache,
+    content_hash, hash_in_steps, map_entry, put_build, put_stamp, put_str, split, take_str, u32_at,
+    u64_at, verified_body, Cache,
 };
 use crate::error::LoadError;
 use crate::exports::{parse_symvers, read_symvers, symvers_text, ExportMap, Exports};
@@ -77,14 +76,15 @@ pub(crate) fn read(
         return Ok((parse_symvers(&raw, path, rs)?, Origin::Parsed));
     }
     // A folder that is not ours is neither read nor written: no hash, no index to encode.
-    if cache.dir.exists() && !cache.private() {
+    let present = cache.dir.exists();
+    if present && !cache.private() {
         return Ok((symvers_text(raw, path, rs)?, Origin::Parsed));
     }
     let key = key_of(&meta);
     let entry = cache.entry_path(&key);
     let content = content_hash(&raw, rs)?;
     let text = Arc::new(raw);
-    if cache.dir.exists() {
+    if present {
         let backing: Backing = text.clone();
         if let Some(symbols) = open(&entry, &key, content, &backing, rs)? {
             let source = path.display().to_string();
@@ -154,17 +154,10 @@ struct Parsed<'a> {
 }
 
 fn parse<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<Parsed<'a>>, Cancelled> {
-    let Some(body_len) = all.len().checked_sub(16) else {
-        return Ok(None);
-    };
-    let (body, trailer) = all.split_at(body_len);
-    let Ok(trailer) = <[u8; 16]>::try_from(trailer) else {
-        return Ok(None);
-    };
-    if !body.starts_with(MAGIC) || u128::from_le_bytes(trailer) != hash_in_steps(body, rs)? {
+    if !all.starts_with(MAGIC) {
         return Ok(None);
     }
-    Ok(parse_body(body))
+    Ok(verified_body(all, rs)?.and_then(parse_body))
 }
 
 fn parse_body(body: &[u8]) -> Option<Parsed<'_>> {
@@ -200,17 +193,9 @@ fn open(
     text: &Backing,
     rs: &mut Resched,
 ) -> Result<Option<ExportMap>, Cancelled> {
-    let Ok(f) = File::open(entry) else {
+    let Some(backing) = map_entry(entry) else {
         return Ok(None);
     };
-    // SAFETY: as for a kernel's entry (`Cache::get`): read-only, never written in place
-    // (entries are replaced by rename), and everything read from it is bounds-checked and
-    // hash-verified first.
-    #[allow(unsafe_code)]
-    let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
-        return Ok(None);
-    };
-    let backing: Backing = Arc::new(map);
     let Some(p) = parse((*backing).as_ref(), rs)? else {
         return Ok(None);
     };
