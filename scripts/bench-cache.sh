@@ -35,7 +35,7 @@ done < <(bash "$ROOT/lab/fetch-kernel.sh")
 # KLPSYM_BENCH_CASE=CASE.ko: that case on the primary kernel only.
 CASE="${KLPSYM_BENCH_CASE:-}"
 
-(cd "$ROOT" && cargo build --release -q -p klpsym)
+(cd "$ROOT" && cargo build --release -q -p klpsym-cli)
 BIN="$ROOT/target/release/klpsym"
 CACHE="$WORK/cache"
 

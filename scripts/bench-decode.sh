@@ -17,7 +17,7 @@ CACHE="${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-(cd "$ROOT" && cargo build --release -q -p klpsym)
+(cd "$ROOT" && cargo build --release -q -p klpsym-cli)
 BIN="$ROOT/target/release/klpsym"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

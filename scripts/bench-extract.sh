@@ -46,7 +46,7 @@ fi
 KF="$VENV/bin/kallsyms-finder"
 
 log "building klpsym and the measure example (release)"
-(cd "$ROOT" && flock /tmp/cargo.lock cargo build --quiet --release -p klpsym)
+(cd "$ROOT" && flock /tmp/cargo.lock cargo build --quiet --release -p klpsym-cli)
 (cd "$ROOT" && flock /tmp/cargo.lock cargo build --quiet --release -p klpsym-image --example measure)
 KLPSYM="$ROOT/target/release/klpsym"
 MEASURE="$ROOT/target/release/examples/measure"

@@ -17,7 +17,7 @@ REPS="${REPS:-21}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-(cd "$ROOT" && cargo build --release -q -p klpsym)
+(cd "$ROOT" && cargo build --release -q -p klpsym-cli)
 BIN="$ROOT/target/release/klpsym"
 
 NAME="$(awk '$2 ~ /^[tT]$/ && NF == 3 { if (seen[$3]++) { print $3; exit } }' /proc/kallsyms)"

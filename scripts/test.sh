@@ -36,7 +36,7 @@ else
 	fi
 	echo "== real-kernel lab" >&2
 	# klpsym converts the cases that need klp relocations (the oracle's KLPSYM_BIN).
-	cargo build --release -p klpsym
+	cargo build --release -p klpsym-cli
 	export KLPSYM_BIN="$PWD/target/release/klpsym"
 	# The matrix: one kernel per Debian suite, each fetched, captured and judged by the
 	# livepatch oracle (lab/lab-kernel.sh). The first is the primary kernel of the tests that

@@ -1,4 +1,4 @@
-//! The loader's content sniffing and decoding (klpsym_loader::detect, then klpsym_loader::load
+//! The loader's content sniffing and decoding (klpsym_io::detect, then klpsym_io::load
 //! on a file holding the input, which dispatches to every parser by content).
 //!
 //! Invariants: no panic; the allocation budget holds; an input over `max_input_size` is refused.
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use klpsym_core::resched::Resched;
 use klpsym_fuzz::with_budget;
-use klpsym_loader::{detect, load, LoadOptions};
+use klpsym_io::{detect, load, LoadOptions};
 use libfuzzer_sys::fuzz_target;
 
 /// One scratch file per fuzzing process (the loader reads paths, not bytes).

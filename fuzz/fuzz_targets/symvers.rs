@@ -1,4 +1,4 @@
-//! Module.symvers (plain, gzip or XZ): klpsym_loader::parse_symvers and the export map it
+//! Module.symvers (plain, gzip or XZ): klpsym_io::parse_symvers and the export map it
 //! builds.
 //!
 //! Invariants: no panic; the allocation budget holds; every symbol the map lists is found by
@@ -10,7 +10,7 @@ use std::path::Path;
 
 use klpsym_core::resched::Resched;
 use klpsym_fuzz::with_budget;
-use klpsym_loader::{parse_symvers, ExportMap};
+use klpsym_io::{parse_symvers, ExportMap};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

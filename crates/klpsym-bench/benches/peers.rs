@@ -44,7 +44,7 @@ use klpsym_core::{
     find_object_symbol, LookupRequest, ObjectId, SymbolTable, SymbolizeOutcome, Verdict,
     SIZE_UNKNOWN,
 };
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 // The kernel strategies and the lookup generator of the latency job, shared with the bench
 // binary (a bench target cannot import a binary's modules).

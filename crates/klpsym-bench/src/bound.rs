@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use klpsym_core::resched::{Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US};
 use klpsym_core::{find_object_symbol, write_kallsyms, LookupRequest, SymbolTable};
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 use crate::job::Job;
 
@@ -356,8 +356,8 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
         )?;
     }
     if let Some(dir) = args.modules.clone() {
-        let tree = klpsym_loader::ModuleTree::scan(&dir)?;
-        let files: Vec<&Path> = tree.files().map(klpsym_loader::ModuleFile::label).collect();
+        let tree = klpsym_io::ModuleTree::scan(&dir)?;
+        let files: Vec<&Path> = tree.files().map(klpsym_io::ModuleFile::label).collect();
         x.measure(
             &format!("load {} modules", files.len()),
             runs,

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use klpsym_core::resched::Resched;
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 use crate::job::{Job, SortedIndex, Strategy};
 
@@ -125,7 +125,7 @@ enum Cmd {
 }
 
 fn main() -> std::process::ExitCode {
-    klpsym_loader::bounded_malloc();
+    klpsym_io::bounded_malloc();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Latency {

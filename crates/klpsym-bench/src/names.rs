@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use klpsym_core::resched::Resched;
 use klpsym_core::{search_names, NamePattern, SymbolTable};
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 

@@ -14,7 +14,7 @@ use klpsym_core::resched::Resched;
 use klpsym_core::{
     resolve_in_object, ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolTableBuilder, Verdict,
 };
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 const MODULES: usize = 20;
 const PER_MODULE: usize = 2_000;

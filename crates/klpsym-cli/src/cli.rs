@@ -122,6 +122,44 @@ pub struct SourceArgs {
     pub no_cache: bool,
 }
 
+/// What `check` and `convert` know of the target beyond its symbols.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// The target's BTF for the klp struct layouts: /sys/kernel/btf/vmlinux, a raw .BTF dump,
+    /// a vmlinux / kernel image with a .BTF section, or a package holding one. A check of the running kernel uses
+    /// /sys/kernel/btf/vmlinux by itself; without BTF, the documented 5.1-6.18 fallback.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
+    /// The kernel version whose rules apply (`6.1`); default: the source's banner (for the
+    /// running kernel, /proc/version).
+    #[arg(long, value_name = "X.Y")]
+    pub kernel_version: Option<String>,
+    /// The target's Module.symvers: exported names, their CRCs (checked against the module's
+    /// symbol versions, as the module loader does) and namespaces. Default:
+    /// MODULES/build/Module.symvers when --modules has it; else the CRCs a vmlinux or image
+    /// holds.
+    #[arg(long, value_name = "FILE")]
+    pub symvers: Option<PathBuf>,
+    /// The target's build configuration (.config; gzip too): CONFIG_LIVEPATCH,
+    /// CONFIG_MODVERSIONS, CONFIG_MODULE_FORCE_LOAD, CONFIG_MODULE_SIG_FORCE. Default:
+    /// config-RELEASE beside the image, /boot/config-RELEASE or /proc/config.gz for the running
+    /// kernel.
+    #[arg(long, value_name = "FILE")]
+    pub kernel_config: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// The library's target options.
+    pub fn options(&self) -> klpsym::TargetOptions {
+        klpsym::TargetOptions {
+            btf: self.btf.clone(),
+            kernel_version: self.kernel_version.clone(),
+            symvers: self.symvers.clone(),
+            kernel_config: self.kernel_config.clone(),
+        }
+    }
+}
+
 /// A yes/no flag value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum YesNo {

@@ -1,10 +1,10 @@
-//! The `klpsym` binary: parse arguments, load sources, dispatch. Nothing else lives here.
+//! The `klpsym` binary: parse arguments, call the library, render what comes back, exit with
+//! the status the answer calls for. Nothing else lives here.
 
 mod cli;
 mod commands;
+mod options;
 mod output;
-mod sources;
-mod targets;
 
 use std::process::ExitCode;
 
@@ -14,8 +14,8 @@ use crate::cli::{Cli, Command};
 use crate::output::Outcome;
 
 fn main() -> ExitCode {
-    klpsym_loader::bounded_malloc();
-    klpsym_loader::default_sigpipe();
+    klpsym::bounded_malloc();
+    klpsym::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lookup(a) => commands::lookup::run(&a),

@@ -39,21 +39,16 @@ pub fn print_error(e: &CliError) {
     eprintln!("{msg}");
 }
 
-/// `0x`-prefixed, zero-padded hex as JSON carries addresses (u64 does not fit a JSON number).
-pub fn hex(v: u64) -> String {
-    format!("{v:#018x}")
-}
-
 /// Prints a JSON value followed by a newline.
 pub fn print_json<T: serde::Serialize>(v: &T) -> Result<(), CliError> {
-    print_json_with(v, &mut klpsym_core::Resched::none())
+    print_json_with(v, &mut klpsym::Resched::none())
 }
 
 /// [`print_json`] with reschedule points: serializing a big report is work in proportion to
 /// its output, so a point is reachable after every 4 KiB written.
 pub fn print_json_with<T: serde::Serialize>(
     v: &T,
-    resched: &mut klpsym_core::Resched,
+    resched: &mut klpsym::Resched,
 ) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = TickingWriter {
@@ -70,7 +65,7 @@ pub fn print_json_with<T: serde::Serialize>(
 /// A writer that ticks its driver once per 4 KiB passed through.
 struct TickingWriter<'r, W> {
     inner: W,
-    resched: &'r mut klpsym_core::Resched,
+    resched: &'r mut klpsym::Resched,
     since: usize,
 }
 

@@ -517,7 +517,7 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
     assert_eq!(c.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(c[0]["file"], "fs/inode.c");
     // The declaration line from DWARF (judged against llvm-dwarfdump for every duplicated
-    // function by klpsym-loader's lab_facts); the human table shows file:line.
+    // function by klpsym-io's lab_facts); the human table shows file:line.
     let line = c[0]["line"]
         .as_u64()
         .expect("a line from the -dbg vmlinux's DWARF");

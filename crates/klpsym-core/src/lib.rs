@@ -12,13 +12,11 @@
 //! - [`resched`] is the one reschedule-point mechanism every long operation goes through.
 
 mod addr_index;
-pub mod bulk;
 mod format;
 mod lookup;
 mod name_index;
 mod object;
-pub mod resched;
-mod scan;
+mod pairing;
 mod search;
 mod stem_index;
 mod storage;
@@ -27,12 +25,16 @@ mod table;
 mod table_io;
 
 pub use format::{address_text, write_kallsyms, KallsymsWriter};
+/// Reschedule points (re-exported from `klpsym-resched`, where every parser finds them
+/// without depending on the model).
+pub use klpsym_resched::{bulk, resched};
+pub use klpsym_resched::{
+    merge_spans, yield_now, Cancelled, ChunkedFinder, Resched, ReschedPolicy, ReschedStats,
+    EVERYWHERE, SCAN_CHUNK, STRETCH_BUCKET_EDGES_US,
+};
 pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
-pub use resched::{
-    yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US,
-};
-pub use scan::{merge_spans, ChunkedFinder, EVERYWHERE, SCAN_CHUNK};
+pub use pairing::pair_definitions;
 pub use search::{search_names, NameMatch, NamePattern};
 pub use storage::Backing;
 pub use symbolize::{SymbolizeOutcome, Symbolized};

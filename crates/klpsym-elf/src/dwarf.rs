@@ -9,7 +9,7 @@
 use gimli::{EndianSlice, LittleEndian};
 use object::{Object, ObjectSection};
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 /// Address ranges of compilation units and the units' source paths.
 #[derive(Debug, Default)]
@@ -154,7 +154,7 @@ fn read(dwarf: &gimli::Dwarf<Slice<'_>>, resched: &mut Resched) -> Result<Option
     if out.ranges.is_empty() {
         return Ok(None);
     }
-    klpsym_core::bulk::sort_by_u64_key_with_points(&mut out.ranges, |r| r.0, resched)?;
+    klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.ranges, |r| r.0, resched)?;
     // The source tree: the directory above `init/main.c`, which every kernel has.
     let root = out
         .paths

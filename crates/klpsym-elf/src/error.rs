@@ -47,8 +47,8 @@ pub enum ElfError {
     Cancelled,
 }
 
-impl From<klpsym_core::resched::Cancelled> for ElfError {
-    fn from(_: klpsym_core::resched::Cancelled) -> Self {
+impl From<klpsym_resched::resched::Cancelled> for ElfError {
+    fn from(_: klpsym_resched::resched::Cancelled) -> Self {
         ElfError::Cancelled
     }
 }

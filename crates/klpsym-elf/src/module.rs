@@ -7,7 +7,7 @@
 //! upper-cases the letter when `is_exported()` and lower-cases it otherwise, and
 //! skips entries with an empty name.
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::error::{machine_name, ElfError};
 use crate::layout::SHF_RO_AFTER_INIT;
@@ -18,7 +18,7 @@ use crate::raw::{
     STT_OBJECT,
 };
 use crate::symbol::{KallsymTable, KallsymTableBuilder};
-use klpsym_core::bulk::free_with_points;
+use klpsym_resched::bulk::free_with_points;
 
 /// Offset of `name` in `struct module` on 64-bit kernels: after `enum
 /// module_state state` (padded to 8) and `struct list_head list`.

@@ -8,7 +8,7 @@
 use std::hash::BuildHasher;
 use std::hash::RandomState;
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 /// Open addressing with linear probing over `slots` (a power of two, at most half full):
 /// 0 is an empty slot, `id + 1` holds item `id`. Names are hashed with the standard library's
@@ -24,7 +24,7 @@ impl NameTable {
     pub fn with_capacity(n: usize, resched: &mut Resched) -> Result<Self, Cancelled> {
         let size = n.saturating_mul(2).max(16).next_power_of_two();
         Ok(NameTable {
-            slots: klpsym_core::bulk::filled_vec(size, 0, resched)?,
+            slots: klpsym_resched::bulk::filled_vec(size, 0, resched)?,
             hasher: RandomState::new(),
         })
     }
@@ -68,7 +68,7 @@ impl NameTable {
 
     /// Frees the table in steps.
     pub fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        klpsym_core::bulk::free_with_points(self.slots, resched)
+        klpsym_resched::bulk::free_with_points(self.slots, resched)
     }
 }
 

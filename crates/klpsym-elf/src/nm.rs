@@ -7,8 +7,8 @@
 //! `numeric_forward` (value, then name in the C locale kbuild forces, then symbol
 //! table order because glibc's qsort is a stable merge sort for such sizes).
 
-use klpsym_core::bulk::sort_by_with_points;
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::bulk::sort_by_with_points;
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::raw::{
     RawElf, RawSection, RawSymbol, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHN_ABS, SHN_COMMON,

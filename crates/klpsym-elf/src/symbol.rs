@@ -8,7 +8,7 @@
 
 use std::iter::FusedIterator;
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 /// One line the kernel's /proc/kallsyms would show: a view of one entry of a [`KallsymTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,10 +122,10 @@ impl KallsymTable {
     /// Frees the table in steps, a reschedule point between them: dropping it gives back
     /// megabytes (a vmlinux's table) in one stretch.
     pub fn free_with_points(self, resched: &mut Resched) -> Result<(), Cancelled> {
-        klpsym_core::bulk::free_with_points(self.rows, resched)?;
-        klpsym_core::bulk::free_with_points(self.sections, resched)?;
-        klpsym_core::bulk::free_with_points(self.files, resched)?;
-        klpsym_core::bulk::free_with_points(self.names.into_bytes(), resched)
+        klpsym_resched::bulk::free_with_points(self.rows, resched)?;
+        klpsym_resched::bulk::free_with_points(self.sections, resched)?;
+        klpsym_resched::bulk::free_with_points(self.files, resched)?;
+        klpsym_resched::bulk::free_with_points(self.names.into_bytes(), resched)
     }
 
     fn text(&self, s: Span) -> &str {

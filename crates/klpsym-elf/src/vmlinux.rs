@@ -9,8 +9,8 @@
 use std::cmp::Ordering;
 use std::io::Read;
 
-use klpsym_core::bulk::sort_by_with_points;
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::bulk::sort_by_with_points;
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::error::ElfError;
 use crate::filter::{is_ignored, KernelVersion};
@@ -18,8 +18,8 @@ use crate::names::NameTable;
 use crate::nm::{nm_sorted, NmLine};
 use crate::raw::{RawElf, RawSection, EM_X86_64};
 use crate::symbol::{KallsymTable, KallsymTableBuilder};
-use klpsym_core::bulk::free_with_points;
-use klpsym_core::ChunkedFinder;
+use klpsym_resched::bulk::free_with_points;
+use klpsym_resched::ChunkedFinder;
 
 /// Result of [`vmlinux_kallsyms`].
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 const A: &str = "static int __attribute__((noinline)) helper(int x) { return x + 1; }\nint a_entry(int x) { return helper(x); }\n";
 const B: &str = "\n\nstatic int __attribute__((noinline)) helper(int x)\n{\n\treturn x * 3;\n}\nint _start(void) { extern int a_entry(int); return helper(a_entry(2)); }\n";

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 use crate::{Compression, ImageError};
 
@@ -106,7 +106,7 @@ fn zstd_in_place(
     dctx.set_parameter(DParameter::StableOutBuffer(true))
         .map_err(|c| zerr("cannot keep the output buffer", c))?;
     let mut out: Vec<u8> = Vec::with_capacity(capacity);
-    klpsym_core::bulk::huge_pages(&mut out);
+    klpsym_resched::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let end = consumed.saturating_add(ZSTD_IN_STEP).min(input.len());
@@ -146,7 +146,7 @@ fn zstd_in_place(
 
 /// Frees a buffer of up to the image's size in steps, before the stream decoder takes over.
 fn give_back(out: Vec<u8>, resched: &mut Resched) -> Result<Option<Vec<u8>>, ImageError> {
-    klpsym_core::bulk::free_with_points(out, resched)?;
+    klpsym_resched::bulk::free_with_points(out, resched)?;
     Ok(None)
 }
 
@@ -206,7 +206,7 @@ fn lzma_stream(
 ) -> Result<Vec<u8>, ImageError> {
     let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_core::bulk::huge_pages(&mut out);
+    klpsym_resched::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;
@@ -244,7 +244,7 @@ fn read_all(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_core::bulk::huge_pages(&mut out);
+    klpsym_resched::bulk::huge_pages(&mut out);
     loop {
         let start = ctx.next_step(&mut out)?;
         let got = match reader.read(&mut out[start..]) {
@@ -294,7 +294,7 @@ fn lz4_legacy(
         return Err(ctx.err("missing legacy LZ4 magic 0x184c2102".into()));
     }
     let mut out: Vec<u8> = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_core::bulk::huge_pages(&mut out);
+    klpsym_resched::bulk::huge_pages(&mut out);
     let mut pos = 4;
     let mut blocks = 0usize;
     while let Some(size) = read_u32(pos) {

@@ -4,11 +4,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 use crate::codecs::{self, LZ4_LEGACY_MAGIC};
 use crate::ImageError;
-use klpsym_core::ChunkedFinder;
+use klpsym_resched::ChunkedFinder;
 
 /// A compression the kernel build can apply to its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::KallsymsEntry;
 

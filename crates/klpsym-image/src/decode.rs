@@ -1,7 +1,7 @@
 //! Decoding the located tables: names through the token table, addresses for each era's
 //! `kallsyms_sym_address`, and the name-sorted index checked against the names.
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::layout::{Addressing, NameLengthEncoding};
 use crate::tables::{read_len, u32_at, u64_at, Names, Tokens};

@@ -2,7 +2,7 @@
 //! segments (needed for place-relative offsets), and, when it still has a `.symtab`, the
 //! `kallsyms_*` symbols themselves (used to cross-check what the scan found).
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 use std::ops::Range;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags};
@@ -65,7 +65,7 @@ impl ElfInfo {
             arch: Some(arch),
             segments,
             kallsyms_symbols: Vec::new(),
-            data_spans: klpsym_core::merge_spans(data_spans),
+            data_spans: klpsym_resched::merge_spans(data_spans),
         };
         for sym in file.symbols() {
             resched.tick()?;

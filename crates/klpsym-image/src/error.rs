@@ -1,7 +1,7 @@
 //! The one error type of this crate: every variant says what was expected and what was found,
 //! with the byte offset in the (decompressed) image where that makes sense.
 
-use klpsym_core::resched::Cancelled;
+use klpsym_resched::resched::Cancelled;
 
 use crate::Compression;
 

@@ -4,8 +4,8 @@
 
 use std::ops::Range;
 
-use klpsym_core::resched::{Cancelled, Resched};
-use klpsym_core::ChunkedFinder;
+use klpsym_resched::resched::{Cancelled, Resched};
+use klpsym_resched::ChunkedFinder;
 
 /// The kernel banner: "Linux version " followed by a digit, up to the end of its line.
 ///
@@ -173,7 +173,7 @@ mod tests {
         o.append_section_data(notes, &note(0x6a), 4);
         let elf = o.write().unwrap();
         let rs = &mut Resched::none();
-        let id = find_build_id(&elf, klpsym_core::EVERYWHERE, rs).unwrap();
+        let id = find_build_id(&elf, klpsym_resched::EVERYWHERE, rs).unwrap();
         assert_eq!(id.as_deref(), Some("6a".repeat(20).as_str()));
         // A raw image is searched: the first note that is not an embedded ELF's own (the
         // ELF above stands in for a vDSO).
@@ -185,19 +185,19 @@ mod tests {
         raw.extend([0u8; 100]);
         raw.extend(note(0x11));
         raw.extend(note(0x22));
-        let id = find_build_id(&raw, klpsym_core::EVERYWHERE, rs).unwrap();
+        let id = find_build_id(&raw, klpsym_resched::EVERYWHERE, rs).unwrap();
         assert_eq!(id.as_deref(), Some("11".repeat(20).as_str()));
         // An ELF header before a note that is not that ELF's build id does not hide it.
         let mut raw = b"..\x7fELF garbage..".to_vec();
         raw.extend(note(0x33));
-        let id = find_build_id(&raw, klpsym_core::EVERYWHERE, rs).unwrap();
+        let id = find_build_id(&raw, klpsym_resched::EVERYWHERE, rs).unwrap();
         assert_eq!(id.as_deref(), Some("33".repeat(20).as_str()));
         // An ELF without a build id note has none, whatever its data holds.
         let mut o = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
         let ro = o.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
         o.append_section_data(ro, &note(0xaa), 8);
         assert_eq!(
-            find_build_id(&o.write().unwrap(), klpsym_core::EVERYWHERE, rs).unwrap(),
+            find_build_id(&o.write().unwrap(), klpsym_resched::EVERYWHERE, rs).unwrap(),
             None
         );
     }
@@ -206,14 +206,14 @@ mod tests {
     fn the_runtime_banner_wins_over_the_build_time_one() {
         // Debian 7.2's image: the build-time banner first, without a build number.
         let data = b"xx\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) # SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0yy\0Linux version 7.2.13+deb14-amd64 (d@l) (gcc-16) #1 SMP PREEMPT_DYNAMIC Debian 7.2.13-1 (2026-10-28)\n\0";
-        let v = find_version(data, klpsym_core::EVERYWHERE, &mut Resched::none())
+        let v = find_version(data, klpsym_resched::EVERYWHERE, &mut Resched::none())
             .unwrap()
             .unwrap();
         assert!(v.contains(" #1 SMP"), "{v}");
         // One banner without a number: that one.
         let one = b"Linux version 6.1.0 (x) # SMP\n";
         assert_eq!(
-            find_version(one, klpsym_core::EVERYWHERE, &mut Resched::none())
+            find_version(one, klpsym_resched::EVERYWHERE, &mut Resched::none())
                 .unwrap()
                 .as_deref(),
             Some("Linux version 6.1.0 (x) # SMP")
@@ -227,7 +227,7 @@ mod tests {
 6.1.0-57-amd64 SMP preempt mod_unload modversions \0tail";
         let got = find_vermagic(
             data,
-            klpsym_core::EVERYWHERE,
+            klpsym_resched::EVERYWHERE,
             "6.1.0-57-amd64",
             &mut Resched::none(),
         )
@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(
             find_vermagic(
                 b"\x006.1.0 SMP \0",
-                klpsym_core::EVERYWHERE,
+                klpsym_resched::EVERYWHERE,
                 "6.1.0-57-amd64",
                 &mut Resched::none()
             )
@@ -251,7 +251,7 @@ mod tests {
         assert_eq!(
             find_vermagic(
                 arm,
-                klpsym_core::EVERYWHERE,
+                klpsym_resched::EVERYWHERE,
                 "6.12.118+deb13-arm64",
                 &mut Resched::none()
             )

@@ -1,7 +1,7 @@
 //! `find_kallsyms`: tries every table layout era on the located token table, keeps the
 //! candidates that pass every cross-check, and decodes the one that remains.
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::container::is_arm64_image;
 use crate::crcs::{image_crcs, AddressMap};
@@ -74,7 +74,7 @@ pub fn find_kallsyms_with_resched(
     }
     let spans: Vec<std::ops::Range<usize>> = match &elf {
         Some(e) if !e.data_spans.is_empty() => e.data_spans.clone(),
-        _ => klpsym_core::EVERYWHERE.to_vec(),
+        _ => klpsym_resched::EVERYWHERE.to_vec(),
     };
     let ctx = Ctx {
         data: vmlinux,
@@ -155,8 +155,8 @@ pub fn find_kallsyms_with_resched(
         });
     }
     // Megabytes of intermediate tables: given back in steps.
-    klpsym_core::bulk::free_with_points(decoded, resched)?;
-    klpsym_core::bulk::free_with_points(cand.addrs, resched)?;
+    klpsym_resched::bulk::free_with_points(decoded, resched)?;
+    klpsym_resched::bulk::free_with_points(cand.addrs, resched)?;
     let version = find_version(vmlinux, &spans, resched)?;
     let text = entries.iter().find(|e| e.name == "_text").map(|e| e.addr);
     let map = match (&ctx.elf, text) {

@@ -32,7 +32,7 @@ pub use container::{
 pub use error::ImageError;
 pub use identity::{banner_release, find_build_id, find_vermagic};
 pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 pub use stream::{is_cancelled, sniff_compression, StreamDecoder};
 
@@ -116,7 +116,7 @@ pub fn extract_with_resched(
     let syms = extract_decompressed(&d, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
-        klpsym_core::bulk::free_with_points(v, resched)?;
+        klpsym_resched::bulk::free_with_points(v, resched)?;
     }
     Ok(syms)
 }

@@ -5,7 +5,7 @@
 
 use std::io::{self, Read};
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::codecs::STEP;
 use crate::Compression;

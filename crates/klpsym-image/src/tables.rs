@@ -10,13 +10,13 @@
 //! just before it (or before `kallsyms_seqs_of_names` in 6.2/6.3), and `kallsyms_num_syms` just
 //! before `kallsyms_names`; each candidate is checked by walking every name length.
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 use std::ops::Range;
 
 use memchr::memchr;
 
 use crate::layout::NameLengthEncoding;
-use klpsym_core::ChunkedFinder;
+use klpsym_resched::ChunkedFinder;
 
 /// Longest symbol name the kernel accepts (KSYM_NAME_LEN since 6.1), plus the type letter.
 const MAX_SYMBOL_LEN: usize = 512 + 1;

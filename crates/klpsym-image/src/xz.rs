@@ -12,7 +12,7 @@ use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-use klpsym_core::resched::{Cancelled, Resched};
+use klpsym_resched::resched::{Cancelled, Resched};
 use lzma_sys as sys;
 
 /// Which liblzma decoder.
@@ -54,7 +54,7 @@ extern "C" fn heap_alloc(opaque: *mut c_void, nmemb: usize, size: usize) -> *mut
         let block = unsafe {
             std::slice::from_raw_parts_mut(p.cast::<std::mem::MaybeUninit<u8>>(), layout.size())
         };
-        klpsym_core::bulk::huge_pages_region(block);
+        klpsym_resched::bulk::huge_pages_region(block);
     }
     if !p.is_null() {
         // SAFETY: `opaque` is the `Heap` the stream was set up with, alive for the stream's

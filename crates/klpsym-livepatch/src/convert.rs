@@ -231,7 +231,9 @@ pub fn convert_with(
             obj.machine, target.arch
         )]));
     }
-    let lp = LivepatchModule::from_elf(obj, &StructLayouts::fallback(6, 1), resched)?;
+    // The target's layouts (its BTF) decide where the klp_object array and its names are.
+    let layouts = target.layouts.unwrap_or(StructLayouts::fallback(6, 1));
+    let lp = LivepatchModule::from_elf(obj, &layouts, resched)?;
     let obj = &lp.elf;
     let mut errors = Vec::new();
     if !lp.is_marked_livepatch() {

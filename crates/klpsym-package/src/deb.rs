@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::io::{Read, Seek, SeekFrom};
 use std::rc::Rc;
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 use crate::{
     decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,

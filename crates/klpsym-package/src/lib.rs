@@ -22,8 +22,8 @@
 mod deb;
 mod rpm;
 
-use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_image::StreamDecoder;
+use klpsym_resched::resched::{Cancelled, Resched};
 
 /// The two package formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

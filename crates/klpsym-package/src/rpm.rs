@@ -3,7 +3,7 @@
 //! headers are a few bounded reads written here (no well-kept crate reads an RPM's payload
 //! from bytes without a file); the cpio archive is read with the `cpio` crate.
 
-use klpsym_core::resched::Resched;
+use klpsym_resched::resched::Resched;
 
 use crate::{
     decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,

@@ -5,8 +5,8 @@
 //! KLPSYM_TEST_VMLINUX (the extracted -dbg vmlinux), KLPSYM_TEST_MODULES_DIR. Skips without
 //! them unless KLPSYM_REQUIRE_LAB.
 
-use klpsym_core::resched::Resched;
 use klpsym_package::{read_package, MemberKind, PackageFormat, Want};
+use klpsym_resched::resched::Resched;
 
 #[path = "../../klpsym-cli/tests/common/lab.rs"]
 mod lab_input;

@@ -4,8 +4,8 @@
 mod build;
 use build::{cpio_of, deb, rpm, tar_of, Comp};
 
-use klpsym_core::resched::Resched;
 use klpsym_package::{read_package, MemberKind, PackageError, PackageFormat, Want};
+use klpsym_resched::resched::Resched;
 
 const FILES: [(&str, &[u8]); 6] = [
     (

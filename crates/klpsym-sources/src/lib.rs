@@ -1,7 +1,7 @@
 //! Parsers that turn the bytes of kernel symbol sources into [`klpsym_core::SymbolTable`]s.
 //!
 //! No parser here opens a file: each takes bytes (or an owned buffer) and reports errors with
-//! the position inside them; the loader layer (`klpsym-loader`) adds the file name.
+//! the position inside them; the loader layer (`klpsym-io`) adds the file name.
 
 mod text;
 

@@ -6,21 +6,16 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use klpsym_core::bulk;
-use klpsym_core::resched::{Cancelled, Resched};
-use klpsym_livepatch::{
-    check_with, errno_name, resolution_cost_with, CheckReport, CheckStatus, CostModel, ExportInfo,
-    Fact, LivepatchModule, ObjectState, Preemption, Problem, RelocationReport, ResolutionCost,
-    Stage, Target, VerdictKind,
+use klpsym::Cancelled;
+use klpsym::{
+    errno_name, hex, CheckReport, CheckRun, CheckStatus, KernelCheck, Layouts, ObjectState, Patch,
+    Problem, Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
 };
 
-use crate::cli::SourceArgs;
-use crate::output::{hex, print_json_with, CliError, Outcome};
-use crate::sources::{load_all_with, resched};
-use crate::targets::{
-    btf_path, exported_by, knows_exports, layouts_for, module_tree, offline_tables, rules_for,
-    LoaderInputs, TargetArgs,
-};
+use crate::cli::{SourceArgs, TargetArgs};
+use crate::options::{open_kernels, print_notes};
+use crate::output::{print_json_with, CliError, Outcome};
+use klpsym::Resched;
 
 /// `klpsym check`.
 #[derive(Debug, Args)]
@@ -59,242 +54,63 @@ pub struct CheckArgs {
     pub source: SourceArgs,
 }
 
-/// The kernel's resolution cost model for kernel `k`: its preemption and HZ from its config
-/// (else what distributions build for its version), the per-entry cost.
-fn cost_model(
-    args: &CheckArgs,
-    rules: &klpsym_livepatch::KernelRules,
-    config: Option<&klpsym_loader::KernelConfig>,
-) -> CostModel {
-    let preemption = config
-        .and_then(|c| {
-            Preemption::from_config(|o| c.enabled(o))
-                .map(|p| Fact::new(p, format!("{}", c.path.display())))
-        })
-        .unwrap_or_else(|| {
-            Fact::new(
-                Preemption::assumed(rules.version),
-                format!(
-                    "assumed for {}.{} (no kernel config found; --kernel-config)",
-                    rules.version.0, rules.version.1
-                ),
-            )
-        });
-    let hz = config
-        .and_then(|c| c.value("CONFIG_HZ"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(250);
-    let visit_ns = match args.visit_ns {
-        Some(ns) => Fact::new(ns, "--visit-ns"),
-        None => Fact::new(
-            DEFAULT_VISIT_NS,
-            "default: an x86_64 estimate, not yet calibrated on real hardware (--visit-ns)",
-        ),
-    };
-    CostModel {
-        preemption,
-        hz,
-        visit_ns,
-        hold_warn_ms: args.hold_warn_ms,
-    }
-}
-
-/// Nanoseconds per kallsyms entry: expanding one compressed name and one strcmp().
-const DEFAULT_VISIT_NS: f64 = 50.0;
-
-/// `--section-base NAME=ADDR` options as (section index, address).
-fn section_bases(
-    by_name: &std::collections::HashMap<&str, u32>,
-    specs: &[String],
-) -> Result<Vec<(u32, u64)>, CliError> {
-    specs
-        .iter()
-        .map(|s| {
-            let (name, addr) = s
-                .rsplit_once('=')
-                .ok_or_else(|| format!("--section-base '{s}': expected NAME=ADDR"))?;
-            let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
-                .map_err(|_| format!("--section-base '{s}': '{addr}' is not hex"))?;
-            let index = by_name.get(name).copied().ok_or_else(|| {
-                format!("--section-base '{s}': the module has no section '{name}'")
-            })?;
-            Ok((index, a))
-        })
-        .collect()
-}
-
 #[derive(Debug, Serialize)]
-struct CheckJson {
-    patch: String,
-    results: Vec<KernelResult>,
-}
-
-#[derive(Debug, Serialize)]
-struct KernelResult {
-    kernel: String,
-    /// What was not checked (`--strict` fails on these), in words.
-    unchecked: Vec<String>,
-    report: CheckReport,
-    /// What resolving the patch's symbols costs this kernel (lookups, entries visited, the
-    /// longest hold without a reschedule point).
-    resolution_cost: ResolutionCost,
-}
-
-/// What a report leaves unchecked, for `--strict` and the warning lines.
-fn unchecked(r: &CheckReport) -> Vec<String> {
-    let mut out = Vec::new();
-    if r.verdict.kind == VerdictKind::OrdinaryModule {
-        out.push("not a livepatch module: nothing of livepatch was checked".to_string());
-    }
-    for m in &r.verdict.unchecked_modules {
-        out.push(format!(
-            "object {m}: its module is not loaded and no {m}.ko was given (--modules): what the kernel does when {m} loads is not checked"
-        ));
-    }
-    for c in &r.loader_checks {
-        if c.status == CheckStatus::NotChecked && c.check != "signature" {
-            out.push(format!(
-                "module loader, {}: not checked: {}",
-                c.check, c.detail
-            ));
-        }
-    }
-    out
+struct CheckJson<'a> {
+    patch: &'a str,
+    results: &'a [KernelCheck],
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
-    let mut rs = resched(&args.source);
-    let rs = &mut rs;
-    let bytes = klpsym_loader::read_bounded(&args.patch, args.source.max_input_size, rs)
-        .map_err(|e| format!("PATCH: {e}"))?;
-    let btf = btf_path(&args.target, &args.source);
-    let layouts = layouts_for(btf.as_ref(), &args.source, rs)?;
-    let module = LivepatchModule::parse_with_resched(&bytes, &layouts, rs).map_err(|e| {
-        let hint = if args.patch.is_dir() {
-            " (PATCH is the module file; a module tree goes to --modules)"
-        } else {
-            ""
-        };
-        format!("PATCH {}: {e}{hint}", args.patch.display())
-    })?;
-    // Section indexes by name, once (a module has dozens to thousands of sections).
-    let mut by_name: std::collections::HashMap<&str, u32> =
-        std::collections::HashMap::with_capacity(module.elf.sections.len());
-    for sec in &module.elf.sections {
-        rs.tick()?;
-        by_name.entry(sec.name.as_str()).or_insert(sec.index);
-    }
-    let mut bases: Vec<(u32, u64)> = Vec::new();
-    if let Some(dir) = &args.sections_from {
-        for (name, addr) in klpsym_loader::read_section_addresses(dir, rs)? {
-            let Some(&index) = by_name.get(name.as_str()) else {
-                return Err(format!(
-                    "--sections-from {}: the kernel placed a section '{name}' that {} does not have: is this the module that was loaded?",
-                    dir.display(),
-                    args.patch.display()
-                )
-                .into());
-            };
-            bases.push((index, addr));
-        }
-    }
-    bases.extend(section_bases(&by_name, &args.section_bases)?);
-    let placed = !bases.is_empty();
-    let objects: Vec<String> = match &module.patch {
-        Ok(p) => p
-            .objects
-            .iter()
-            .map(|o| o.object_name().to_string())
-            .collect(),
-        Err(_) => Vec::new(),
+    let mut opts = args.source.options(Queries::Names);
+    let copts = klpsym::CheckOptions {
+        target: args.target.options(),
+        section_bases: args.section_bases.clone(),
+        sections_from: args.sections_from.clone(),
+        explain: args.explain,
+        hold_warn_ms: args.hold_warn_ms,
+        visit_ns: args.visit_ns,
     };
+    let layouts = Layouts::find(&copts.target, args.source.kernels.is_empty(), &opts)?;
+    print_notes(&layouts.notes);
+    let patch = Patch::read(&args.patch, &layouts, &opts)?;
     // A package's modules are read (the whole package) only when the patch has objects in
     // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
-    let needs_modules = objects.is_empty() || objects.iter().any(|o| o != "vmlinux");
-    let kernels = load_all_with(&args.source, needs_modules)?;
-    let mut results = Vec::new();
-    // One check per kernel (the compatibility matrix), all through the user's driver.
-    for k in &kernels {
-        let mut rules = rules_for(k, args.target.kernel_version.as_deref())?;
-        if let Some(b) = &k.facts.version {
-            rules = rules.with_banner(b);
-        }
-        let tree = module_tree(k, &args.source)?;
-        let offline = offline_tables(&args.source, tree.as_deref(), &objects, &k.table, rs)?;
-        let inputs = LoaderInputs::gather(k, tree.as_deref(), &args.source, &args.target, rs)?;
-        let export_info = |n: &str| -> Option<ExportInfo> { inputs.export_info(n) };
-        let exported = |n: &str| exported_by(&k.table, n);
-        let mut target = Target::new(&k.table, rules, module.arch)
-            .with_layouts(layouts)
-            .with_loader(inputs.facts(&export_info));
-        if knows_exports(&k.table, rs)? {
-            target = target.with_exports(&exported);
-        }
-        for o in &offline {
-            target = target
-                .with_offline_module(&o.name, &o.table)
-                .with_loading_symbols(&o.name, o.loading_symbols);
-        }
-        for &(i, a) in &bases {
-            target = target.with_section_base(i, a);
-        }
-        let mut report = check_with(&module, &target, rs)?;
-        if !args.explain {
-            // Every ordinary relocation is listed on request only: a patch has thousands.
-            let all = std::mem::take(&mut report.ordinary_relocations);
-            bulk::free_with_points(all, rs)?;
-        }
-        add_candidate_lines(k, &mut report, &args.source)?;
-        let model = cost_model(args, &rules, inputs.config());
-        let resolution_cost = resolution_cost_with(&module, &target, &model, rs)?;
-        results.push(KernelResult {
-            kernel: k.path.display().to_string(),
-            unchecked: unchecked(&report),
-            report,
-            resolution_cost,
-        });
-    }
-    let refused = results.iter().any(|r| {
-        matches!(
-            r.report.verdict.kind,
-            VerdictKind::RefusedAtLoad | VerdictKind::RefusedWhenModuleLoads
-        )
-    });
-    let incomplete = results.iter().any(|r| !r.unchecked.is_empty());
+    opts.package_modules = patch.needs_modules();
+    let kernels = open_kernels(&args.source, &opts)?;
+    let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
+    let run = klpsym::check(&patch, &refs, &copts)?;
+    let mut rs = opts.resched();
+    let rs = &mut rs;
+    let refused = run.refused();
+    let incomplete = run.incomplete();
     if args.source.json {
-        let json = CheckJson {
-            patch: args.patch.display().to_string(),
-            results,
-        };
-        print_json_with(&json, rs)?;
-        free_results(json.results, rs)?;
+        for r in &run.results {
+            print_notes(&r.notes);
+        }
+        print_json_with(
+            &CheckJson {
+                patch: &run.patch,
+                results: &run.results,
+            },
+            rs,
+        )?;
     } else {
-        for r in &results {
-            print_report(r, args.explain, placed, rs)?;
+        for r in &run.results {
+            print_notes(&r.notes);
+            print_report(r, args.explain, run.placed, rs)?;
         }
-        if results.len() > 1 {
-            print_matrix(&results, rs)?;
+        if run.results.len() > 1 {
+            print_matrix(&run, rs)?;
         }
-        free_results(results, rs)?;
     }
     if args.strict && incomplete && !refused {
         eprintln!(
             "klpsym: error: --strict: not everything that decides the load was checked (see above)"
         );
     }
-    module.drop_with_points(rs)?;
-    bulk::free_with_points(bytes, rs)?;
+    run.free(rs)?;
     let strict_failed = args.strict && incomplete;
     Ok(Outcome::all_ok(!(refused || strict_failed)))
-}
-
-/// Frees the reports with reschedule points (a big patch's report is tens of thousands of
-/// strings per kernel).
-fn free_results(results: Vec<KernelResult>, rs: &mut Resched) -> Result<(), Cancelled> {
-    for r in results {
-        r.report.drop_with_points(rs)?;
-    }
-    Ok(())
 }
 
 fn stage_label(p: &Problem) -> String {
@@ -373,7 +189,7 @@ fn print_relocations(list: &[RelocationReport], rs: &mut Resched) -> Result<(), 
 /// The readable report; `placed`: the user placed sections (ordinary relocations are then
 /// listed one by one under --explain).
 fn print_report(
-    res: &KernelResult,
+    res: &KernelCheck,
     explain: bool,
     placed: bool,
     rs: &mut Resched,
@@ -427,7 +243,7 @@ fn print_report(
                     match (&c.file, files) {
                         (Some(f), _) => format!(
                             "  {}",
-                            crate::commands::file_line_text(f, c.decl_file.as_deref(), c.line)
+                            klpsym::file_line_text(f, c.decl_file.as_deref(), c.line)
                         ),
                         (None, true) => "  ?".to_string(),
                         (None, false) => String::new(),
@@ -542,7 +358,8 @@ fn cost_line(c: &ResolutionCost) -> String {
     .replace("(None preemption)", "(no preemption)")
 }
 
-fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancelled> {
+fn print_matrix(run: &CheckRun, rs: &mut Resched) -> Result<(), Cancelled> {
+    let results = &run.results;
     println!("\ncompatibility:");
     let width = results
         .iter()
@@ -582,56 +399,6 @@ fn print_matrix(results: &[KernelResult], rs: &mut Resched) -> Result<(), Cancel
         };
         let hold = format!("{:.1} ms", r.resolution_cost.estimated_longest_hold_ms);
         println!("  {:<width$}  {verdict:<14}  {hold:>12}  {cell}", r.kernel);
-    }
-    Ok(())
-}
-
-/// DWARF declaration lines for the vmlinux candidates of ambiguity reports, when `k` is (or
-/// has) a vmlinux with debug info: the n-th candidate is the n-th definition of the name.
-fn add_candidate_lines(
-    k: &klpsym_loader::LoadedKernel,
-    report: &mut klpsym_livepatch::CheckReport,
-    args: &crate::cli::SourceArgs,
-) -> Result<(), CliError> {
-    use klpsym_core::ObjectId;
-    let mut at: Vec<(usize, usize)> = Vec::new();
-    let mut ids = Vec::new();
-    for (pi, p) in report.problems.iter().enumerate() {
-        let Some(name) = &p.symbol else { continue };
-        // A klp relocation's symbol is `.klp.sym.OBJ.NAME,POS`: the definitions are NAME's.
-        let name = match name.strip_prefix(".klp.sym.") {
-            Some(rest) => rest
-                .split_once('.')
-                .map_or(rest, |(_, n)| n)
-                .rsplit_once(',')
-                .map_or(rest, |(n, _)| n),
-            None => name.as_str(),
-        };
-        let defs: Vec<klpsym_core::SymbolId> = k
-            .table
-            .by_name_in(name, ObjectId::VMLINUX)
-            .map(|s| s.id)
-            .collect();
-        for (ci, c) in p.candidates.iter().enumerate() {
-            if c.object == "vmlinux" && c.file.is_some() {
-                if let Some(&id) = defs.get(c.position as usize - 1) {
-                    at.push((pi, ci));
-                    ids.push(id);
-                }
-            }
-        }
-    }
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let mut rs = crate::sources::resched(args);
-    let lines = k.decl_lines(&ids, args.max_input_size, &mut rs)?;
-    for ((pi, ci), l) in at.into_iter().zip(lines) {
-        if let Some(l) = l {
-            let c = &mut report.problems[pi].candidates[ci];
-            c.line = Some(l.line);
-            c.decl_file = Some(l.file);
-        }
     }
     Ok(())
 }

@@ -1,102 +1,14 @@
 //! `klpsym info`: what a source holds.
 
-use serde::Serialize;
-
-use klpsym_core::ObjectKind;
+use klpsym::{ObjectKind, Queries};
 
 use crate::cli::InfoArgs;
-use crate::output::{hex, print_json, CliError, Outcome};
-use crate::sources::load_all;
-
-#[derive(Debug, Serialize)]
-struct InfoJson {
-    kernel: String,
-    kind: &'static str,
-    bytes: u64,
-    symbols: usize,
-    distinct_names: usize,
-    addresses_hidden: bool,
-    lowest_address: Option<String>,
-    highest_address: Option<String>,
-    /// The release (`6.1.0-57-amd64`), the same form for every kind of source.
-    version: Option<String>,
-    /// The whole `Linux version ...` banner, when the source has one.
-    banner: Option<String>,
-    /// The module loader's vermagic, when the source has it (image, vmlinux, module).
-    vermagic: Option<String>,
-    /// The GNU build id (hex), when the source has it (image, vmlinux).
-    build_id: Option<String>,
-    arch: Option<String>,
-    format: Option<String>,
-    facts: std::collections::BTreeMap<String, String>,
-    notes: Vec<String>,
-    objects: Vec<ObjectJson>,
-    read_ms: f64,
-    parse_ms: f64,
-    /// The cache entry the table was read from (null: decoded from the source).
-    cache_entry: Option<String>,
-    index_ms: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct ObjectJson {
-    name: String,
-    kind: ObjectKind,
-    symbols: u32,
-    relative: bool,
-}
+use crate::options::open_kernels;
+use crate::output::{print_json, CliError, Outcome};
 
 pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
-    let kernels = load_all(&args.source)?;
-    let mut infos = Vec::new();
-    for k in &kernels {
-        let t = &k.table;
-        let distinct = t.distinct_names();
-        let index_ms = k.index_time.as_secs_f64() * 1e3;
-        let (lo, hi) = if t.addresses_hidden() || t.is_empty() {
-            (None, None)
-        } else {
-            let lo = t.iter().map(|s| s.addr).min();
-            let hi = t.iter().map(|s| s.addr).max();
-            (lo, hi)
-        };
-        infos.push(InfoJson {
-            kernel: k.path.display().to_string(),
-            kind: k.kind.as_str(),
-            bytes: k.bytes,
-            symbols: t.len(),
-            distinct_names: distinct,
-            addresses_hidden: t.addresses_hidden(),
-            lowest_address: lo.map(hex),
-            highest_address: hi.map(hex),
-            version: klpsym_loader::release_of(k),
-            banner: k
-                .facts
-                .version
-                .clone()
-                .filter(|v| v.starts_with("Linux version ")),
-            vermagic: k.facts.vermagic.clone(),
-            build_id: k.facts.build_id.clone(),
-            arch: k.facts.arch.clone(),
-            format: k.facts.format.clone(),
-            facts: k.facts.facts.iter().cloned().collect(),
-            notes: k.facts.notes.clone(),
-            objects: t
-                .objects()
-                .iter()
-                .map(|o| ObjectJson {
-                    name: o.name.clone(),
-                    kind: o.kind,
-                    symbols: o.symbol_count,
-                    relative: o.relative,
-                })
-                .collect(),
-            read_ms: k.read_time.as_secs_f64() * 1e3,
-            cache_entry: k.cached.as_ref().map(|p| p.display().to_string()),
-            parse_ms: k.parse_time.as_secs_f64() * 1e3,
-            index_ms,
-        });
-    }
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let infos: Vec<klpsym::KernelInfo> = kernels.iter().map(klpsym::Kernel::info).collect();
     if args.source.json {
         if infos.len() == 1 {
             print_json(&infos[0])?;

@@ -2,154 +2,41 @@
 
 use serde::Serialize;
 
-use klpsym_core::{find_object_symbol, LookupRequest, Verdict, SIZE_UNKNOWN};
+use klpsym::{LookupAnswer, LookupQuery, Queries, Verdict};
 
-use super::{candidates, print_candidates, Candidate};
+use super::print_candidates;
 use crate::cli::LookupArgs;
-use crate::output::{hex, print_json, CliError, Outcome};
-use crate::sources::load_all_few;
+use crate::options::open_kernels;
+use crate::output::{print_json, CliError, Outcome};
 
 #[derive(Debug, Serialize)]
-struct LookupJson {
-    name: String,
-    object: String,
+struct LookupJson<'a> {
+    name: &'a str,
+    object: &'a str,
     sympos: u64,
-    results: Vec<KernelResult>,
+    results: &'a [LookupAnswer],
 }
-
-#[derive(Debug, Serialize)]
-struct KernelResult {
-    kernel: String,
-    verdict: Verdict,
-    address: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    size: Option<String>,
-    position: Option<u64>,
-    count: u64,
-    message: Option<String>,
-    /// With --file: why no position could be chosen from the file (then `message` is null).
-    file_note: Option<String>,
-    object_loaded: bool,
-    /// True when `address` is an offset in its section (an unplaced module symbol).
-    unplaced: bool,
-    /// When the name is missing: its compiler-made variants (`NAME.isra.0 [OBJECT]`...).
-    variants: Vec<String>,
-    #[serde(skip)]
-    text: Option<String>,
-    candidates: Vec<Candidate>,
-}
-
-/// Candidates sized by walking the table (one walk each, usually a few records); more build
-/// the indexes first.
-const WALKED_SIZES: usize = 64;
 
 pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
-    let kernels = load_all_few(&args.source)?;
-    let req = LookupRequest {
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Few))?;
+    let q = LookupQuery {
         name: &args.name,
         object: args.object.as_deref(),
         sympos: args.sympos,
+        file: args.file.as_deref(),
     };
-    let mut all_found = true;
-    let mut results = Vec::new();
-    let mut object_name = String::new();
-    for k in &kernels {
-        let t = &k.table;
-        // --file: the position of the definition in that file, then the kernel's lookup.
-        let mut req = req;
-        let mut file_miss = None;
-        if let Some(f) = &args.file {
-            super::require_files(k)?;
-            let all = find_object_symbol(t, &LookupRequest { sympos: 0, ..req });
-            let hits: Vec<u64> = all
-                .candidates
-                .iter()
-                .enumerate()
-                .filter(|(_, &id)| t.file(id).is_some_and(|x| super::file_matches(x, f)))
-                .map(|(i, _)| i as u64 + 1)
-                .collect();
-            match hits.as_slice() {
-                [p] => req.sympos = *p,
-                [] => {
-                    let mut files: Vec<&str> =
-                        all.candidates.iter().filter_map(|&id| t.file(id)).collect();
-                    files.dedup();
-                    file_miss = Some(format!(
-                        "no definition of '{}' in {f}{}",
-                        args.name,
-                        if files.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (its definitions are in {})", files.join(", "))
-                        }
-                    ));
-                }
-                many => {
-                    file_miss = Some(format!(
-                        "{} definitions of '{}' in {f} (positions {:?}): one file holds several copies; choose with --sympos",
-                        many.len(),
-                        args.name,
-                        many
-                    ));
-                }
-            }
-        }
-        let mut o = find_object_symbol(t, &req);
-        if o.candidates.len() > WALKED_SIZES {
-            // Each size would be a walk of the table: build the address index instead, with
-            // the reschedule points.
-            t.build_indexes(&mut crate::sources::resched(&args.source))?;
-        }
-        if file_miss.is_some() {
-            // Not the kernel's answer: no position could be chosen from the file.
-            o.verdict = Verdict::NotFound;
-            o.symbol = None;
-            o.address = None;
-            o.message = None;
-        }
-        object_name.clone_from(&o.object);
-        all_found &= o.verdict == Verdict::Found;
-        let sym = o.symbol.map(|id| (t.symbol(id), t.size(id)));
-        let mut cands = candidates(t, &o.candidates);
-        super::add_lines(k, &mut cands, &args.source)?;
-        results.push(KernelResult {
-            kernel: k.path.display().to_string(),
-            verdict: o.verdict,
-            address: o.address.map(hex),
-            kind: sym.map(|(s, _)| s.kind.to_string()),
-            size: sym.and_then(|(_, sz)| {
-                (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then(|| format!("{sz:#x}"))
-            }),
-            position: (o.verdict == Verdict::Found).then_some(o.count),
-            count: o.count,
-            message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
-            file_note: file_miss.clone(),
-            object_loaded: o.object_id.is_some(),
-            variants: if o.candidates.is_empty() {
-                t.variants_of(&args.name)
-                    .map(|s| format!("{} [{}]", s.name, t.object_info(s.object).name))
-                    .collect()
-            } else {
-                Vec::new()
-            },
-            unplaced: o
-                .object_id
-                .is_some_and(|id| t.object_info(id).relative && o.symbol.is_some()),
-            // The found line reads like a /proc/kallsyms line; unplaced symbols show `+0x..`.
-            text: o.symbol.map(|id| {
-                let a = klpsym_core::address_text(t, id);
-                a.strip_prefix("0x").map_or(a.clone(), str::to_string)
-            }),
-            candidates: cands,
-        });
-    }
+    let results = kernels
+        .iter()
+        .map(|k| k.lookup(&q))
+        .collect::<Result<Vec<_>, _>>()?;
+    let all_found = results.iter().all(|r| r.verdict == Verdict::Found);
+    let object_name = results.last().map_or("", |r| r.object.as_str());
     if args.source.json {
         print_json(&LookupJson {
-            name: args.name.clone(),
+            name: &args.name,
             object: object_name,
             sympos: args.sympos,
-            results,
+            results: &results,
         })?;
         return Ok(Outcome::all_ok(all_found));
     }

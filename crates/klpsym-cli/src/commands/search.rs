@@ -4,83 +4,34 @@
 
 use serde::Serialize;
 
-use klpsym_core::{normalize_module_name, search_names, NamePattern};
+use klpsym::{NamePattern, Queries, SearchAnswer};
 
 use crate::cli::SearchArgs;
+use crate::options::open_kernels;
 use crate::output::{print_json, CliError, Outcome};
-use crate::sources::{load_all, resched};
 
 #[derive(Debug, Serialize)]
-struct SearchJson {
-    pattern: String,
+struct SearchJson<'a> {
+    pattern: &'a str,
     /// `glob` or `substring`.
     mode: &'static str,
-    results: Vec<KernelMatches>,
-}
-
-#[derive(Debug, Serialize)]
-struct KernelMatches {
-    kernel: String,
-    /// Distinct matching names (all of them, even past `--limit`).
-    names: usize,
-    /// The first `--limit` names, in the order kallsyms first lists them.
-    matches: Vec<NameMatch>,
-}
-
-#[derive(Debug, Serialize)]
-struct NameMatch {
-    name: String,
-    /// Definitions in all objects.
-    count: usize,
-    /// The objects defining it, in kallsyms order, each once.
-    objects: Vec<String>,
+    results: &'a [SearchAnswer],
 }
 
 pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
     let m =
         NamePattern::new(&args.pattern).map_err(|e| format!("PATTERN '{}': {e}", args.pattern))?;
-    let kernels = load_all(&args.source)?;
-    let mut rs = resched(&args.source);
-    let mut results = Vec::new();
-    for k in &kernels {
-        let object = match &args.object {
-            None => None,
-            Some(o) => {
-                let n = normalize_module_name(o);
-                Some(
-                    k.table
-                        .object_by_name(&n)
-                        .ok_or_else(|| format!("--object {n}: not in {}", k.path.display()))?,
-                )
-            }
-        };
-        let t = &k.table;
-        let mut all: Vec<NameMatch> = search_names(t, &m, object, &mut rs)?
-            .into_iter()
-            .map(|x| NameMatch {
-                name: x.name.to_string(),
-                count: x.count,
-                objects: x
-                    .objects
-                    .iter()
-                    .map(|&o| t.object_info(o).name.clone())
-                    .collect(),
-            })
-            .collect();
-        let names = all.len();
-        all.truncate(args.limit);
-        results.push(KernelMatches {
-            kernel: k.path.display().to_string(),
-            names,
-            matches: all,
-        });
-    }
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let results = kernels
+        .iter()
+        .map(|k| k.search(&m, args.object.as_deref(), args.limit))
+        .collect::<Result<Vec<_>, _>>()?;
     let any = results.iter().any(|r| r.names > 0);
     if args.source.json {
         print_json(&SearchJson {
-            pattern: args.pattern.clone(),
+            pattern: &args.pattern,
             mode: m.mode(),
-            results,
+            results: &results,
         })?;
         return Ok(Outcome::all_ok(any));
     }

@@ -2,74 +2,37 @@
 
 use serde::Serialize;
 
-use klpsym_core::{normalize_module_name, ObjectId, SymbolId};
+use klpsym::{Definitions, Queries};
 
-use super::{candidates, print_candidates, Candidate};
+use super::print_candidates;
 use crate::cli::SymposArgs;
+use crate::options::open_kernels;
 use crate::output::{print_json, CliError, Outcome};
-use crate::sources::load_all;
 
 #[derive(Debug, Serialize)]
-struct SymposJson {
-    name: String,
-    results: Vec<KernelSympos>,
-}
-
-#[derive(Debug, Serialize)]
-struct KernelSympos {
-    kernel: String,
-    /// Total definitions listed.
-    count: usize,
-    /// With --file: every definition of the name (in the objects asked), before the file chose.
-    all: usize,
-    /// Positions restart at 1 in each object, in kallsyms order.
-    candidates: Vec<Candidate>,
+struct SymposJson<'a> {
+    name: &'a str,
+    results: &'a [Definitions],
 }
 
 pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
-    let kernels = load_all(&args.source)?;
-    let want: Option<String> = args.object.as_deref().map(normalize_module_name);
-    let mut results = Vec::new();
-    for k in &kernels {
-        let t = &k.table;
-        // Group the matches by object, keeping objects in table order.
-        let mut per_object: Vec<(ObjectId, Vec<SymbolId>)> = Vec::new();
-        for s in t.by_name(&args.name) {
-            let oname = &t.object_info(s.object).name;
-            if want.as_ref().is_some_and(|w| w != oname) {
-                continue;
-            }
-            match per_object.iter_mut().find(|(o, _)| *o == s.object) {
-                Some((_, v)) => v.push(s.id),
-                None => per_object.push((s.object, vec![s.id])),
-            }
-        }
-        per_object.sort_by_key(|(o, _)| *o);
-        let mut cands: Vec<Candidate> = per_object
-            .iter()
-            .flat_map(|(_, ids)| candidates(t, ids))
-            .collect();
-        let all = cands.len();
-        if let Some(f) = &args.file {
-            super::require_files(k)?;
-            cands.retain(|c| c.file.as_deref().is_some_and(|x| super::file_matches(x, f)));
-        }
-        super::add_lines(k, &mut cands, &args.source)?;
-        results.push(KernelSympos {
-            kernel: k.path.display().to_string(),
-            count: cands.len(),
-            all,
-            candidates: cands,
-        });
-    }
-    let ok = all_found(&results);
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let results = kernels
+        .iter()
+        .map(|k| k.sympos(&args.name, args.object.as_deref(), args.file.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ok = results.iter().all(|r| !r.candidates.is_empty());
     if args.source.json {
         print_json(&SymposJson {
-            name: args.name.clone(),
-            results,
+            name: &args.name,
+            results: &results,
         })?;
         return Ok(Outcome::all_ok(ok));
     }
+    let want = args
+        .object
+        .as_deref()
+        .map(klpsym::layers::core::normalize_module_name);
     let many = results.len() > 1;
     for r in &results {
         if many {
@@ -96,8 +59,4 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
         print_candidates(&r.candidates, "");
     }
     Ok(Outcome::all_ok(ok))
-}
-
-fn all_found(results: &[KernelSympos]) -> bool {
-    results.iter().all(|r| !r.candidates.is_empty())
 }

@@ -14,6 +14,7 @@ mod package;
 mod sparse;
 mod stream;
 mod symvers_cache;
+mod sysfs;
 mod tree_cache;
 
 pub use cache::{content_hash, input_identity, Cache, EntryInfo};
@@ -22,7 +23,7 @@ pub use error::LoadError;
 pub use exports::{parse_symvers, read_symvers, Export, ExportMap, Exports};
 pub use facts::{
     find_config, find_symvers, is_live, live_release, live_sig_enforce, read_btf,
-    read_section_addresses, release_of, KernelConfig,
+    read_section_addresses, release_of, AddressVisibility, KernelConfig,
 };
 pub use kernel::{
     load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
@@ -32,6 +33,7 @@ pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree,
 pub use output::{write_atomically, write_atomically_with};
 pub use package::{is_package, load_packages, PackageParts};
 pub use symvers_cache::read_symvers_with;
+pub use sysfs::{read_livepatch_sysfs, SysfsPatch, LIVEPATCH_SYSFS};
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files
 /// next to latency-sensitive work (the `klpsym` binary calls it first thing). With glibc's

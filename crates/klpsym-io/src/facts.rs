@@ -285,6 +285,46 @@ pub fn find_symvers(modules_dir: &Path) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// What decides whether the running kernel shows this process symbol addresses in
+/// /proc/kallsyms: `kernel.kptr_restrict`, `kernel.perf_event_paranoid`, and CAP_SYSLOG in the
+/// process's effective set (`None` where it cannot be read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressVisibility {
+    /// `/proc/sys/kernel/kptr_restrict`.
+    pub kptr_restrict: Option<i64>,
+    /// `/proc/sys/kernel/perf_event_paranoid`.
+    pub perf_event_paranoid: Option<i64>,
+    /// CAP_SYSLOG (34) in `CapEff` of /proc/self/status.
+    pub cap_syslog: Option<bool>,
+}
+
+impl AddressVisibility {
+    /// Reads the three from /proc.
+    pub fn read() -> AddressVisibility {
+        let sysctl = |name: &str| -> Option<i64> {
+            std::fs::read_to_string(format!("/proc/sys/{name}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        let cap_syslog = || -> Option<bool> {
+            let status = std::fs::read_to_string("/proc/self/status").ok()?;
+            let hex = status
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))?
+                .trim();
+            let caps = u64::from_str_radix(hex, 16).ok()?;
+            Some(caps & (1 << 34) != 0)
+        };
+        AddressVisibility {
+            kptr_restrict: sysctl("kernel/kptr_restrict"),
+            perf_event_paranoid: sysctl("kernel/perf_event_paranoid"),
+            cap_syslog: cap_syslog(),
+        }
+    }
+}
+
 /// For the running kernel: `/sys/module/module/parameters/sig_enforce` (Y when module
 /// signatures are enforced, by CONFIG_MODULE_SIG_FORCE or `module.sig_enforce=1`).
 pub fn live_sig_enforce() -> Option<bool> {

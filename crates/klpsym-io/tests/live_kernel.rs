@@ -7,7 +7,7 @@ use std::path::Path;
 
 use klpsym_core::resched::Resched;
 use klpsym_core::{find_object_symbol, LookupRequest, SymbolizeOutcome, Verdict};
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 
 #[test]
 fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use klpsym_core::resched::{Cancelled, Resched};
-use klpsym_core::{ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolTableBuilder};
+use klpsym_core::{ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder};
 use klpsym_sources::{parse_text, TextKind};
 
 use crate::detect::{detect, Detected};
@@ -123,7 +123,7 @@ pub struct LoadedKernel {
     /// Time spent building the indexes, when the caller built them eagerly.
     pub index_time: Duration,
     /// The same build's vmlinux with debug info, when its source files were attached from it
-    /// (`--debug-vmlinux`): where declaration lines are read (see [`LoadedKernel::decl_lines`]).
+    /// (`--debug-vmlinux`): where declaration lines are read (see [`LoadedKernel::decl_lines_at`]).
     pub debug: Option<Box<LoadedKernel>>,
     /// What the kernel's packages held besides its table, when it came from packages.
     pub package: Option<crate::package::PackageParts>,
@@ -134,74 +134,39 @@ pub struct LoadedKernel {
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`.
 impl LoadedKernel {
-    /// The DWARF declaration line (`fs/inode.c:432`) of each of `ids` (vmlinux symbols of this
-    /// kernel's table); `None` where no vmlinux with DWARF is at hand or it does not tell. The
-    /// vmlinux is this kernel itself when it was one, else its `debug` vmlinux, where the n-th
-    /// definition of a name stands for the n-th here (both in kallsyms order). Only the
-    /// compilation units holding the functions are read.
-    pub fn decl_lines(
+    /// The DWARF declaration line (`fs/inode.c:432`) of the functions at `addrs` in the
+    /// vmlinux with debug info at hand: this kernel when it is one, else its `debug` vmlinux
+    /// (the caller gives addresses there). `None` where an address is `None` or DWARF does not
+    /// tell. Only the compilation units holding the functions are read.
+    pub fn decl_lines_at(
         &self,
-        ids: &[SymbolId],
+        addrs: &[Option<u64>],
         limit: u64,
         resched: &mut Resched,
     ) -> Result<Vec<Option<klpsym_elf::DeclLine>>, LoadError> {
-        let none = vec![None; ids.len()];
-        let (elf, addrs): (&Path, Vec<Option<u64>>) = if self.kind == SourceKind::VmlinuxElf {
-            let addrs = ids
-                .iter()
-                .map(|&id| Some(self.table.symbol(id).addr))
-                .collect();
-            (&self.path, addrs)
-        } else if let Some(d) = &self.debug {
-            // The name lookups below must not build either index in one stretch.
-            self.table
-                .build_indexes(resched)
-                .map_err(klpsym_core::BuildError::from)?;
-            d.table
-                .build_indexes(resched)
-                .map_err(klpsym_core::BuildError::from)?;
-            let mut addrs = Vec::with_capacity(ids.len());
-            for &id in ids {
-                let s = self.table.symbol(id);
-                let here: Vec<SymbolId> = self
-                    .table
-                    .by_name_in(s.name, ObjectId::VMLINUX)
-                    .map(|o| o.id)
-                    .collect();
-                let there: Vec<u64> = d
-                    .table
-                    .by_name_in(s.name, ObjectId::VMLINUX)
-                    .map(|o| o.addr)
-                    .collect();
-                // Paired by position only where both list the name as often.
-                let there = (here.len() == there.len())
-                    .then(|| here.iter().position(|&o| o == id).map(|n| there[n]))
-                    .flatten();
-                addrs.push(there);
-            }
-            (&d.path, addrs)
+        let none = vec![None; addrs.len()];
+        let elf_kernel = if self.kind == SourceKind::VmlinuxElf {
+            self
         } else {
-            return Ok(none);
+            match self.debug.as_deref() {
+                Some(d) => d,
+                None => return Ok(none),
+            }
         };
         if addrs.iter().all(Option::is_none) {
             return Ok(none);
         }
-        let elf_kernel = if self.kind == SourceKind::VmlinuxElf {
-            self
-        } else {
-            self.debug.as_deref().unwrap_or(self)
-        };
         let kept = elf_kernel.package.as_ref().and_then(|p| p.elf.clone());
         let bytes = match kept {
             Some(b) => b,
             None => std::sync::Arc::new(crate::package::elf_of(
-                elf,
-                read_bounded(elf, limit, resched)?,
+                &elf_kernel.path,
+                read_bounded(&elf_kernel.path, limit, resched)?,
                 limit,
                 resched,
             )?),
         };
-        // Only paired definitions are looked up (an unpaired one has no address there).
+        // Only known addresses are looked up.
         let wanted: Vec<u64> = addrs.iter().flatten().copied().collect();
         let mut lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
             .map_err(klpsym_core::BuildError::from)?

@@ -1,7 +1,7 @@
 //! The engine's speed: load, name lookup and address lookup, on this machine's
 //! /proc/kallsyms and on a generated table of 500k symbols.
 //!
-//! Run: `cargo bench -p klpsym-loader --bench engine`. Every benchmark also checks its result,
+//! Run: `cargo bench -p klpsym-io --bench engine`. Every benchmark also checks its result,
 //! so a fast wrong answer fails instead of reporting a number.
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use divan::{black_box, Bencher};
 use klpsym_core::resched::Resched;
 use klpsym_core::{find_object_symbol, LookupRequest, SymbolTable, SymbolizeOutcome, Verdict};
-use klpsym_loader::{load, LoadOptions};
+use klpsym_io::{load, LoadOptions};
 use klpsym_sources::parse_text;
 
 fn main() {

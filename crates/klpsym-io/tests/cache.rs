@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use klpsym_core::resched::Resched;
-use klpsym_loader::{content_hash, input_identity, load, Cache, LoadOptions, LoadedKernel};
+use klpsym_io::{content_hash, input_identity, load, Cache, LoadOptions, LoadedKernel};
 
 #[path = "../../klpsym-cli/tests/common/lab.rs"]
 mod lab_input;

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use klpsym_core::resched::Resched;
-use klpsym_loader::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
+use klpsym_io::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
 
 #[path = "../../klpsym-cli/tests/common/lab.rs"]
 mod lab_input;
@@ -96,7 +96,7 @@ fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
         .clone()
         .expect("the image holds VERMAGIC_STRING");
     let release = release_of(&k).unwrap();
-    let config = klpsym_loader::find_config(&k).expect("config beside the image");
+    let config = klpsym_io::find_config(&k).expect("config beside the image");
     let c = KernelConfig::read(&config, &mut Resched::none()).unwrap();
     assert_eq!(c.vermagic(&release).as_deref(), Some(from_image.as_str()));
     let tree = ModuleTree::scan(&modules).unwrap();
@@ -276,7 +276,10 @@ fn declaration_lines_of_duplicated_functions_agree_with_llvm_dwarfdump() {
                 .map(|s| s.id)
         })
         .collect();
-    let got = k.decl_lines(&ids, u64::MAX, &mut Resched::none()).unwrap();
+    let addrs: Vec<Option<u64>> = ids.iter().map(|&id| Some(t.symbol(id).addr)).collect();
+    let got = k
+        .decl_lines_at(&addrs, u64::MAX, &mut Resched::none())
+        .unwrap();
     let (mut compared, mut differ) = (0, Vec::new());
     for (&id, got) in ids.iter().zip(&got) {
         let s = t.symbol(id);

@@ -66,17 +66,27 @@ pub enum LoadError {
     /// Something about the set of sources (modules, placement) does not fit together.
     #[error("{0}")]
     Setup(String),
+    /// A symbol table could not be built from what was read (too many symbols, a name too
+    /// long for the table's encoding).
+    #[error("{0}")]
+    Table(String),
+    /// A reschedule point said stop: nothing is wrong with the input.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl From<klpsym_core::BuildError> for LoadError {
     fn from(e: klpsym_core::BuildError) -> Self {
-        LoadError::Setup(e.to_string())
+        match e {
+            klpsym_core::BuildError::Cancelled(_) => LoadError::Cancelled,
+            e => LoadError::Table(e.to_string()),
+        }
     }
 }
 
 impl From<klpsym_core::resched::Cancelled> for LoadError {
-    fn from(c: klpsym_core::resched::Cancelled) -> Self {
-        klpsym_core::BuildError::from(c).into()
+    fn from(_: klpsym_core::resched::Cancelled) -> Self {
+        LoadError::Cancelled
     }
 }
 

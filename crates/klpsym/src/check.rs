@@ -1,0 +1,395 @@
+//! What the kernel will do with a livepatch module, on every kernel it may meet: the module
+//! loader's checks, every lookup and relocation, the verdict and the kernel's own lines.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use klpsym_core::{bulk, Cancelled, Resched};
+use klpsym_livepatch::{
+    resolution_cost_with, CheckReport, CheckStatus, CostModel, Fact, LivepatchModule, Preemption,
+    ResolutionCost, StructLayouts, VerdictKind,
+};
+
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, Note};
+use crate::target::{Layouts, TargetFacts, TargetOptions};
+
+/// A livepatch module read from a file (or bytes), with what a caller needs before opening
+/// the kernels it will be checked against.
+#[derive(Debug)]
+pub struct Patch {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    layouts: StructLayouts,
+    objects: Vec<String>,
+    notes: Vec<Note>,
+}
+
+impl Patch {
+    /// Reads and parses the module at `path` (with `layouts` for its klp structs; see
+    /// [`Layouts::find`]). An unreadable or malformed file is an error naming it.
+    pub fn read(path: impl AsRef<Path>, layouts: &Layouts, opts: &crate::Options) -> Result<Patch> {
+        let path = path.as_ref();
+        let mut rs = opts.resched();
+        let bytes = klpsym_io::read_bounded(path, opts.max_input_size, &mut rs)
+            .map_err(|e| Error::from(e).context("PATCH"))?;
+        Patch::from_bytes(path, bytes, layouts, &mut rs)
+    }
+
+    /// A patch from bytes already read; `path` names it in messages.
+    pub fn from_bytes(
+        path: impl AsRef<Path>,
+        bytes: Vec<u8>,
+        layouts: &Layouts,
+        rs: &mut Resched,
+    ) -> Result<Patch> {
+        let path = path.as_ref();
+        let m = LivepatchModule::parse_with_resched(&bytes, &layouts.layouts, rs).map_err(|e| {
+            if let klpsym_livepatch::ParseError::Cancelled = e {
+                return Error::cancelled();
+            }
+            let hint = if path.is_dir() {
+                " (PATCH is the module file; a module tree goes to --modules)"
+            } else {
+                ""
+            };
+            Error::bad_input(format!("PATCH {}: {e}{hint}", path.display()))
+        })?;
+        let objects = match &m.patch {
+            Ok(p) => p
+                .objects
+                .iter()
+                .map(|o| o.object_name().to_string())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        m.drop_with_points(rs)?;
+        Ok(Patch {
+            path: path.to_path_buf(),
+            bytes,
+            layouts: layouts.layouts,
+            objects,
+            notes: layouts.notes.clone(),
+        })
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The objects it patches (`vmlinux`, module names), in its `klp_object` order.
+    pub fn objects(&self) -> &[String] {
+        &self.objects
+    }
+
+    /// True when checking it needs the target's modules (a package's modules are then read):
+    /// it patches a module, or its objects could not be read.
+    pub fn needs_modules(&self) -> bool {
+        self.objects.is_empty() || self.objects.iter().any(|o| o != "vmlinux")
+    }
+
+    /// What was said while reading it (where its struct layouts came from).
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+}
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// What is known of the targets beyond their symbols.
+    pub target: TargetOptions,
+    /// Sections of the patch placed at addresses (`.text=0xffffffffc0a00000`), so
+    /// PC-relative values are exact.
+    pub section_bases: Vec<String>,
+    /// A `/sys/module/<name>/sections` folder (or a copy) placing every section as the kernel
+    /// did.
+    pub sections_from: Option<PathBuf>,
+    /// Keep every ordinary relocation in the report (a patch has thousands).
+    pub explain: bool,
+    /// Warn when the kernel would hold a CPU longer than this many milliseconds.
+    pub hold_warn_ms: f64,
+    /// Nanoseconds the target spends per kallsyms entry its lookups visit.
+    pub visit_ns: Option<f64>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            target: TargetOptions::default(),
+            section_bases: Vec::new(),
+            sections_from: None,
+            explain: false,
+            hold_warn_ms: 100.0,
+            visit_ns: None,
+        }
+    }
+}
+
+/// One kernel's answer for a patch.
+#[derive(Debug, Serialize)]
+pub struct KernelCheck {
+    /// The kernel's source.
+    pub kernel: String,
+    /// What was not checked (`--strict` fails on these), in words.
+    pub unchecked: Vec<String>,
+    /// What the kernel does with the patch.
+    pub report: CheckReport,
+    /// What resolving the patch's symbols costs this kernel (lookups, entries visited, the
+    /// longest hold without a reschedule point).
+    pub resolution_cost: ResolutionCost,
+    /// What was said while gathering this kernel's facts.
+    #[serde(skip)]
+    pub notes: Vec<Note>,
+}
+
+impl KernelCheck {
+    /// True when the kernel refuses the patch (now or when a module loads).
+    pub fn refused(&self) -> bool {
+        matches!(
+            self.report.verdict.kind,
+            VerdictKind::RefusedAtLoad | VerdictKind::RefusedWhenModuleLoads
+        )
+    }
+}
+
+/// A patch checked against every kernel given.
+#[derive(Debug, Serialize)]
+pub struct CheckRun {
+    /// The patch's path.
+    pub patch: String,
+    /// One answer per kernel, in the order given.
+    pub results: Vec<KernelCheck>,
+    /// True when sections were placed (ordinary relocations are then exact).
+    #[serde(skip)]
+    pub placed: bool,
+}
+
+impl CheckRun {
+    /// True when some kernel refuses the patch.
+    pub fn refused(&self) -> bool {
+        self.results.iter().any(KernelCheck::refused)
+    }
+
+    /// True when something that decides a load was not checked on some kernel.
+    pub fn incomplete(&self) -> bool {
+        self.results.iter().any(|r| !r.unchecked.is_empty())
+    }
+
+    /// Frees the reports with reschedule points (a big patch's report is tens of thousands
+    /// of strings per kernel).
+    pub fn free(self, rs: &mut Resched) -> Result<(), Cancelled> {
+        for r in self.results {
+            r.report.drop_with_points(rs)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `patch` against each of `kernels`: what the kernel will do when it is loaded there.
+///
+/// ```no_run
+/// use klpsym::{check, CheckOptions, Layouts, Options, Patch};
+/// let opts = Options::new();
+/// let copts = CheckOptions::default();
+/// let layouts = Layouts::find(&copts.target, false, &opts)?;
+/// let patch = Patch::read("livepatch-fix.ko", &layouts, &opts)?;
+/// let kernel = klpsym::open("linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb", &opts)?;
+/// let run = check(&patch, &[&kernel], &copts)?;
+/// println!("{:?}", run.results[0].report.verdict.kind);
+/// # Ok::<(), klpsym::Error>(())
+/// ```
+pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result<CheckRun> {
+    let Some(first) = kernels.first() else {
+        return Err(Error::usage("check needs at least one kernel"));
+    };
+    let mut rs = first.opts.resched();
+    let rs = &mut rs;
+    let module = LivepatchModule::parse_with_resched(&patch.bytes, &patch.layouts, rs)?;
+    let bases = section_bases(&module, patch, copts, rs)?;
+    let mut results = Vec::new();
+    for &k in kernels {
+        let facts = TargetFacts::gather(k, &copts.target, patch.layouts, &patch.objects, rs)?;
+        let mut report = facts.with_target(module.arch, &bases, |t| {
+            klpsym_livepatch::check_with(&module, t, rs)
+        })?;
+        if !copts.explain {
+            // Every ordinary relocation is listed on request only: a patch has thousands.
+            let all = std::mem::take(&mut report.ordinary_relocations);
+            bulk::free_with_points(all, rs)?;
+        }
+        add_candidate_lines(k, &mut report)?;
+        let model = cost_model(copts, &facts.rules, facts.config());
+        let resolution_cost = facts.with_target(module.arch, &bases, |t| {
+            resolution_cost_with(&module, t, &model, rs)
+        })?;
+        results.push(KernelCheck {
+            kernel: k.path().display().to_string(),
+            unchecked: unchecked(&report),
+            report,
+            resolution_cost,
+            notes: facts.notes,
+        });
+    }
+    module.drop_with_points(rs)?;
+    Ok(CheckRun {
+        patch: patch.path.display().to_string(),
+        results,
+        placed: !bases.is_empty(),
+    })
+}
+
+/// The section placements asked for: `--sections-from` then `--section-base`.
+fn section_bases(
+    module: &LivepatchModule<'_>,
+    patch: &Patch,
+    copts: &CheckOptions,
+    rs: &mut Resched,
+) -> Result<Vec<(u32, u64)>> {
+    // Section indexes by name, once (a module has dozens to thousands of sections).
+    let mut by_name: HashMap<&str, u32> = HashMap::with_capacity(module.elf.sections.len());
+    for sec in &module.elf.sections {
+        rs.tick()?;
+        by_name.entry(sec.name.as_str()).or_insert(sec.index);
+    }
+    let mut bases: Vec<(u32, u64)> = Vec::new();
+    if let Some(dir) = &copts.sections_from {
+        for (name, addr) in klpsym_io::read_section_addresses(dir, rs)? {
+            let Some(&index) = by_name.get(name.as_str()) else {
+                return Err(Error::bad_input(format!(
+                    "--sections-from {}: the kernel placed a section '{name}' that {} does not have: is this the module that was loaded?",
+                    dir.display(),
+                    patch.path.display()
+                )));
+            };
+            bases.push((index, addr));
+        }
+    }
+    for s in &copts.section_bases {
+        let (name, addr) = s
+            .rsplit_once('=')
+            .ok_or_else(|| Error::usage(format!("--section-base '{s}': expected NAME=ADDR")))?;
+        let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
+            .map_err(|_| Error::usage(format!("--section-base '{s}': '{addr}' is not hex")))?;
+        let index = by_name.get(name).copied().ok_or_else(|| {
+            Error::usage(format!(
+                "--section-base '{s}': the module has no section '{name}'"
+            ))
+        })?;
+        bases.push((index, a));
+    }
+    Ok(bases)
+}
+
+/// Nanoseconds per kallsyms entry: expanding one compressed name and one strcmp().
+const DEFAULT_VISIT_NS: f64 = 50.0;
+
+/// The kernel's resolution cost model: its preemption and HZ from its config (else what
+/// distributions build for its version), the per-entry cost.
+fn cost_model(
+    copts: &CheckOptions,
+    rules: &klpsym_livepatch::KernelRules,
+    config: Option<&klpsym_io::KernelConfig>,
+) -> CostModel {
+    let preemption = config
+        .and_then(|c| {
+            Preemption::from_config(|o| c.enabled(o))
+                .map(|p| Fact::new(p, format!("{}", c.path.display())))
+        })
+        .unwrap_or_else(|| {
+            Fact::new(
+                Preemption::assumed(rules.version),
+                format!(
+                    "assumed for {}.{} (no kernel config found; --kernel-config)",
+                    rules.version.0, rules.version.1
+                ),
+            )
+        });
+    let hz = config
+        .and_then(|c| c.value("CONFIG_HZ"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(250);
+    let visit_ns = match copts.visit_ns {
+        Some(ns) => Fact::new(ns, "--visit-ns"),
+        None => Fact::new(
+            DEFAULT_VISIT_NS,
+            "default: an x86_64 estimate, not yet calibrated on real hardware (--visit-ns)",
+        ),
+    };
+    CostModel {
+        preemption,
+        hz,
+        visit_ns,
+        hold_warn_ms: copts.hold_warn_ms,
+    }
+}
+
+/// What a report leaves unchecked, for `--strict` and the warning lines.
+fn unchecked(r: &CheckReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.verdict.kind == VerdictKind::OrdinaryModule {
+        out.push("not a livepatch module: nothing of livepatch was checked".to_string());
+    }
+    for m in &r.verdict.unchecked_modules {
+        out.push(format!(
+            "object {m}: its module is not loaded and no {m}.ko was given (--modules): what the kernel does when {m} loads is not checked"
+        ));
+    }
+    for c in &r.loader_checks {
+        if c.status == CheckStatus::NotChecked && c.check != "signature" {
+            out.push(format!(
+                "module loader, {}: not checked: {}",
+                c.check, c.detail
+            ));
+        }
+    }
+    out
+}
+
+/// DWARF declaration lines for the vmlinux candidates of ambiguity reports, when the kernel is
+/// (or has) a vmlinux with debug info: the n-th candidate is the n-th definition of the name.
+fn add_candidate_lines(k: &Kernel, report: &mut CheckReport) -> Result<()> {
+    use klpsym_core::ObjectId;
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    let mut ids = Vec::new();
+    for (pi, p) in report.problems.iter().enumerate() {
+        let Some(name) = &p.symbol else { continue };
+        // A klp relocation's symbol is `.klp.sym.OBJ.NAME,POS`: the definitions are NAME's.
+        let name = match name.strip_prefix(".klp.sym.") {
+            Some(rest) => rest
+                .split_once('.')
+                .map_or(rest, |(_, n)| n)
+                .rsplit_once(',')
+                .map_or(rest, |(n, _)| n),
+            None => name.as_str(),
+        };
+        let defs: Vec<klpsym_core::SymbolId> = k
+            .table()
+            .by_name_in(name, ObjectId::VMLINUX)
+            .map(|s| s.id)
+            .collect();
+        for (ci, c) in p.candidates.iter().enumerate() {
+            if c.object == "vmlinux" && c.file.is_some() {
+                if let Some(&id) = defs.get(c.position as usize - 1) {
+                    at.push((pi, ci));
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let lines = k.decl_lines(&ids)?;
+    for ((pi, ci), l) in at.into_iter().zip(lines) {
+        if let Some(l) = l {
+            let c = &mut report.problems[pi].candidates[ci];
+            c.line = Some(l.line);
+            c.decl_file = Some(l.file);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! One opened kernel: its symbol table, what its source told about it, and what was said
+//! while opening it.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use klpsym_core::{Resched, SymbolId, SymbolTable};
+use klpsym_io::{LoadedKernel, ModuleTree, SourceKind};
+
+use crate::error::{Error, Result};
+use crate::options::Options;
+
+/// How loud a [`Note`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Worth knowing.
+    Note,
+    /// Something the user should act on or be wary of.
+    Warning,
+}
+
+/// Something said while opening or checking, for the caller to show (the library never
+/// prints).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Note {
+    /// How loud.
+    pub level: Level,
+    /// What, in a sentence.
+    pub text: String,
+}
+
+impl Note {
+    /// A note.
+    pub fn note(text: impl Into<String>) -> Note {
+        Note {
+            level: Level::Note,
+            text: text.into(),
+        }
+    }
+
+    /// A warning.
+    pub fn warning(text: impl Into<String>) -> Note {
+        Note {
+            level: Level::Warning,
+            text: text.into(),
+        }
+    }
+}
+
+/// A kernel opened from one source (or the packages of one release): its symbol table in
+/// kallsyms order with the kernel's lookup semantics, and everything its source told.
+///
+/// Open one with [`crate::open`], [`crate::open_running`] or [`crate::open_all`]; ask it with
+/// [`Kernel::lookup`], [`Kernel::sympos`], [`Kernel::symbolize`], [`Kernel::search`]; check a
+/// livepatch against it with [`crate::check`].
+#[derive(Debug)]
+pub struct Kernel {
+    pub(crate) inner: LoadedKernel,
+    /// The module tree of [`Options::modules`], scanned once and shared.
+    pub(crate) tree: Option<Arc<ModuleTree>>,
+    /// The running kernel's default tree (`/lib/modules/$(uname -r)`), opened on first use.
+    pub(crate) default_tree: OnceLock<Option<Arc<ModuleTree>>>,
+    /// For each symbol, its definition in the debug vmlinux (see `pair_definitions`).
+    pub(crate) paired: Option<Vec<Option<SymbolId>>>,
+    /// What was said while opening.
+    pub(crate) notes: Vec<Note>,
+    pub(crate) opts: Options,
+    /// Opened because no source was named (the running kernel by default): its module tree
+    /// defaults to `/lib/modules/$(uname -r)`.
+    pub(crate) by_default: bool,
+}
+
+impl Kernel {
+    pub(crate) fn new(inner: LoadedKernel, opts: Options) -> Kernel {
+        Kernel {
+            inner,
+            tree: None,
+            default_tree: OnceLock::new(),
+            paired: None,
+            notes: Vec::new(),
+            opts,
+            by_default: false,
+        }
+    }
+
+    /// The source it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// What kind of source it was.
+    pub fn kind(&self) -> SourceKind {
+        self.inner.kind
+    }
+
+    /// Its symbols, in kallsyms order.
+    pub fn table(&self) -> &SymbolTable {
+        &self.inner.table
+    }
+
+    /// What its source told besides its symbols (banner, vermagic, build id, exports...).
+    pub fn facts(&self) -> &klpsym_io::SourceFacts {
+        &self.inner.facts
+    }
+
+    /// The kernel release (`6.1.0-57-amd64`), when the source tells it.
+    pub fn release(&self) -> Option<String> {
+        klpsym_io::release_of(&self.inner)
+    }
+
+    /// What was said while opening it (warnings, notes), for the caller to show.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// The I/O layer's view: timings, cache entry, package parts.
+    pub fn loaded(&self) -> &LoadedKernel {
+        &self.inner
+    }
+
+    /// True when this is the running kernel's `/proc/kallsyms`.
+    pub fn is_running(&self) -> bool {
+        klpsym_io::is_live(&self.inner.path)
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The module tree of this kernel: [`Options::modules`], else for the running kernel
+    /// `/lib/modules/$(uname -r)` when it exists, else the modules of the packages it came
+    /// from (when they were read).
+    pub fn module_tree(&self) -> Result<Option<Arc<ModuleTree>>> {
+        if let Some(t) = &self.tree {
+            return Ok(Some(Arc::clone(t)));
+        }
+        if let Some(dir) = self.default_modules_dir() {
+            if let Some(t) = self.default_tree.get() {
+                return Ok(t.clone());
+            }
+            let t = ModuleTree::open(&dir, &self.opts.load_options(), &mut self.opts.resched())
+                .map_err(|e| Error::from(e).context("--modules"))?;
+            return Ok(self.default_tree.get_or_init(|| Some(Arc::new(t))).clone());
+        }
+        Ok(self
+            .inner
+            .package
+            .as_ref()
+            .and_then(|p| p.modules.clone())
+            .map(Arc::new))
+    }
+
+    /// The folder of [`Kernel::module_tree`] when it is one: [`Options::modules`], or the
+    /// running kernel's `/lib/modules/$(uname -r)`.
+    pub fn modules_dir(&self) -> Option<std::path::PathBuf> {
+        self.opts
+            .modules
+            .clone()
+            .or_else(|| self.default_modules_dir())
+    }
+
+    fn default_modules_dir(&self) -> Option<std::path::PathBuf> {
+        if self.opts.modules.is_some() || !self.by_default {
+            return None;
+        }
+        let r = klpsym_io::live_release()?;
+        let d = std::path::PathBuf::from(format!("/lib/modules/{r}"));
+        d.is_dir().then_some(d)
+    }
+
+    /// Why every address of this table is zero, and how to fix it (see
+    /// `kallsyms_show_value()`).
+    pub fn hidden_addresses_cause(&self) -> String {
+        if self.is_running() {
+            let live = klpsym_io::AddressVisibility::read();
+            hidden_cause(
+                live.kptr_restrict,
+                live.perf_event_paranoid,
+                live.cap_syslog,
+            )
+        } else {
+            "the file was saved by a reader the kernel hid addresses from (kernel.kptr_restrict, \
+             kernel.perf_event_paranoid, CAP_SYSLOG); save it again as root"
+                .to_string()
+        }
+    }
+
+    /// An error when this table cannot answer address questions (addresses hidden).
+    pub fn require_addresses(&self) -> Result<()> {
+        if self.inner.table.addresses_hidden() {
+            return Err(Error::bad_input(format!(
+                "{}: addresses are hidden (all zero; see the warning above), so addresses cannot be answered",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The DWARF declaration line (`fs/inode.c:432`) of each of `ids` (vmlinux symbols of this
+    /// table); `None` where no vmlinux with DWARF is at hand or it does not tell. The vmlinux
+    /// is this kernel when it is one, else the debug vmlinux it was opened with, whose paired
+    /// definition stands for it. Only the compilation units holding the functions are read.
+    pub fn decl_lines(&self, ids: &[SymbolId]) -> Result<Vec<Option<klpsym_elf::DeclLine>>> {
+        let addrs: Vec<Option<u64>> = if self.inner.kind == SourceKind::VmlinuxElf {
+            ids.iter()
+                .map(|&id| Some(self.inner.table.symbol(id).addr))
+                .collect()
+        } else if self.inner.debug.is_some() {
+            ids.iter().map(|&id| self.debug_address(id)).collect()
+        } else {
+            return Ok(vec![None; ids.len()]);
+        };
+        let mut rs = self.opts.resched();
+        Ok(self
+            .inner
+            .decl_lines_at(&addrs, self.opts.max_input_size, &mut rs)?)
+    }
+
+    /// Frees the table in steps with reschedule points (dropping a kernel gives megabytes back
+    /// to the system at once).
+    pub fn free(self, resched: &mut Resched) -> Result<()> {
+        self.inner.free_with(resched)?;
+        Ok(())
+    }
+}
+
+/// Why the running kernel hides addresses from this reader: `kallsyms_show_value()`
+/// (kernel/kallsyms.c; kernel/ksyms_common.c since 6.7) shows them when kptr_restrict is 0
+/// and perf_event_paranoid <= 1, or when kptr_restrict <= 1 and the opener has CAP_SYSLOG;
+/// never at kptr_restrict 2.
+pub(crate) fn hidden_cause(
+    kptr: Option<i64>,
+    paranoid: Option<i64>,
+    syslog: Option<bool>,
+) -> String {
+    let k = kptr.map_or("?".to_string(), |v| v.to_string());
+    let p = paranoid.map_or("?".to_string(), |v| v.to_string());
+    match (kptr, syslog) {
+        (Some(v), _) if v >= 2 => format!(
+            "kernel.kptr_restrict is {v}, which hides addresses from everyone, root included; \
+             `sysctl kernel.kptr_restrict=1` shows them to root (CAP_SYSLOG)"
+        ),
+        (_, Some(false)) => format!(
+            "this process lacks CAP_SYSLOG (kernel.kptr_restrict={k}, kernel.perf_event_paranoid={p}); \
+             run as root{}",
+            if kptr == Some(0) {
+                ", or lower kernel.perf_event_paranoid to 1 so that everyone sees them"
+            } else {
+                ""
+            }
+        ),
+        (_, Some(true)) => format!(
+            "kernel.kptr_restrict={k} and this process has CAP_SYSLOG, so the kernel should show them: \
+             /proc/kallsyms was opened by a process without it (a container's view?)"
+        ),
+        _ => format!(
+            "the kernel hides symbol addresses (kernel.kptr_restrict={k}, kernel.perf_event_paranoid={p}); \
+             run as root with kernel.kptr_restrict <= 1"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hidden_cause;
+
+    /// Regression: the hint blamed kptr_restrict=1 when it was 0.
+    #[test]
+    fn the_hidden_address_hint_names_the_real_cause() {
+        let c = hidden_cause(Some(0), Some(2), Some(false));
+        assert!(
+            c.contains("kptr_restrict=0") && c.contains("perf_event_paranoid"),
+            "{c}"
+        );
+        assert!(c.contains("CAP_SYSLOG"), "{c}");
+        assert!(!c.contains("kptr_restrict is 1"), "{c}");
+        let c = hidden_cause(Some(2), Some(-1), Some(true));
+        assert!(
+            c.contains("kptr_restrict is 2") && c.contains("root included"),
+            "{c}"
+        );
+        let c = hidden_cause(Some(1), Some(2), Some(false));
+        assert!(
+            c.contains("lacks CAP_SYSLOG") && !c.contains("perf_event_paranoid to 1"),
+            "{c}"
+        );
+    }
+}

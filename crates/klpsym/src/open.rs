@@ -1,0 +1,396 @@
+//! Opening kernels: every source klpsym reads, composed with loaded modules, paired with the
+//! same build's debug vmlinux, and prepared for the questions the caller will ask.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use klpsym_core::{ObjectId, Resched};
+use klpsym_io::{compose, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::kernel::{Kernel, Note};
+use crate::options::{Options, Progress, Queries};
+
+/// The source used when none is named: the running kernel.
+pub const RUNNING_KERNEL: &str = klpsym_io::DEFAULT_SOURCE;
+
+/// One source given to [`open_all`] and what became of it: a kernel, or why not. One bad
+/// input never sinks the others.
+#[derive(Debug)]
+pub struct Opened {
+    /// The source as given (a file; for packages of one kernel, the first of them).
+    pub source: PathBuf,
+    /// The kernel, or the error that kept it from opening.
+    pub kernel: Result<Kernel>,
+}
+
+/// Opens one kernel from `source`: `/proc/kallsyms` or a saved copy, a System.map, a vmlinux,
+/// a kernel image, a module, or a package (`.deb`, `.rpm`). The kind is told from the content.
+///
+/// ```no_run
+/// let k = klpsym::open("/boot/vmlinuz-6.1.0-57-amd64", &klpsym::Options::new())?;
+/// println!("{} symbols", k.table().len());
+/// # Ok::<(), klpsym::Error>(())
+/// ```
+pub fn open(source: impl AsRef<Path>, opts: &Options) -> Result<Kernel> {
+    let mut all = open_sources(&[source.as_ref().to_path_buf()], opts)?;
+    match all.len() {
+        1 => all.remove(0).kernel,
+        n => Err(Error::usage(format!(
+            "{}: holds {n} kernels; open it with open_all",
+            source.as_ref().display()
+        ))),
+    }
+}
+
+/// Opens the running kernel (its `/proc/kallsyms`, with `/proc/version` and, when it exists,
+/// `/lib/modules/$(uname -r)`).
+pub fn open_running(opts: &Options) -> Result<Kernel> {
+    open(RUNNING_KERNEL, opts)
+}
+
+/// Opens every kernel `sources` name: files, folders of them (every regular file in a folder,
+/// in name order), packages (the packages of one release, given together or found in one
+/// folder, form one kernel: image, `-dbg` vmlinux, config, Module.symvers, modules). Errors
+/// that concern all of them (a module tree that cannot be read, options that do not fit) are
+/// this function's error; a source that cannot be opened gets its own [`Opened`] with the
+/// error, and the others still open.
+pub fn open_all(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
+    open_sources(sources, opts)
+}
+
+fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
+    let load = opts.load_options();
+    let mut rs = opts.resched();
+    let loaded: Vec<String> = match opts.loaded.as_slice() {
+        [one] if one.starts_with('@') => LoadedSpec::parse(one)
+            .names()
+            .map_err(|e| Error::from(e).context("--loaded"))?,
+        list => list
+            .iter()
+            .map(|n| klpsym_core::normalize_module_name(n))
+            .collect(),
+    };
+    if opts.place_from.is_some() && loaded.is_empty() {
+        return Err(Error::usage(
+            "--place-from places the modules named by --loaded, and no --loaded was given",
+        ));
+    }
+    if !loaded.is_empty() && opts.modules.is_none() {
+        return Err(Error::usage(
+            "--loaded names modules, but no --modules DIR says where their files are",
+        ));
+    }
+    // Composing the loaded modules needs the tree first; otherwise it is scanned on a helper
+    // thread while the kernels load.
+    let (tree, scanning) = match &opts.modules {
+        Some(dir) if !loaded.is_empty() => (Some(checked_tree(dir, &load, &mut rs)?), None),
+        Some(dir) => (None, Some(scan_in_background(dir, &load, &rs))),
+        None => (None, None),
+    };
+    let opened = open_kernels(sources, opts, &load, tree.clone(), &loaded, &mut rs);
+    // A module tree that is wrong is reported first, as when it was scanned first.
+    let tree = match scanning {
+        Some(scan) => Some(scan.finish(&mut rs)?),
+        None => tree,
+    };
+    let mut opened = opened?;
+    for o in &mut opened {
+        if let Ok(k) = &mut o.kernel {
+            k.tree.clone_from(&tree);
+            k.by_default = sources.is_empty();
+        }
+    }
+    Ok(opened)
+}
+
+/// `--modules DIR` scanned, or the error that says why it cannot serve.
+fn checked_tree(dir: &Path, load: &LoadOptions, rs: &mut Resched) -> Result<Arc<ModuleTree>> {
+    let t = ModuleTree::open(dir, load, rs).map_err(|e| Error::from(e).context("--modules"))?;
+    if t.is_empty() {
+        return Err(Error::new(
+            ErrorKind::BadInput,
+            format!(
+                "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(Arc::new(t))
+}
+
+/// A module tree being scanned on a helper thread (or, when no thread could be started,
+/// not yet: [`BackgroundScan::finish`] then scans it).
+struct BackgroundScan {
+    dir: PathBuf,
+    load: LoadOptions,
+    thread: Option<std::thread::JoinHandle<Result<Arc<ModuleTree>>>>,
+}
+
+fn scan_in_background(dir: &Path, load: &LoadOptions, rs: &Resched) -> BackgroundScan {
+    let (d, o, mut helper_rs) = (dir.to_path_buf(), load.clone(), rs.sibling());
+    let thread = std::thread::Builder::new()
+        .name("klpsym-modules".into())
+        .spawn(move || checked_tree(&d, &o, &mut helper_rs))
+        .ok();
+    BackgroundScan {
+        dir: dir.to_path_buf(),
+        load: load.clone(),
+        thread,
+    }
+}
+
+impl BackgroundScan {
+    fn finish(self, rs: &mut Resched) -> Result<Arc<ModuleTree>> {
+        match self.thread.map(std::thread::JoinHandle::join) {
+            Some(Ok(r)) => r,
+            // A panicked helper or none started: scan here.
+            Some(Err(_)) | None => checked_tree(&self.dir, &self.load, rs),
+        }
+    }
+}
+
+/// Every regular file of a folder source, sorted; other sources as given.
+fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| Error::from(e).context(p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file())
+                .collect();
+            if files.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{}: the directory holds no kernel source files",
+                        p.display()
+                    ),
+                ));
+            }
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The body of [`open_all`] once the module tree is known or on its way.
+fn open_kernels(
+    sources: &[PathBuf],
+    opts: &Options,
+    load: &LoadOptions,
+    tree: Option<Arc<ModuleTree>>,
+    loaded: &[String],
+    rs: &mut Resched,
+) -> Result<Vec<Opened>> {
+    let paths: Vec<PathBuf> = if sources.is_empty() {
+        vec![PathBuf::from(RUNNING_KERNEL)]
+    } else {
+        sources.to_vec()
+    };
+    let placement_kernel = match &opts.place_from {
+        Some(p) => {
+            Some(klpsym_io::load(p, load, rs).map_err(|e| Error::from(e).context("--place-from"))?)
+        }
+        None => None,
+    };
+    let placement = placement_kernel
+        .as_ref()
+        .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
+    let paths = expand_dirs(&paths)?;
+    let debug = match &opts.debug_vmlinux {
+        None => None,
+        Some(d) => {
+            if paths.len() != 1 {
+                return Err(Error::usage(
+                    "--debug-vmlinux goes with exactly one --kernel (the same build)",
+                ));
+            }
+            let dk = klpsym_io::load(d, load, rs)
+                .map_err(|e| Error::from(e).context("--debug-vmlinux"))?;
+            if !dk.table.has_files() {
+                return Err(Error::bad_input(format!(
+                    "--debug-vmlinux {}: no source files in it (no DWARF, no FILE entries): expected a vmlinux with debug info (the -dbg package's)",
+                    d.display()
+                )));
+            }
+            Some(dk)
+        }
+    };
+    // The debug vmlinux joins the one kernel; a package's own -dbg part joins its image.
+    let debug = Mutex::new(debug);
+    let finish = |mut k: LoadedKernel, rs: &mut Resched| -> Result<Kernel> {
+        let d = match k.debug.take() {
+            Some(d) => Some(*d),
+            None => debug.lock().unwrap_or_else(|p| p.into_inner()).take(),
+        };
+        let mut kernel = Kernel::new(k, opts.clone());
+        // Before composing: the modules keep the source files their own .ko gives.
+        if let Some(d) = d {
+            kernel.attach_debug(d, rs)?;
+        }
+        if !loaded.is_empty() {
+            let k = &mut kernel.inner;
+            k.table = compose(&k.table, tree.as_deref(), loaded, placement, load, rs)?;
+        }
+        prepare(&mut kernel, opts.queries, rs)?;
+        if kernel.inner.table.addresses_hidden() {
+            let why = kernel.hidden_addresses_cause();
+            let path = kernel.inner.path.display().to_string();
+            kernel.notes.push(Note::warning(format!(
+                "{path}: every address is 0000000000000000 — {why}. Name queries (lookup verdicts, positions) still work."
+            )));
+        }
+        Ok(kernel)
+    };
+    let one = |p: &PathBuf, rs: &mut Resched| -> Result<Kernel> {
+        let k = klpsym_io::load(p, load, rs)?;
+        finish(k, rs)
+    };
+    // Packages given together (or found in one folder) form one kernel per release; one
+    // package alone is an ordinary source (and cached like one).
+    let (packages, files): (Vec<PathBuf>, Vec<PathBuf>) = if paths.len() == 1 {
+        (Vec::new(), paths)
+    } else {
+        paths.into_iter().partition(|p| klpsym_io::is_package(p))
+    };
+    let mut out: Vec<Opened> = match files.len() {
+        0 => Vec::new(),
+        1 => vec![Opened {
+            kernel: one(&files[0], rs),
+            source: files[0].clone(),
+        }],
+        _ => open_parallel(&files, opts, &one),
+    };
+    if !packages.is_empty() {
+        for k in klpsym_io::load_packages(&packages, load, rs)? {
+            let source = k.path.clone();
+            out.push(Opened {
+                kernel: finish(k, rs),
+                source,
+            });
+        }
+    }
+    // A cancellation is everybody's: no kernel is reported as cancelled alone.
+    if out
+        .iter()
+        .any(|o| o.kernel.as_ref().is_err_and(Error::is_cancelled))
+    {
+        return Err(Error::cancelled());
+    }
+    Ok(out)
+}
+
+/// Builds the indexes now (timed), or marks the table to be walked.
+fn prepare(k: &mut Kernel, queries: Queries, rs: &mut Resched) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    match queries {
+        Queries::Many => k.inner.table.build_indexes(rs)?,
+        Queries::Names => k.inner.table.build_name_index(rs)?,
+        Queries::Few => {
+            k.inner.table.scan_until_indexed(rs.sibling());
+            return Ok(());
+        }
+    }
+    k.inner.index_time = t0.elapsed();
+    Ok(())
+}
+
+/// Opens many files on all cores, in order, reporting progress.
+fn open_parallel(
+    paths: &[PathBuf],
+    opts: &Options,
+    one: &(dyn Fn(&PathBuf, &mut Resched) -> Result<Kernel> + Sync),
+) -> Vec<Opened> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Kernel>>>> =
+        Mutex::new((0..paths.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut rs = opts.resched();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = paths.get(i) else { break };
+                    let r = one(p, &mut rs);
+                    if let Ok(mut v) = results.lock() {
+                        v[i] = Some(r);
+                    }
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Some(f) = &opts.progress {
+                        f(&Progress::Opened {
+                            done: n,
+                            total: paths.len(),
+                            last: p.clone(),
+                        });
+                    }
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    paths
+        .iter()
+        .zip(results)
+        .map(|(p, r)| Opened {
+            source: p.clone(),
+            kernel: r.unwrap_or_else(|| {
+                Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{}: a loader thread stopped before it", p.display()),
+                ))
+            }),
+        })
+        .collect()
+}
+
+impl Kernel {
+    /// Gives this kernel's vmlinux symbols the source files of the same build's debug vmlinux
+    /// `d` (see [`klpsym_core::pair_definitions`]), and keeps `d` for declaration lines.
+    /// Refuses different build ids.
+    fn attach_debug(&mut self, d: LoadedKernel, rs: &mut Resched) -> Result<()> {
+        let k = &mut self.inner;
+        let (kd, dd) = (k.path.display().to_string(), d.path.display().to_string());
+        match (&k.facts.build_id, &d.facts.build_id) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(Error::bad_input(format!(
+                    "--debug-vmlinux {dd}: build id {b}, but {kd} has {a}: not the same build"
+                )))
+            }
+            (Some(a), Some(_)) => self.notes.push(Note::note(format!(
+                "source files from {dd} (build id {a}, the same as {kd}'s)"
+            ))),
+            _ => self.notes.push(Note::warning(format!(
+                "{kd}: no build id to compare with {dd}: source files are matched by name and position only"
+            ))),
+        }
+        let paired = klpsym_core::pair_definitions(&k.table, &d.table, rs)?;
+        let files: Vec<Option<&str>> = paired
+            .iter()
+            .map(|p| p.and_then(|id| d.table.file(id)))
+            .collect();
+        k.table.attach_files(|id| files[id.0 as usize], rs)?;
+        drop(files);
+        self.paired = Some(paired);
+        k.debug = Some(Box::new(d));
+        Ok(())
+    }
+
+    /// The vmlinux definition of the debug vmlinux paired with `id` (see
+    /// [`klpsym_core::pair_definitions`]), as its address there.
+    pub(crate) fn debug_address(&self, id: klpsym_core::SymbolId) -> Option<u64> {
+        let d = self.inner.debug.as_deref()?;
+        let there = (*self.paired.as_ref()?.get(id.0 as usize)?)?;
+        let s = d.table.symbol(there);
+        (s.object == ObjectId::VMLINUX).then_some(s.addr)
+    }
+}

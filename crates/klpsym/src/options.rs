@@ -1,0 +1,256 @@
+//! How kernels are opened: one options struct for every source and every query.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use klpsym_core::{Resched, ReschedPolicy};
+
+/// Where decoded tables are kept between runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CacheDir {
+    /// `$XDG_CACHE_HOME/klpsym`, else `~/.cache/klpsym`.
+    #[default]
+    Default,
+    /// This folder.
+    At(PathBuf),
+    /// No cache: neither read nor written.
+    Off,
+}
+
+/// How many questions a caller will ask of each kernel it opens: what is worth building
+/// while opening.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Queries {
+    /// Many, of every kind: the name and address indexes are built while opening (with
+    /// reschedule points), so each query is one index lookup.
+    #[default]
+    Many,
+    /// A few: no index is built; a query walks the table (a few hundred microseconds for
+    /// 100,000 symbols, with reschedule points) until an index is asked for.
+    Few,
+    /// Names only (checking or converting a patch): the name index alone is built.
+    Names,
+}
+
+/// What a long operation reports while it runs (opening many kernels).
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// `done` of `total` kernels are open; `last` is the one just finished.
+    Opened {
+        /// How many are done.
+        done: usize,
+        /// How many there are.
+        total: usize,
+        /// The source just opened.
+        last: PathBuf,
+    },
+}
+
+/// What a reschedule point does (see [`Options::interval`]).
+#[derive(Clone, Default)]
+pub enum PointPolicy {
+    /// Nothing but checking the cancel flag: the work runs in bounded stretches that the
+    /// kernel's scheduler can preempt.
+    #[default]
+    Nothing,
+    /// Give the CPU away (`sched_yield(2)`): for hosts where latency-critical work shares
+    /// the CPU.
+    Yield,
+    /// Call this; returning `Err(Cancelled)` stops the operation.
+    Callback(Arc<dyn Fn() -> Result<(), klpsym_core::Cancelled> + Send + Sync>),
+}
+
+impl std::fmt::Debug for PointPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PointPolicy::Nothing => "Nothing",
+            PointPolicy::Yield => "Yield",
+            PointPolicy::Callback(_) => "Callback",
+        })
+    }
+}
+
+/// A callback for [`Progress`] reports.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// How to open kernels and how to behave while doing it.
+///
+/// Built with [`Options::new`] and the `with_`/`set` methods; every field has a default that
+/// suits a command-line user (a cache in the user's folder, 1 GiB limits, reschedule points
+/// every 50 µs of work that do nothing unless asked to yield).
+///
+/// ```
+/// use klpsym::{CacheDir, Options};
+/// let opts = Options::new()
+///     .cache(CacheDir::Off)
+///     .yield_cpu(true)
+///     .modules("/lib/modules/6.1.0-57-amd64");
+/// assert_eq!(opts.max_input_size, 1 << 30);
+/// ```
+#[derive(Clone)]
+pub struct Options {
+    /// Where decoded tables are kept between runs.
+    pub cache: CacheDir,
+    /// A module tree (`/lib/modules/RELEASE`), or a package holding one: every module in it is
+    /// available by its kernel name. For the running kernel (no source named),
+    /// `/lib/modules/$(uname -r)` when it exists.
+    pub modules: Option<PathBuf>,
+    /// Which modules of [`Options::modules`] count as loaded, in the order `/proc/kallsyms`
+    /// lists them (newest first).
+    pub loaded: Vec<String>,
+    /// A `/proc/kallsyms` (live or captured) whose module lines place the loaded modules.
+    pub place_from: Option<PathBuf>,
+    /// The same build's vmlinux with debug info (a `-dbg` package's): source files and lines.
+    pub debug_vmlinux: Option<PathBuf>,
+    /// CONFIG_KALLSYMS_ALL of a vmlinux ELF when it cannot be read from the image.
+    pub kallsyms_all: Option<bool>,
+    /// Refuse inputs larger than this many bytes.
+    pub max_input_size: u64,
+    /// Refuse to decompress more than this many bytes.
+    pub max_decompressed_size: u64,
+    /// What a reschedule point does.
+    pub policy: PointPolicy,
+    /// Work between reschedule points.
+    pub interval: Duration,
+    /// Set to true to cancel what runs: the next reschedule point returns
+    /// [`crate::ErrorKind::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// What opening builds (see [`Queries`]).
+    pub queries: Queries,
+    /// Called as kernels open.
+    pub progress: Option<ProgressFn>,
+    /// Read a package's modules and Module.symvers too (the whole package: seconds for a
+    /// Debian image package), as checking a patch that has objects in modules needs; else
+    /// reading stops once the image, its config and System.map, or a debug vmlinux are
+    /// found.
+    pub package_modules: bool,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("cache", &self.cache)
+            .field("modules", &self.modules)
+            .field("loaded", &self.loaded)
+            .field("place_from", &self.place_from)
+            .field("debug_vmlinux", &self.debug_vmlinux)
+            .field("kallsyms_all", &self.kallsyms_all)
+            .field("max_input_size", &self.max_input_size)
+            .field("max_decompressed_size", &self.max_decompressed_size)
+            .field("policy", &self.policy)
+            .field("interval", &self.interval)
+            .field("cancel", &self.cancel.is_some())
+            .field("queries", &self.queries)
+            .field("progress", &self.progress.is_some())
+            .field("package_modules", &self.package_modules)
+            .finish()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cache: CacheDir::Default,
+            modules: None,
+            loaded: Vec::new(),
+            place_from: None,
+            debug_vmlinux: None,
+            kallsyms_all: None,
+            max_input_size: 1 << 30,
+            max_decompressed_size: 1 << 30,
+            policy: PointPolicy::Nothing,
+            interval: Duration::from_micros(50),
+            cancel: None,
+            queries: Queries::Many,
+            progress: None,
+            package_modules: false,
+        }
+    }
+}
+
+impl Options {
+    /// The defaults (see [`Options`]).
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// Sets where decoded tables are kept.
+    pub fn cache(mut self, cache: CacheDir) -> Options {
+        self.cache = cache;
+        self
+    }
+
+    /// Sets the module tree (a folder or a package).
+    pub fn modules(mut self, dir: impl Into<PathBuf>) -> Options {
+        self.modules = Some(dir.into());
+        self
+    }
+
+    /// Sets the debug vmlinux.
+    pub fn debug_vmlinux(mut self, path: impl Into<PathBuf>) -> Options {
+        self.debug_vmlinux = Some(path.into());
+        self
+    }
+
+    /// Makes every reschedule point give the CPU away (`sched_yield`): for busy hosts.
+    pub fn yield_cpu(mut self, yes: bool) -> Options {
+        self.policy = if yes {
+            PointPolicy::Yield
+        } else {
+            PointPolicy::Nothing
+        };
+        self
+    }
+
+    /// Sets what opening builds.
+    pub fn queries(mut self, q: Queries) -> Options {
+        self.queries = q;
+        self
+    }
+
+    /// Sets the cancel flag.
+    pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Options {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// A reschedule-point driver with these options' policy, interval and cancel flag.
+    pub fn resched(&self) -> Resched {
+        let policy = match &self.policy {
+            PointPolicy::Nothing => ReschedPolicy::Nothing,
+            PointPolicy::Yield => ReschedPolicy::Yield,
+            PointPolicy::Callback(f) => {
+                let f = Arc::clone(f);
+                ReschedPolicy::Callback(Box::new(move || f()))
+            }
+        };
+        let mut r = Resched::new(policy).with_interval(self.interval);
+        if let Some(c) = &self.cancel {
+            r = r.with_cancel_flag(Arc::clone(c));
+        }
+        r
+    }
+
+    /// The cache folder, when one is in use.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        match &self.cache {
+            CacheDir::Off => None,
+            CacheDir::At(d) => Some(d.clone()),
+            CacheDir::Default => klpsym_io::Cache::default_dir(),
+        }
+    }
+
+    /// The I/O layer's options.
+    pub(crate) fn load_options(&self) -> klpsym_io::LoadOptions {
+        klpsym_io::LoadOptions {
+            max_input_size: self.max_input_size,
+            max_decompressed_size: self.max_decompressed_size,
+            kallsyms_all: self.kallsyms_all,
+            package_modules: self.package_modules,
+            cache: self.cache_dir().map(|dir| klpsym_io::Cache { dir }),
+            export_facts: self.queries != Queries::Few,
+        }
+    }
+}

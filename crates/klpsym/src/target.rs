@@ -1,0 +1,484 @@
+//! What a livepatch is checked or converted against, gathered once per kernel for `check`,
+//! `convert` and the matrix alike: the rules of its version, the struct layouts, the tables of
+//! modules that are not loaded, its exports, and what its module loader checks a module
+//! against (vermagic, configuration, CRCs).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use klpsym_core::{bulk, Cancelled, ObjectId, Resched, SymbolTable};
+use klpsym_io::{
+    find_config, find_symvers, module_symbols_table, read_symvers_with, Exports, KernelConfig,
+    ModuleTree,
+};
+use klpsym_livepatch::{
+    btf, Arch, ExportInfo, Fact, KernelRules, LoaderFacts, StructLayouts, Target,
+};
+
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, Note};
+
+/// What the caller knows of the target beyond its symbols (each `None`: found from the
+/// kernel's own files).
+#[derive(Debug, Clone, Default)]
+pub struct TargetOptions {
+    /// The target's BTF for the klp struct layouts: `/sys/kernel/btf/vmlinux`, a raw `.BTF`
+    /// dump, a vmlinux or kernel image with a `.BTF` section, or a package holding one.
+    pub btf: Option<PathBuf>,
+    /// The kernel version whose rules apply (`6.1`); default: the source's banner.
+    pub kernel_version: Option<String>,
+    /// The target's Module.symvers; default: `MODULES/build/Module.symvers` when the module
+    /// tree has it, else a package's, else the CRCs the image or vmlinux holds.
+    pub symvers: Option<PathBuf>,
+    /// The target's build configuration; default: `config-RELEASE` beside the image, a
+    /// package's, `/boot/config-RELEASE` or `/proc/config.gz` for the running kernel.
+    pub kernel_config: Option<PathBuf>,
+}
+
+/// The struct layouts a run uses, and where they came from.
+#[derive(Debug, Clone)]
+pub struct Layouts {
+    /// The layouts.
+    pub layouts: StructLayouts,
+    /// What was said about them (a fallback, a BTF without livepatch structs).
+    pub notes: Vec<Note>,
+}
+
+impl Layouts {
+    /// From `opts.btf`, else the running kernel's `/sys/kernel/btf/vmlinux` when `running`,
+    /// else the documented 5.1-6.18 fallback.
+    pub fn find(
+        opts: &TargetOptions,
+        running: bool,
+        kernel_opts: &crate::Options,
+    ) -> Result<Layouts> {
+        let sys = Path::new("/sys/kernel/btf/vmlinux");
+        let (path, named) = match &opts.btf {
+            Some(p) => (p.clone(), true),
+            None if running && sys.is_file() => (sys.to_path_buf(), false),
+            None => {
+                return Ok(Layouts {
+                    layouts: StructLayouts::fallback(6, 1),
+                    notes: vec![Note::note(
+                        "no --btf: klp struct layouts from the 5.1-6.18 fallback",
+                    )],
+                })
+            }
+        };
+        let mut rs = kernel_opts.resched();
+        let bytes = klpsym_io::read_btf(&path, &kernel_opts.load_options(), &mut rs)
+            .map_err(|e| Error::from(e).context("--btf"))?;
+        let layouts = btf::layouts_from_btf(&bytes);
+        bulk::free_with_points(bytes, &mut rs)?;
+        match layouts {
+            Ok(l) => Ok(Layouts {
+                layouts: l,
+                notes: Vec::new(),
+            }),
+            // The running kernel's own BTF: without CONFIG_LIVEPATCH it has no klp structs,
+            // which the module loader's checks report; the layouts fall back.
+            Err(e) if !named => Ok(Layouts {
+                layouts: StructLayouts::fallback(6, 1),
+                notes: vec![Note::note(format!(
+                    "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                    path.display()
+                ))],
+            }),
+            Err(e) => Err(Error::bad_input(format!("--btf {}: {e}", path.display()))),
+        }
+    }
+}
+
+/// A module the patch has an object in that is not loaded on the target, read from its `.ko`.
+#[derive(Debug)]
+pub struct OfflineModule {
+    /// Its name.
+    pub name: String,
+    /// Its symbols as kallsyms lists them once it is loaded (section-relative addresses).
+    pub table: SymbolTable,
+    /// The symbol table entries a lookup walks while it is loading.
+    pub loading_symbols: u32,
+}
+
+/// Everything one kernel contributes to checking or converting a patch, gathered once.
+#[derive(Debug)]
+pub struct TargetFacts<'k> {
+    kernel: &'k Kernel,
+    /// The rules of the target's version.
+    pub rules: KernelRules,
+    /// The klp struct layouts.
+    pub layouts: StructLayouts,
+    /// The target's module tree, when there is one.
+    pub tree: Option<Arc<ModuleTree>>,
+    /// Tables of the patch's objects whose modules are not loaded.
+    pub offline: Vec<OfflineModule>,
+    inputs: LoaderInputs<'k>,
+    knows_exports: bool,
+    /// What was said while gathering.
+    pub notes: Vec<Note>,
+}
+
+impl<'k> TargetFacts<'k> {
+    /// Gathers what `kernel` contributes for a patch with objects `objects` (module names;
+    /// "vmlinux" is skipped): rules, the offline tables of modules that are not loaded, the
+    /// loader's inputs. `layouts` come from [`Layouts::find`].
+    pub fn gather(
+        kernel: &'k Kernel,
+        opts: &TargetOptions,
+        layouts: StructLayouts,
+        objects: &[String],
+        rs: &mut Resched,
+    ) -> Result<TargetFacts<'k>> {
+        let mut notes = Vec::new();
+        let mut rules = rules_for(kernel, opts.kernel_version.as_deref(), &mut notes)?;
+        if let Some(b) = &kernel.inner.facts.version {
+            rules = rules.with_banner(b);
+        }
+        let tree = kernel.module_tree()?;
+        let inputs = LoaderInputs::gather(kernel, tree.as_deref(), opts, rs)?;
+        let mut names: Vec<String> = objects.to_vec();
+        // Modules that export what the patch may refer to are offered too (convert turns a
+        // reference to a module's export into a klp relocation against that module).
+        names.dedup();
+        let offline = offline_tables(kernel, tree.as_deref(), &names, rs)?;
+        let knows_exports = knows_exports(kernel.table(), rs)?;
+        Ok(TargetFacts {
+            kernel,
+            rules,
+            layouts,
+            tree,
+            offline,
+            inputs,
+            knows_exports,
+            notes,
+        })
+    }
+
+    /// The kernel these facts are of.
+    pub fn kernel(&self) -> &'k Kernel {
+        self.kernel
+    }
+
+    /// The target's configuration, when one was found.
+    pub fn config(&self) -> Option<&KernelConfig> {
+        self.inputs.config.as_ref()
+    }
+
+    /// The CRC and namespace of an exported symbol, when known.
+    pub fn export_info(&self, name: &str) -> Option<ExportInfo> {
+        self.inputs.export_info(name)
+    }
+
+    /// The module exporting `name` according to the target's export list (Module.symvers),
+    /// when one does (vmlinux's exports answer `Some("vmlinux")`).
+    pub fn exporter(&self, name: &str) -> Option<&str> {
+        Some(self.inputs.exports.as_ref()?.symbols.get(name)?.module)
+    }
+
+    /// True when vmlinux exports `name` (`__ksymtab_<name>` in kallsyms, or an export list
+    /// that names vmlinux).
+    pub fn exported_by_vmlinux(&self, name: &str) -> bool {
+        exported_by(self.kernel.table(), name) || self.exporter(name) == Some("vmlinux")
+    }
+
+    /// Calls `f` with the [`Target`] these facts describe for a module of `arch`, with the
+    /// patch's sections placed at `bases` (section index, address).
+    pub fn with_target<R>(
+        &self,
+        arch: Arch,
+        bases: &[(u32, u64)],
+        f: impl FnOnce(&Target<'_>) -> R,
+    ) -> R {
+        let table = self.kernel.table();
+        let export_info = |n: &str| -> Option<ExportInfo> { self.inputs.export_info(n) };
+        let exported = |n: &str| exported_by(table, n);
+        let mut target = Target::new(table, self.rules, arch)
+            .with_layouts(self.layouts)
+            .with_loader(self.inputs.facts(&export_info));
+        if self.knows_exports {
+            target = target.with_exports(&exported);
+        }
+        for o in &self.offline {
+            target = target
+                .with_offline_module(&o.name, &o.table)
+                .with_loading_symbols(&o.name, o.loading_symbols);
+        }
+        for &(i, a) in bases {
+            target = target.with_section_base(i, a);
+        }
+        f(&target)
+    }
+}
+
+/// Rules for a kernel: `flag` (`6.1`), else its banner, else 6.1 with a warning.
+fn rules_for(k: &Kernel, flag: Option<&str>, notes: &mut Vec<Note>) -> Result<KernelRules> {
+    if let Some(v) = flag {
+        return KernelRules::from_release(v).ok_or_else(|| {
+            Error::usage(format!(
+                "--kernel-version '{v}': expected X.Y (for example 6.1)"
+            ))
+        });
+    }
+    Ok(k.release()
+        .as_deref()
+        .and_then(KernelRules::from_release)
+        .unwrap_or_else(|| {
+            notes.push(Note::warning(format!(
+                "{}: kernel version unknown (no banner in this source); using 6.1 rules (pass --kernel-version)",
+                k.path().display()
+            )));
+            KernelRules::for_version(6, 1)
+        }))
+}
+
+/// Tables of `names` (module objects) that are not loaded on `kernel`, from the module tree.
+fn offline_tables(
+    kernel: &Kernel,
+    tree: Option<&ModuleTree>,
+    names: &[String],
+    rs: &mut Resched,
+) -> Result<Vec<OfflineModule>> {
+    let Some(tree) = tree else {
+        return Ok(Vec::new());
+    };
+    let table = kernel.table();
+    let opts = kernel.opts.load_options();
+    let mut out: Vec<OfflineModule> = Vec::new();
+    for n in names {
+        rs.tick()?;
+        if n == "vmlinux"
+            || table.object_by_name(n).is_some()
+            || tree.file(n).is_none()
+            || out.iter().any(|o| &o.name == n)
+        {
+            continue;
+        }
+        let m = tree.load(n, &opts, rs)?;
+        out.push(OfflineModule {
+            name: n.clone(),
+            table: module_symbols_table(&m, None)?,
+            loading_symbols: m.loading_symbols,
+        });
+    }
+    Ok(out)
+}
+
+/// True when `table` exports `name` (`__ksymtab_<name>` is in kallsyms).
+pub fn exported_by(table: &SymbolTable, name: &str) -> bool {
+    table.by_name(&format!("__ksymtab_{name}")).next().is_some()
+}
+
+/// True when the table carries `__ksymtab_*` symbols (CONFIG_KALLSYMS_ALL), so "not exported"
+/// can be told from "unknown". A few exports every kernel has are looked up by name first
+/// (`kfree`; `printk` before 5.15, `_printk` since); without them, a walk over the table, a
+/// tick per symbol (2-3 ms over a 6.12 image's 150,000 names, most of them before the first
+/// `__ksymtab_`).
+pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Cancelled> {
+    if ["kfree", "_printk", "printk"]
+        .iter()
+        .any(|n| exported_by(table, n))
+    {
+        return Ok(true);
+    }
+    Ok(table.first_with_prefix("__ksymtab_", rs)?.is_some())
+}
+
+/// What one kernel's module loader checks against, gathered once per kernel (the kernel's own
+/// export table is borrowed, not copied).
+#[derive(Debug, Default)]
+struct LoaderInputs<'k> {
+    vermagic: Option<Fact<String>>,
+    config: Option<KernelConfig>,
+    exports: Option<Cow<'k, Exports>>,
+    livepatch: Option<Fact<bool>>,
+    sig_enforce_live: Option<bool>,
+}
+
+impl<'k> LoaderInputs<'k> {
+    /// Reads what can be found for `k`: its vermagic (the image or vmlinux, else a module of
+    /// the tree), its configuration, its exports' CRCs, whether vmlinux has livepatch.
+    fn gather(
+        k: &'k Kernel,
+        tree: Option<&ModuleTree>,
+        opts: &TargetOptions,
+        rs: &mut Resched,
+    ) -> Result<LoaderInputs<'k>> {
+        let mut out = LoaderInputs::default();
+        let inner = &k.inner;
+        let package = inner.package.as_ref();
+        out.vermagic = match &inner.facts.vermagic {
+            Some(v) => Some(Fact::new(v.clone(), format!("{}", inner.path.display()))),
+            None => match tree {
+                Some(t) => tree_vermagic(k, t, rs)?,
+                None => None,
+            },
+        };
+        let config = match &opts.kernel_config {
+            Some(p) => Some(p.clone()),
+            None if package.is_some_and(|p| p.config.is_some()) => None,
+            None => find_config(inner),
+        };
+        if let Some(p) = config {
+            out.config =
+                Some(KernelConfig::read(&p, rs).map_err(|e| {
+                    Error::from(e).context(format!("--kernel-config {}", p.display()))
+                })?);
+        } else if let Some(c) = package.and_then(|p| p.config.clone()) {
+            out.config = Some(c);
+        }
+        if out.vermagic.is_none() {
+            if let (Some(c), Some(r)) = (&out.config, k.release()) {
+                out.vermagic = c.vermagic(&r).map(|v| {
+                    Fact::new(
+                        v,
+                        format!("derived from {} (VERMAGIC_STRING)", c.path.display()),
+                    )
+                });
+            }
+        }
+        let symvers = match &opts.symvers {
+            Some(p) => Some(p.clone()),
+            None => k.modules_dir().as_deref().and_then(find_symvers),
+        };
+        out.exports = match symvers {
+            Some(p) => Some(Cow::Owned(read_symvers_with(
+                &p,
+                &k.opts.load_options(),
+                rs,
+            )?)),
+            None => package
+                .and_then(|p| p.symvers.as_ref())
+                .or(inner.facts.exports.as_ref())
+                .map(Cow::Borrowed),
+        };
+        if k.is_running() {
+            out.sig_enforce_live = klpsym_io::live_sig_enforce();
+        }
+        // vmlinux defines klp_enable_patch exactly when CONFIG_LIVEPATCH is set; a table with
+        // only a few vmlinux symbols (a module given as the kernel) says nothing.
+        if inner.table.object_info(ObjectId::VMLINUX).symbol_count > 1000 {
+            let has = inner
+                .table
+                .by_name_in("klp_enable_patch", ObjectId::VMLINUX)
+                .next()
+                .is_some();
+            out.livepatch = Some(Fact::new(
+                has,
+                format!(
+                    "vmlinux {} klp_enable_patch",
+                    if has { "defines" } else { "does not define" }
+                ),
+            ));
+        }
+        Ok(out)
+    }
+
+    fn export_info(&self, name: &str) -> Option<ExportInfo> {
+        let e = self.exports.as_ref()?.symbols.get(name)?;
+        Some(ExportInfo {
+            crc: e.crc,
+            namespace: e.namespace.map(str::to_string),
+        })
+    }
+
+    /// The facts for a `Target`; `exports` is a closure over [`LoaderInputs::export_info`].
+    fn facts<'a>(
+        &'a self,
+        exports: &'a (dyn Fn(&str) -> Option<ExportInfo> + Sync),
+    ) -> LoaderFacts<'a> {
+        let cfg = self.config.as_ref();
+        let from_cfg = |opt: &str| -> Option<Fact<bool>> {
+            let c = cfg?;
+            Some(Fact::new(
+                c.enabled(opt),
+                format!("{} in {}", opt, c.path.display()),
+            ))
+        };
+        let modversions = from_cfg("CONFIG_MODVERSIONS")
+            .or_else(|| {
+                self.vermagic.as_ref().map(|v| {
+                    Fact::new(
+                        v.value.split(' ').any(|t| t == "modversions"),
+                        format!("the vermagic ({})", v.source),
+                    )
+                })
+            })
+            .or_else(|| {
+                // Non-zero CRCs exist only under CONFIG_MODVERSIONS (Module.symvers lists
+                // 0x00000000 without it).
+                let e = self.exports.as_ref()?;
+                e.symbols
+                    .values()
+                    .any(|x| x.crc.is_some_and(|c| c != 0))
+                    .then(|| Fact::new(true, format!("the CRCs in {}", e.source)))
+            });
+        let sig_force = match self.sig_enforce_live {
+            Some(b) => Some(Fact::new(b, "/sys/module/module/parameters/sig_enforce")),
+            None => from_cfg("CONFIG_MODULE_SIG_FORCE"),
+        };
+        LoaderFacts {
+            modules: from_cfg("CONFIG_MODULES"),
+            vermagic: self.vermagic.clone(),
+            livepatch: from_cfg("CONFIG_LIVEPATCH").or_else(|| self.livepatch.clone()),
+            modversions,
+            exports: self
+                .exports
+                .as_ref()
+                .map(|e| Fact::new(exports, e.source.clone())),
+            force_load: from_cfg("CONFIG_MODULE_FORCE_LOAD"),
+            sig_force,
+        }
+    }
+}
+
+/// The vermagic of the kernel a module tree belongs to: every in-tree module carries it.
+fn tree_vermagic(k: &Kernel, tree: &ModuleTree, rs: &mut Resched) -> Result<Option<Fact<String>>> {
+    let opts = k.opts.load_options();
+    // The first module that parses and has one (a tree may hold odd files).
+    for f in tree.files().take(8) {
+        rs.tick()?;
+        if let Ok(m) = f.load(&opts, rs) {
+            if let Some(v) = m.vermagic {
+                return Ok(Some(Fact::new(v, format!("{}", f.label().display()))));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(names: &[&str]) -> SymbolTable {
+        let text: String = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{:016x} T {n}\n", 0xffff_ffff_8100_0000u64 + i as u64 * 16))
+            .collect();
+        klpsym_sources::parse_text(text.into_bytes(), &mut Resched::none())
+            .unwrap()
+            .table
+    }
+
+    /// A table with `__ksymtab_*` symbols knows its exports whether or not it has the ones
+    /// looked up first; one without any does not.
+    #[test]
+    fn exports_are_known_from_any_ksymtab_symbol() {
+        let rs = &mut Resched::none();
+        for names in [
+            &["a", "__ksymtab_kfree", "b"][..],
+            &["a", "__ksymtab__printk"],
+            &["a", "b", "__ksymtab_some_other_export"],
+        ] {
+            assert!(knows_exports(&table(names), rs).unwrap(), "{names:?}");
+        }
+        for names in [
+            &["a", "kfree", "__ksymtab"][..],
+            &["_printk", "__kstrtab_kfree"],
+        ] {
+            assert!(!knows_exports(&table(names), rs).unwrap(), "{names:?}");
+        }
+    }
+}
