@@ -303,8 +303,8 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
     // module for convert.
     let names = unique_function_names(&t, 5_000);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let patch = klpsym_livepatch::testgen::large_patch(&names, 20_000, 1_000);
-    let module = klpsym_livepatch::testgen::large_module(&names, 20_000);
+    let patch = klpsym_testkit::patches::large_patch(&names, 20_000, 1_000);
+    let module = klpsym_testkit::patches::large_module(&names, 20_000);
     let target = klpsym_livepatch::Target::new(
         &t,
         klpsym_livepatch::KernelRules::for_version(6, 1),

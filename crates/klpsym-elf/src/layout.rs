@@ -60,7 +60,7 @@ pub fn layout_core_sections(mods: &ModuleSymbols, base: u64, page_size: u64) -> 
 mod tests {
     use super::*;
     use crate::module::module_kallsyms;
-    use crate::testutil::{At, Fixture};
+    use klpsym_testkit::elf::{At, Fixture};
     use object::{Architecture, SectionKind};
 
     #[test]

@@ -19,8 +19,6 @@ mod nm;
 mod place;
 mod raw;
 mod symbol;
-#[cfg(test)]
-mod testutil;
 mod vmlinux;
 
 pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};

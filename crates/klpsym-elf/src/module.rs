@@ -543,7 +543,7 @@ fn this_module_name(raw: &RawElf<'_>, resched: &mut Resched) -> Result<String, E
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{At, Fixture};
+    use klpsym_testkit::elf::{At, Fixture};
     use object::{Architecture, SectionKind};
 
     /// A module with every kind of symbol the loader treats differently.

@@ -154,7 +154,7 @@ fn first_difference(mods: &ModuleSymbols, lines: &[(u64, u8, &str)]) -> Option<S
 mod tests {
     use super::*;
     use crate::module::module_kallsyms;
-    use crate::testutil::{At, Fixture};
+    use klpsym_testkit::elf::{At, Fixture};
     use object::{Architecture, SectionKind};
 
     fn sample() -> ModuleSymbols {

@@ -566,7 +566,7 @@ pub(crate) fn find_release(elf: &[u8], resched: &mut Resched) -> Result<Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{At, Fixture};
+    use klpsym_testkit::elf::{At, Fixture};
     use object::{Architecture, SectionKind};
 
     /// A vmlinux-like object. Symbol values are used as addresses, as nm does.

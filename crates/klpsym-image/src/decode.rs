@@ -244,8 +244,8 @@ pub(crate) fn count_at(data: &[u8], at: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::layout::LayoutEra;
-    use crate::test_encoder::{encode, symbols, Options, Sym};
+    use klpsym_testkit::kallsyms::LayoutEra;
+    use klpsym_testkit::kallsyms::{encode, symbols, Options, Sym};
 
     fn opts() -> Options {
         Options {

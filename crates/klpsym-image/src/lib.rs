@@ -22,8 +22,6 @@ mod kallsyms;
 mod layout;
 mod stream;
 mod tables;
-#[cfg(test)]
-mod test_encoder;
 mod xz;
 
 pub use container::{

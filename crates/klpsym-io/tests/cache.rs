@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use klpsym_core::resched::Resched;
 use klpsym_io::{content_hash, input_identity, load, Cache, LoadOptions, LoadedKernel};
 
-#[path = "../../klpsym-cli/tests/common/lab.rs"]
-mod lab_input;
-use lab_input::lab;
+use klpsym_testkit::lab::lab;
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("klpsym-cache-{}-{name}", std::process::id()));
@@ -376,7 +374,7 @@ fn the_name_index_is_left_out_when_the_entry_would_outgrow_its_input() {
 /// 5.10 entry is 6.9 MB for a 7.1 MB image).
 #[test]
 fn every_lab_image_entry_keeps_its_name_index() {
-    for k in lab_input::lab_kernels() {
+    for k in klpsym_testkit::lab::lab_kernels() {
         let dir = tempdir(&format!("margin-{}", k.value("RELEASE")));
         let o = opts(&dir);
         let rs = &mut Resched::none();

@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use klpsym_core::resched::Resched;
 use klpsym_io::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
 
-#[path = "../../klpsym-cli/tests/common/lab.rs"]
-mod lab_input;
-use lab_input::lab;
+use klpsym_testkit::lab::lab;
 
 /// Module.symvers' vmlinux CRCs, read with a plain split (not klpsym's reader).
 fn symvers_vmlinux(dir: &std::path::Path) -> HashMap<String, u32> {

@@ -20,20 +20,28 @@ use crate::error::ConvertError;
 
 /// A section to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NewSection {
+pub struct NewSection {
+    /// Its name (appended to `.shstrtab`).
     pub name: String,
+    /// `sh_type`.
     pub sh_type: u32,
+    /// `sh_flags`.
     pub flags: u64,
+    /// `sh_link`.
     pub link: u32,
+    /// `sh_info`.
     pub info: u32,
+    /// `sh_addralign`.
     pub addralign: u64,
+    /// `sh_entsize`.
     pub entsize: u64,
+    /// Its contents.
     pub data: Vec<u8>,
 }
 
 /// Accumulates edits, then writes the new file.
 #[derive(Debug)]
-pub(crate) struct ElfEditor<'o, 'd> {
+pub struct ElfEditor<'o, 'd> {
     obj: &'o ElfObject<'d>,
     strtab: Vec<u8>,
     shstrtab: Vec<u8>,
@@ -74,14 +82,14 @@ fn place(
 }
 
 impl<'o, 'd> ElfEditor<'o, 'd> {
-    #[cfg(test)]
-    pub(crate) fn new(obj: &'o ElfObject<'d>) -> Self {
+    /// An editor over `obj` (see [`ElfEditor::new_with`]), with no reschedule points.
+    pub fn new(obj: &'o ElfObject<'d>) -> Self {
         Self::new_with(obj, 0, &mut Resched::none()).expect("no cancel without a flag")
     }
 
     /// An editor over `obj`; its string tables are copied in steps, `.strtab` with room for
     /// `extra_names` more bytes (so renaming symbols does not regrow a big table).
-    pub(crate) fn new_with(
+    pub fn new_with(
         obj: &'o ElfObject<'d>,
         extra_names: usize,
         resched: &mut Resched,
@@ -106,14 +114,13 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
     }
 
     /// Renames symbol `index` and sets its section index and value.
-    pub(crate) fn set_symbol(&mut self, index: u32, name: &str, shndx: u16, value: u64) {
+    pub fn set_symbol(&mut self, index: u32, name: &str, shndx: u16, value: u64) {
         let off = self.add_string(name);
         self.symbols.insert(index, (off, shndx, value));
     }
 
-    /// Renames section `index` (tests build malformed modules with it).
-    #[cfg(test)]
-    pub(crate) fn rename_section(&mut self, index: u32, name: &str) {
+    /// Renames section `index`.
+    pub fn rename_section(&mut self, index: u32, name: &str) {
         let off = self.shstrtab.len() as u32;
         self.shstrtab.extend_from_slice(name.as_bytes());
         self.shstrtab.push(0);
@@ -121,26 +128,26 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
     }
 
     /// Replaces the contents of section `index`.
-    pub(crate) fn set_contents(&mut self, index: u32, data: Vec<u8>) {
+    pub fn set_contents(&mut self, index: u32, data: Vec<u8>) {
         self.contents.insert(index, data);
     }
 
     /// Adds a section; returns its future index.
-    pub(crate) fn add_section(&mut self, s: NewSection) -> u32 {
+    pub fn add_section(&mut self, s: NewSection) -> u32 {
         self.added.push(s);
         (self.obj.sections.len() + self.added.len() - 1) as u32
     }
 
-    /// Writes the new file. Fails only on limits (more than 0xff00 sections).
-    #[cfg(test)]
-    pub(crate) fn write(self) -> Result<Vec<u8>, ConvertError> {
+    /// Writes the new file (see [`ElfEditor::write_with`]), with no reschedule points. Fails
+    /// only on limits (more than 0xff00 sections).
+    pub fn write(self) -> Result<Vec<u8>, ConvertError> {
         self.write_with(&mut Resched::none())
     }
 
     /// Writes the new file, copying in steps and ticking per symbol and section header. Fails
     /// on limits (more than 0xff00 sections: [`ConvertError::Refused`]) and on a cancelled
     /// point ([`ConvertError::Cancelled`]). The editor's buffers are freed with points.
-    pub(crate) fn write_with(mut self, resched: &mut Resched) -> Result<Vec<u8>, ConvertError> {
+    pub fn write_with(mut self, resched: &mut Resched) -> Result<Vec<u8>, ConvertError> {
         let obj = self.obj;
         let nsec = obj.sections.len() + self.added.len();
         if nsec >= usize::from(crate::consts::SHN_LORESERVE) {
@@ -260,7 +267,7 @@ impl<'o, 'd> ElfEditor<'o, 'd> {
 }
 
 /// Encodes RELA entries, a tick per entry.
-pub(crate) fn encode_relas(
+pub fn encode_relas(
     relas: &[crate::elf::ElfRela],
     resched: &mut Resched,
 ) -> Result<Vec<u8>, Cancelled> {

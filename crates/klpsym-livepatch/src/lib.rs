@@ -15,7 +15,6 @@
 //! `klpsym_core::resched::Resched` ([`check_with`], [`convert_with`],
 //! [`LivepatchModule::parse_with_resched`], [`ElfObject::parse_with_resched`]) and reaches a
 //! reschedule point at least every interval of work; the plain forms use `Resched::none()`.
-//! Big patches for tests and benchmarks: the [`testgen`] module (cargo feature `testgen`).
 //!
 //! Driving it from a harness: parse with [`LivepatchModule::parse_with`] (layouts from
 //! [`btf::layouts_from_btf`] when the target's BTF is at hand), build a [`Target`] from a
@@ -25,10 +24,10 @@
 
 pub mod btf;
 mod check;
-mod consts;
+pub mod consts;
 mod convert;
 mod cost;
-mod edit;
+pub mod edit;
 mod elf;
 mod error;
 mod hints;
@@ -38,17 +37,7 @@ mod names;
 pub mod patch;
 pub mod reloc;
 mod report;
-#[cfg(test)]
-mod scenarios;
-#[cfg(test)]
-mod scenarios_convert;
-#[cfg(test)]
-mod scenarios_loader;
 mod target;
-#[cfg(any(test, feature = "testgen"))]
-pub mod testgen;
-#[cfg(any(test, feature = "testgen"))]
-mod testutil;
 
 pub use check::{check, check_with};
 pub use convert::{convert, convert_with, Conversion, ConvertReport, Pin};

@@ -8,9 +8,7 @@
 use klpsym_package::{read_package, MemberKind, PackageFormat, Want};
 use klpsym_resched::resched::Resched;
 
-#[path = "../../klpsym-cli/tests/common/lab.rs"]
-mod lab_input;
-use lab_input::lab;
+use klpsym_testkit::lab::lab;
 
 const LIMIT: u64 = 16 << 30;
 

@@ -1,8 +1,7 @@
 //! Small packages built here (see build/): every payload compression of both formats, the
 //! members kept by kind, early stopping, the limits, and damaged archives.
 
-mod build;
-use build::{cpio_of, deb, rpm, tar_of, Comp};
+use klpsym_testkit::packages::{cpio_of, deb, rpm, tar_of, Comp};
 
 use klpsym_package::{read_package, MemberKind, PackageError, PackageFormat, Want};
 use klpsym_resched::resched::Resched;

@@ -1,9 +1,9 @@
 //! Writes the seed corpora of the fuzz targets, generated from valid inputs:
 //! `gen_corpus <corpus dir>` (run by `fuzz/gen-corpus.sh` after `cargo fuzz build`).
 //!
-//! The fixtures are the crates' own test builders, included by path rather than copied, so the
-//! seeds follow the formats the tests exercise: klpsym-image's kallsyms table encoder (every
-//! layout era), klpsym-elf's `object::write` fixture, klpsym-livepatch's patch-module builder.
+//! The fixtures are the tests' own builders (klpsym-testkit), so the seeds follow the formats
+//! the tests exercise: the kallsyms table encoder (every layout era), the `object::write`
+//! ELF fixture, the patch-module builder, the package builders.
 //! Real-world seeds (prefixes of the Debian files of the lab cache) are added by the script.
 
 use std::fs;
@@ -16,41 +16,12 @@ use object::{Architecture, SectionKind};
 // libFuzzer's own `main` is not pulled in because this binary has one.
 use libfuzzer_sys as _;
 
-/// Lets the included image encoder name `crate::layout::LayoutEra`.
-#[allow(dead_code)]
-mod layout {
-    pub use klpsym_image::LayoutEra;
-}
-
-/// The livepatch crate's ELF constants, for the included livepatch builder.
-#[allow(dead_code, clippy::all)]
-#[path = "../../../crates/klpsym-livepatch/src/consts.rs"]
-mod consts;
-
-/// Lets the included livepatch builder name `crate::Arch`.
-pub use klpsym_livepatch::Arch;
-
-#[allow(dead_code, clippy::all)]
-#[path = "../../../crates/klpsym-image/src/test_encoder.rs"]
-mod image_encoder;
-
-#[allow(dead_code, clippy::all)]
-#[path = "../../../crates/klpsym-elf/src/testutil.rs"]
-mod elf_fixture;
-
-#[allow(dead_code, clippy::all)]
-#[path = "../../../crates/klpsym-livepatch/src/testutil.rs"]
-mod lp_fixture;
-
-#[allow(dead_code, clippy::all)]
-#[path = "../../../crates/klpsym-package/tests/build/mod.rs"]
-mod pkg_fixture;
-
-use elf_fixture::{At, Fixture};
-use image_encoder::{encode, symbols, Options, Sym};
 use klpsym_core::resched::Resched;
-use klpsym_image::LayoutEra;
-use lp_fixture::{build_module, ModSpec, ObjSpec};
+use klpsym_testkit::elf::{At, Fixture};
+use klpsym_testkit::kallsyms::{encode, symbols, LayoutEra, Options, Sym};
+use klpsym_testkit::module::{build_module, ModSpec, ObjSpec};
+use klpsym_testkit::packages as pkg_fixture;
+use klpsym_livepatch::consts;
 
 struct Out {
     root: PathBuf,
@@ -485,7 +456,7 @@ fn livepatch_seeds(out: &mut Out) {
 }
 
 fn btf_seeds(out: &mut Out) {
-    use klpsym_livepatch::btf::build_btf;
+    use klpsym_testkit::btf::build_btf;
     let f61: &[(&str, u32)] = &[
         ("old_name", 0),
         ("new_func", 8),

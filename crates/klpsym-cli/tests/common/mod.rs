@@ -2,9 +2,8 @@
 
 use std::process::{Command, Output};
 
-mod lab;
 #[allow(unused_imports)]
-pub use lab::{lab, lab_kernels, livepatch_kernels, LabKernel};
+pub use klpsym_testkit::lab::{lab, lab_kernels, livepatch_kernels, LabKernel};
 
 /// Runs the klpsym binary.
 #[allow(dead_code)]

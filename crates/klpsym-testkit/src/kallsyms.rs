@@ -1,8 +1,21 @@
-//! Test-only encoder: produces the kernel's compressed kallsyms tables for each layout era, with
-//! the same token compression idea as `scripts/kallsyms.c` (our own code), so the decoder can be
+//! An encoder of the kernel's compressed kallsyms tables for each layout era, with the same
+//! token compression idea as `scripts/kallsyms.c` (our own code), so the decoder can be
 //! tested on every layout without real images.
 
-use crate::layout::LayoutEra;
+/// The order of the tables in the image (scripts/kallsyms.c of each era).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutEra {
+    /// Up to 6.1: addresses/offsets, relative_base, num_syms, names, markers, token_table,
+    /// token_index.
+    AddressesFirst,
+    /// 6.2 and 6.3: as before with seqs_of_names before the token table.
+    AddressesFirstWithSeqs,
+    /// 6.4 up to 2026: num_syms, names, markers, token_table, token_index, offsets,
+    /// relative_base, seqs_of_names.
+    TokensBeforeOffsets,
+    /// 2026: as `TokensBeforeOffsets` without relative_base, every label 4-byte aligned.
+    PcRelative,
+}
 
 /// One input symbol.
 #[derive(Debug, Clone)]

@@ -1,4 +1,5 @@
-//! Test fixtures: small ELF objects written with `object::write`.
+//! Small ELF objects written with `object::write`: the fixtures of the vmlinux and module
+//! readers' tests.
 
 use object::write::{Object, SectionId, Symbol, SymbolSection};
 use object::{
@@ -7,14 +8,14 @@ use object::{
 
 /// Where a fixture symbol lives.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum At {
+pub enum At {
     Sec(SectionId),
     Undef,
     Abs,
 }
 
 /// A relocatable object under construction.
-pub(crate) struct Fixture {
+pub struct Fixture {
     pub obj: Object<'static>,
 }
 

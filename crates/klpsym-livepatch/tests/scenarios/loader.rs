@@ -2,10 +2,10 @@
 //! (vermagic, CONFIG_LIVEPATCH, symbol versions, namespaces, force-loading), of modules that
 //! are not livepatches, and of the log the kernel prints on success.
 
-use crate::consts as elf;
-use crate::scenarios::{check61, only_problem, refs, target};
-use crate::testutil::*;
-use crate::*;
+use crate::{check61, only_problem, refs, target};
+use klpsym_livepatch::consts as elf;
+use klpsym_livepatch::*;
+use klpsym_testkit::module::*;
 
 /// A target whose module loader knows everything: vermagic, CONFIG_LIVEPATCH, CRCs.
 fn loader_check(
@@ -463,7 +463,7 @@ fn klp_build_layout_is_read_and_checked() {
     ]);
     let m = LivepatchModule::parse(&bytes).expect("parse");
     let p = m.patch.as_ref().expect("the klp-build tables");
-    assert_eq!(p.discovery, crate::patch::Discovery::KlpBuild);
+    assert_eq!(p.discovery, klpsym_livepatch::patch::Discovery::KlpBuild);
     let names: Vec<ExtObjectRead> = p
         .objects
         .iter()

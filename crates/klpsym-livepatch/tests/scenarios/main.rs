@@ -1,10 +1,13 @@
 //! End-to-end scenarios: modules written with `object::write`, converted, mutated into every
 //! malformed shape the kernel rejects, and checked; one test per kernel verdict.
 
-use crate::consts as elf;
-use crate::edit::ElfEditor;
-use crate::testutil::*;
-use crate::*;
+use klpsym_livepatch::consts as elf;
+use klpsym_livepatch::edit::ElfEditor;
+use klpsym_livepatch::*;
+use klpsym_testkit::module::*;
+
+mod convert;
+mod loader;
 
 pub(crate) fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {
     Target::new(t, KernelRules::for_version(6, 1), Arch::X86_64)
@@ -109,7 +112,7 @@ fn struct_layout_from_btf_and_mismatch_note() {
             .any(|n| n.contains("layout probably differs")),
         "{p:#?}"
     );
-    let btf = btf::build_btf(&[
+    let btf = klpsym_testkit::btf::build_btf(&[
         (
             "klp_func",
             160,
@@ -363,7 +366,7 @@ fn malformed_symbol_and_section_names() {
     assert_eq!(only_problem(&r).log, vec!["livepatch: symbol .klp.sym.vmlinux.static_helper,0 is not marked as a livepatch symbol".to_string()]);
     // 6.19 on: the same refusal names the symbol table's section index and the entry.
     let r = check_bytes(&bad, KernelRules::for_version(7, 2));
-    let m = crate::module::LivepatchModule::parse(&bad).unwrap();
+    let m = LivepatchModule::parse(&bad).unwrap();
     let symtab = m.elf.symtab_index;
     let rela = m
         .klp_sections

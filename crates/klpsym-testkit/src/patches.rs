@@ -1,14 +1,14 @@
-//! Livepatch modules and target tables for tests, benchmarks and latency measurements
-//! (cargo feature `testgen`; always on in this crate's own tests).
+//! Livepatch modules and target tables at real sizes, for tests, benchmarks and latency
+//! measurements.
 //!
-//! [`build_module`] writes a relocatable module from a [`ModSpec`] with `object::write`: modinfo,
+//! [`build_module`](crate::module::build_module) writes a relocatable module from a [`ModSpec`] with `object::write`: modinfo,
 //! `struct module`, the `klp_patch` → `klp_object[]` → `klp_func[]` tables and their
 //! relocations, replacement functions, and references from the code to other symbols.
 //! [`large_patch`] and [`large_module`] scale it to real sizes: tens of thousands of
 //! relocations, a thousand functions.
 //!
 //! ```
-//! use klpsym_livepatch::testgen::{large_patch, vmlinux_with};
+//! use klpsym_testkit::patches::{large_patch, vmlinux_with};
 //! use klpsym_livepatch::{check, Arch, KernelRules, LivepatchModule, Target, VerdictKind};
 //!
 //! let names = ["vfs_read", "vfs_write", "do_sys_open"];
@@ -25,12 +25,13 @@ use std::collections::HashSet;
 use klpsym_core::resched::Resched;
 use klpsym_core::{ObjectId, SymbolTable, SymbolTableBuilder};
 
-use crate::consts as elf;
-use crate::edit::{encode_relas, ElfEditor, NewSection};
-use crate::elf::{ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH};
-use crate::names::{format_klp_section, format_klp_symbol};
+use klpsym_livepatch::consts as elf;
+use klpsym_livepatch::edit::{encode_relas, ElfEditor, NewSection};
+use klpsym_livepatch::{
+    format_klp_section, format_klp_symbol, ElfObject, ElfRela, SHF_RELA_LIVEPATCH, SHN_LIVEPATCH,
+};
 
-pub use crate::testutil::{build_module, exported, ext4_offline, kernel, ModSpec, ObjSpec};
+use crate::module::{build_module, ModSpec, ObjSpec};
 
 /// The relocation of reference `i` of a generated module: calls (`R_X86_64_PLT32`, addend -4)
 /// and absolute pointers (`R_X86_64_64`) in turn.
@@ -72,7 +73,7 @@ fn spec<'a>(name: &'a str, names: &[&'a str], relocs: usize, funcs: usize) -> Mo
 /// (SHN_LIVEPATCH), referring to `names` in turn (`R_X86_64_PLT32` and `R_X86_64_64`
 /// alternately). `init_module` calls `klp_enable_patch`, which stays an ordinary relocation.
 ///
-/// Written independently of [`convert`](crate::convert) (same section layout), so it can
+/// Written independently of `klpsym_livepatch::convert` (same section layout), so it can
 /// check it. Panics when `names` is empty.
 pub fn large_patch(names: &[&str], relocs: usize, funcs: usize) -> Vec<u8> {
     let plain = build_module(&spec("lp_large", names, relocs, funcs));
@@ -116,7 +117,7 @@ pub fn large_patch(names: &[&str], relocs: usize, funcs: usize) -> Vec<u8> {
 
 /// An ordinary (not yet converted) x86_64 livepatch module whose code has `relocs`
 /// relocations against the undefined symbols `names` (in turn): the input of
-/// [`convert`](crate::convert). Its one vmlinux klp_func replaces `names[0]`. Panics when
+/// `klpsym_livepatch::convert`. Its one vmlinux klp_func replaces `names[0]`. Panics when
 /// `names` is empty.
 pub fn large_module(names: &[&str], relocs: usize) -> Vec<u8> {
     build_module(&spec("lp_large", names, relocs, 1))
@@ -151,8 +152,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::*;
     use klpsym_core::resched::Cancelled;
+    use klpsym_livepatch::*;
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("generated_fn_{i}")).collect()

@@ -1,11 +1,9 @@
-//! Test fixtures: livepatch modules written with `object::write`, and target kernels.
-//!
-//! Self-contained (it names only `crate::consts`, `crate::Arch`, klpsym-core and `object`):
-//! the fuzz seed generator includes this file by path.
+//! Livepatch modules written with `object::write` from a [`ModSpec`], and target kernels
+//! (symbol tables) to check them against.
 
 use std::collections::HashMap;
 
-use crate::consts as elf;
+use klpsym_livepatch::consts as elf;
 use object::write::{Object, Relocation, StandardSection, Symbol, SymbolId, SymbolSection};
 use object::{
     Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind,
@@ -42,7 +40,7 @@ pub struct ModSpec<'a> {
     /// Fill the relocation places of `text_refs` with 0xff (a pre-linked object).
     pub dirty_slots: bool,
     /// x86_64 or aarch64.
-    pub arch: crate::Arch,
+    pub arch: klpsym_livepatch::Arch,
     /// modinfo `vermagic=`.
     pub vermagic: &'a str,
     /// A `__versions` section with these (name, CRC) entries, when not empty.
@@ -63,7 +61,7 @@ impl Default for ModSpec<'_> {
             object_size: 168,
             init_call: true,
             dirty_slots: false,
-            arch: crate::Arch::X86_64,
+            arch: klpsym_livepatch::Arch::X86_64,
             vermagic: "6.1.0-57-amd64 SMP preempt mod_unload modversions ",
             versions: vec![],
         }
@@ -114,7 +112,7 @@ fn undefined(obj: &mut Object<'_>, seen: &mut HashMap<String, SymbolId>, name: &
 
 /// Builds a relocatable livepatch module (x86_64 or aarch64, as `spec.arch` says).
 pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
-    let a64 = spec.arch == crate::Arch::Aarch64;
+    let a64 = spec.arch == klpsym_livepatch::Arch::Aarch64;
     let machine = if a64 {
         Architecture::Aarch64
     } else {
@@ -302,14 +300,12 @@ pub fn build_module(spec: &ModSpec<'_>) -> Vec<u8> {
 
 /// One object of [`build_klp_build_module`]: its name (`None`: vmlinux) and its functions
 /// (old_name, sympos).
-#[cfg(test)]
 pub type ExtObject<'a> = (Option<&'a str>, Vec<(&'a str, u64)>);
 
 /// A livepatch module in klp-build's layout (6.19+): `livepatch=Y`, one `struct
 /// klp_object_ext` per object in `.init.klp_objects` (64 bytes: name, funcs, callbacks,
 /// nr_funcs at 56) pointing into `.init.klp_funcs` (24-byte `struct klp_func_ext`: old_name,
 /// new_func, sympos), no klp_patch. `objects`: (name, None = vmlinux; (old_name, sympos)).
-#[cfg(test)]
 pub fn build_klp_build_module(objects: &[ExtObject<'_>]) -> Vec<u8> {
     let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
     let text = obj.section_id(StandardSection::Text);

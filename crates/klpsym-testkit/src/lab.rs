@@ -1,5 +1,5 @@
 //! The lab's inputs, handed over by scripts/test.sh as environment variables: shared by the
-//! real-kernel tests of every crate (they include this file by path).
+//! real-kernel tests of every crate.
 
 use std::path::PathBuf;
 
@@ -20,14 +20,13 @@ pub fn lab(var: &str) -> Option<PathBuf> {
 }
 
 /// One kernel of the lab matrix: the KEY=VALUE file lab/lab-kernel.sh wrote for it.
-#[allow(dead_code)]
+#[derive(Debug)]
 pub struct LabKernel {
     /// `RELEASE (SUITE)`, for messages.
     pub name: String,
     vars: std::collections::BTreeMap<String, String>,
 }
 
-#[allow(dead_code)]
 impl LabKernel {
     /// The path (or value) `key` of this kernel; panics naming the kernel when absent.
     pub fn path(&self, key: &str) -> PathBuf {
@@ -66,7 +65,6 @@ impl LabKernel {
 
 /// The kernels of the matrix that ran the livepatch oracle; the others are named on stderr
 /// with the reason (skipping is explicit).
-#[allow(dead_code)]
 pub fn livepatch_kernels() -> Vec<LabKernel> {
     lab_kernels()
         .into_iter()
@@ -82,7 +80,6 @@ pub fn livepatch_kernels() -> Vec<LabKernel> {
 
 /// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by
 /// `:`), or an empty list after saying the test skipped (a failure under KLPSYM_REQUIRE_LAB).
-#[allow(dead_code)]
 pub fn lab_kernels() -> Vec<LabKernel> {
     let Some(list) = lab("KLPSYM_TEST_LAB_KERNELS") else {
         return Vec::new();

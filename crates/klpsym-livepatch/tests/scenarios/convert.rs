@@ -1,10 +1,10 @@
 //! End-to-end scenarios of `convert`: round trips the kernel accepts, idempotence, pins (by
 //! position and by source file) and refusals.
 
-use crate::consts as elf;
-use crate::scenarios::{check61, converted, refs, target};
-use crate::testutil::*;
-use crate::*;
+use crate::{check61, converted, refs, target};
+use klpsym_livepatch::consts as elf;
+use klpsym_livepatch::*;
+use klpsym_testkit::module::*;
 
 #[test]
 fn convert_round_trip_is_accepted() {
