@@ -140,6 +140,21 @@ pub fn convert(
         }
     };
     notes.extend(facts.notes.iter().cloned());
+    // What the target's configuration says about loading any livepatch at all.
+    if let Some(c) = facts.config() {
+        for (option, what) in [
+            ("CONFIG_MODULES", "it loads no module"),
+            ("CONFIG_LIVEPATCH", "it refuses every livepatch module"),
+        ] {
+            if !c.enabled(option) {
+                notes.push(Note::warning(format!(
+                    "the target's configuration ({}) has {option} not set: {what}, converted or not",
+                    c.path.display()
+                )));
+                break;
+            }
+        }
+    }
     let exported = |n: &str| facts.exported_by_vmlinux(n);
     let result = facts.with_target(arch, &[], |t| {
         convert_with(&bytes, t, &copts.pins, &exported, rs)
