@@ -32,7 +32,7 @@ pub struct Note {
 
 impl Note {
     /// A note.
-    pub fn note(text: impl Into<String>) -> Note {
+    pub fn info(text: impl Into<String>) -> Note {
         Note {
             level: Level::Note,
             text: text.into(),

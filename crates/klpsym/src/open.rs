@@ -366,7 +366,7 @@ impl Kernel {
                     "--debug-vmlinux {dd}: build id {b}, but {kd} has {a}: not the same build"
                 )))
             }
-            (Some(a), Some(_)) => self.notes.push(Note::note(format!(
+            (Some(a), Some(_)) => self.notes.push(Note::info(format!(
                 "source files from {dd} (build id {a}, the same as {kd}'s)"
             ))),
             _ => self.notes.push(Note::warning(format!(

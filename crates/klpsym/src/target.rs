@@ -60,7 +60,7 @@ impl Layouts {
             None => {
                 return Ok(Layouts {
                     layouts: StructLayouts::fallback(6, 1),
-                    notes: vec![Note::note(
+                    notes: vec![Note::info(
                         "no --btf: klp struct layouts from the 5.1-6.18 fallback",
                     )],
                 })
@@ -80,7 +80,7 @@ impl Layouts {
             // which the module loader's checks report; the layouts fall back.
             Err(e) if !named => Ok(Layouts {
                 layouts: StructLayouts::fallback(6, 1),
-                notes: vec![Note::note(format!(
+                notes: vec![Note::info(format!(
                     "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
                     path.display()
                 ))],
