@@ -52,17 +52,17 @@ pub enum Command {
     Dump(DumpArgs),
     /// Predict what the kernel will do with a livepatch module: every lookup and relocation,
     /// the verdict (accepted / refused, now or when a module loads) and the kernel's messages.
-    Check(crate::commands::check::CheckArgs),
+    Check(CheckArgs),
     /// Turn an ordinary livepatch module into one with klp relocations for the non-exported
     /// symbols it refers to (positions found in the target kernel; pin ambiguous ones).
-    Convert(crate::commands::convert::ConvertArgs),
+    Convert(ConvertArgs),
     /// List the livepatches loaded on the running system and resolve their functions.
-    Status(crate::commands::status::StatusArgs),
+    Status(StatusArgs),
     /// Describe a source: its kind, version, architecture, symbol and object counts, where the
     /// tables were found, whether addresses are hidden, and the time taken.
     Info(InfoArgs),
     /// Show the cache of decoded tables (entries, sizes, their inputs) or prune it.
-    Cache(crate::commands::cache::CacheArgs),
+    Cache(CacheArgs),
 }
 
 /// Options every verb takes.
@@ -261,6 +261,91 @@ pub struct InfoArgs {
     pub objects: bool,
     #[command(flatten)]
     pub source: SourceArgs,
+}
+
+/// `klpsym check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The livepatch module (.ko).
+    pub patch: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Place a section of the patch module (`.text=0xffffffffc0a00000`) so PC-relative values
+    /// are exact.
+    #[arg(long = "section-base", value_name = "NAME=ADDR")]
+    pub section_bases: Vec<String>,
+    /// Place every section as the kernel did when it loaded this module: its
+    /// `/sys/module/<name>/sections` folder (or a copy). With --explain, the bytes of every
+    /// relocation are then exact.
+    #[arg(long = "sections-from", value_name = "DIR")]
+    pub sections_from: Option<PathBuf>,
+    /// Print every klp relocation: section, offset, type, symbol, resolved address, bytes.
+    #[arg(long)]
+    pub explain: bool,
+    /// Exit 1 unless everything that decides the load was checked: a deferred object without
+    /// its module's .ko, a module-loader check whose target fact is unknown (vermagic, CRCs,
+    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), or a module
+    /// that is not a livepatch. For CI.
+    #[arg(long)]
+    pub strict: bool,
+    /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
+    /// resolves the patch's symbols (see resolution_cost in --json).
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    pub hold_warn_ms: f64,
+    /// Nanoseconds the target spends per kallsyms entry its lookups visit, for the time
+    /// estimates (default: 50, an x86_64 figure not yet calibrated on real hardware).
+    #[arg(long, value_name = "NS")]
+    pub visit_ns: Option<f64>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The module to convert (never modified).
+    pub input: PathBuf,
+    /// Where to write the converted module (through a temporary file renamed into place).
+    #[arg(long, short = 'o', value_name = "OUT.ko")]
+    pub output: PathBuf,
+    /// Choose a definition: `[OBJ:]NAME=POS` (POS 1-based; 0 = must be unique), or
+    /// `[OBJ:]NAME@PATH` for the definition in that source file (`init_once@fs/inode.c`,
+    /// matched on a path suffix; needs a --kernel with FILE entries: a vmlinux with .symtab,
+    /// e.g. the -dbg package's). Repeatable.
+    #[arg(long = "pin", value_name = "[OBJ:]NAME=POS|NAME@PATH")]
+    pub pins: Vec<String>,
+    /// A file of pins, one per line; `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    pub pins_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Where the livepatch sysfs tree is (tests point it at a copy).
+    #[arg(long, value_name = "DIR", default_value = "/sys/kernel/livepatch")]
+    pub sysfs: PathBuf,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym cache`.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The cache folder (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Remove entries whose input is gone or changed, entries of other klpsym versions, and
+    /// entries not written for DAYS days (`--prune 0`: every entry).
+    #[arg(long, value_name = "DAYS")]
+    pub prune: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@
 //! address run). Sizes: the distance to the next higher address *of the same object*; the
 //! last symbol of an object has no such neighbour and its size is unknown.
 
+use crate::columns::{Columns, SIZE_UNKNOWN};
 use crate::resched::{Cancelled, Resched};
-use crate::table::{SymbolTable, SIZE_UNKNOWN};
 
 #[derive(Debug)]
 pub(crate) struct AddrIndex {
@@ -71,7 +71,7 @@ pub(crate) struct FloorRec {
     pub(crate) name_off: u32,
     pub(crate) name_len: u32,
     pub(crate) object: u32,
-    /// Its size when below `u32::MAX`; otherwise ask [`SymbolTable::size`].
+    /// Its size when below `u32::MAX`; otherwise ask `SymbolTable::size`.
     pub(crate) size: u32,
     pub(crate) kind: u8,
     /// Whether `name_off..name_off + name_len` passed [`crate::storage::Names::check`] when
@@ -80,10 +80,7 @@ pub(crate) struct FloorRec {
 }
 
 impl AddrIndex {
-    pub(crate) fn build(
-        table: &SymbolTable,
-        resched: &mut Resched,
-    ) -> Result<AddrIndex, Cancelled> {
+    pub(crate) fn build(table: Columns<'_>, resched: &mut Resched) -> Result<AddrIndex, Cancelled> {
         let n = table.syms.len();
         let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
         for (i, r) in table.syms.iter().enumerate() {
@@ -122,16 +119,16 @@ impl AddrIndex {
             ids.push(i);
         }
         crate::bulk::free_with_points(order, resched)?;
-        // Records are read at random by every lookup: huge pages save a TLB miss on each.
+        // Filled inside the bounded loop below: no huge pages (a first touch would zero
+        // 2 MiB in one kernel entry, a stretch no reschedule point can break).
         let mut recs = Vec::with_capacity(addrs.len());
-        crate::bulk::huge_pages(&mut recs);
         for (i, &a) in addrs.iter().enumerate() {
             resched.tick()?;
             if recs.last().map(|r: &FloorRec| r.addr) != Some(a) {
                 let id = ids[i];
                 let r = &table.syms[id as usize];
                 let size = match sizes[id as usize] {
-                    SIZE_UNKNOWN => table.source_size(crate::SymbolId(id)),
+                    SIZE_UNKNOWN => table.source_size(id),
                     s => s,
                 };
                 recs.push(FloorRec {

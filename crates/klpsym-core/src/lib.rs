@@ -12,6 +12,7 @@
 //! - [`resched`] is the one reschedule-point mechanism every long operation goes through.
 
 mod addr_index;
+mod columns;
 mod format;
 mod lookup;
 mod name_index;

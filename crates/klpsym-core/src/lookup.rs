@@ -163,8 +163,9 @@ pub fn resolve_in_object(
     let present_at_zero = table.addresses_hidden() || table.object_info(object).relative;
     let mut count: u64 = 0;
     let mut last: Option<(SymbolId, u64)> = None;
-    for s in table.by_name_in(name, object) {
-        last = Some((s.id, s.addr));
+    // Records only: a name is read once per probe of the index, never per match.
+    for i in table.ids_by_name_in(name, object) {
+        last = Some((SymbolId(i), table.addr_of(i)));
         count += 1;
         if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
             break;

@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
+use crate::columns::Columns;
 use crate::resched::{Cancelled, Resched};
-use crate::table::SymbolTable;
 
 /// The stem a name is indexed under: the part before its first dot, when the name has one
 /// and does not start with it (`.L...`, `.klp...` have no stem to speak of).
@@ -36,19 +36,14 @@ pub(crate) struct StemIndex {
 }
 
 impl StemIndex {
-    pub(crate) fn build(
-        table: &SymbolTable,
-        resched: &mut Resched,
-    ) -> Result<StemIndex, Cancelled> {
+    pub(crate) fn build(table: Columns<'_>, resched: &mut Resched) -> Result<StemIndex, Cancelled> {
         let mut by_stem: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-        for s in table.iter() {
+        for i in 0..table.syms.len() as u32 {
             resched.tick()?;
+            let Some(name) = table.name(i) else { continue };
             // A leading dot (`.L...`, `.klp...`) has no stem to speak of.
-            if let Some(dot) = s.name.find('.').filter(|&d| d > 0) {
-                by_stem
-                    .entry(s.name[..dot].into())
-                    .or_default()
-                    .push(s.id.0);
+            if let Some(dot) = name.find('.').filter(|&d| d > 0) {
+                by_stem.entry(name[..dot].into()).or_default().push(i);
             }
         }
         Ok(StemIndex { by_stem })
@@ -57,7 +52,7 @@ impl StemIndex {
     /// Symbols (indices, kernel order) whose names start with `name.`.
     pub(crate) fn variants<'a>(
         &'a self,
-        table: &'a SymbolTable,
+        table: Columns<'a>,
         name: &'a str,
     ) -> impl Iterator<Item = u32> + 'a {
         let stem = &name[..name.find('.').unwrap_or(name.len())];

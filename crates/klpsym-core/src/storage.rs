@@ -9,7 +9,18 @@
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use crate::table::SymRec;
+/// The compact record behind every symbol: 24 bytes, no allocation per symbol. Plain old data
+/// with its padding spelled out, so a cache entry's records are read where they lie.
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct SymRec {
+    pub(crate) addr: u64,
+    pub(crate) name_off: u32,
+    pub(crate) name_len: u32,
+    pub(crate) object: u32,
+    pub(crate) kind: u8,
+    pub(crate) pad: [u8; 3],
+}
 
 /// Bytes a table may read its names and records from in place, kept alive by the table: a
 /// memory-mapped cache entry. They must not change while the table lives, and `as_ref` must

@@ -10,27 +10,13 @@ use crate::name_index::NameIndex;
 use crate::object::{ObjectId, ObjectInfo, ObjectKind};
 use crate::resched::{Cancelled, Resched};
 use crate::stem_index::StemIndex;
-use crate::storage::{Names, Records};
+use crate::storage::{Names, Records, SymRec};
 
-/// Marks a size that no source and no neighbour could tell.
-pub const SIZE_UNKNOWN: u64 = u64::MAX;
+pub use crate::columns::SIZE_UNKNOWN;
 
 /// Index of a symbol in kernel order (the order /proc/kallsyms prints it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SymbolId(pub u32);
-
-/// The compact record behind every symbol: 24 bytes, no allocation per symbol. Plain old data
-/// with its padding spelled out, so a cache entry's records are read where they lie.
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub(crate) struct SymRec {
-    pub(crate) addr: u64,
-    pub(crate) name_off: u32,
-    pub(crate) name_len: u32,
-    pub(crate) object: u32,
-    pub(crate) kind: u8,
-    pub(crate) pad: [u8; 3],
-}
 
 /// A borrowed view of one symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,9 +65,12 @@ pub struct SymbolTable {
     /// Set by [`SymbolTable::scan_until_indexed`]: name and size queries walk the table while
     /// their index is not built, instead of building it on first use.
     pub(crate) walks: bool,
-    /// The driver whose reschedule points the walks reach. A walk takes it out and puts it
-    /// back when done (a walk nested in another finds none and runs without).
-    pub(crate) walk_driver: std::sync::Mutex<Option<Resched>>,
+    /// The driver whose reschedule points the table's own work reaches: walks, and indexes
+    /// built on first use (a query that finds an index missing builds it with this driver,
+    /// never in one unbroken stretch). The driver the table was built with, or the one set
+    /// by [`SymbolTable::set_driver`]. Work takes it out and puts it back when done (work
+    /// nested in other work finds none and runs without).
+    pub(crate) driver: std::sync::Mutex<Option<Resched>>,
     /// Per object: where its symbols lie and whether they come in address order (what a walk
     /// for a size relies on); computed on the first walk.
     pub(crate) spans: OnceLock<Vec<Span>>,
@@ -375,7 +364,7 @@ impl SymbolTableBuilder {
             addr_index: OnceLock::new(),
             stem_index: OnceLock::new(),
             walks: false,
-            walk_driver: std::sync::Mutex::new(None),
+            driver: std::sync::Mutex::new(Some(resched.sibling())),
             spans: OnceLock::new(),
             stem_walks: Default::default(),
         })
@@ -555,9 +544,20 @@ impl SymbolTable {
         self.name_bytes(id.0)
     }
 
+    #[inline]
     pub(crate) fn name_bytes(&self, i: u32) -> &[u8] {
-        let r = &self.syms[i as usize];
-        &self.names.bytes()[r.name_off as usize..(r.name_off + r.name_len) as usize]
+        self.columns().name_bytes(i)
+    }
+
+    /// The table's columns, as its indexes see them.
+    #[inline]
+    pub(crate) fn columns(&self) -> crate::columns::Columns<'_> {
+        crate::columns::Columns {
+            syms: &self.syms,
+            names: &self.names,
+            objects: &self.objects,
+            source_sizes: self.source_sizes.as_deref(),
+        }
     }
 
     /// All symbols in kernel order.
@@ -650,10 +650,7 @@ impl SymbolTable {
     /// builds them first.
     pub fn scan_until_indexed(&mut self, resched: Resched) {
         self.walks = true;
-        *self
-            .walk_driver
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner()) = Some(resched);
+        *self.driver.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(resched);
     }
 
     fn walks(&self) -> bool {
@@ -667,7 +664,7 @@ impl SymbolTable {
         range: std::ops::Range<u32>,
         keep: impl Fn(u32) -> bool + 't,
     ) -> impl Iterator<Item = u32> + 't {
-        let mut driver = WalkDriver::take(&self.walk_driver);
+        let mut driver = WalkDriver::take(&self.driver);
         let mut i = range.start;
         std::iter::from_fn(move || {
             while i < range.end {
@@ -686,7 +683,7 @@ impl SymbolTable {
     /// points).
     fn spans(&self) -> &[Span] {
         self.spans.get_or_init(|| {
-            let mut driver = WalkDriver::take(&self.walk_driver);
+            let mut driver = WalkDriver::take(&self.driver);
             let mut spans = vec![
                 Span {
                     start: u32::MAX,
@@ -731,16 +728,58 @@ impl SymbolTable {
         next.map_or(SIZE_UNKNOWN, |i| self.syms[i as usize].addr - r.addr)
     }
 
+    /// Sets the driver whose reschedule points the table's own work reaches (walks, indexes
+    /// built on first use): a caller that opens a table and hands it to code asking queries
+    /// sets its own policy, interval and cancel flag here.
+    pub fn set_driver(&mut self, resched: Resched) {
+        *self.driver.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(resched);
+    }
+
+    /// Runs `build` with the table's driver (or none, when another piece of work holds it).
+    fn with_driver<T>(&self, build: impl FnOnce(&mut Resched) -> T) -> T {
+        let mut d = WalkDriver::take(&self.driver);
+        match d.driver.as_mut() {
+            Some(rs) => build(rs),
+            None => build(&mut Resched::none()),
+        }
+    }
+
+    /// The name index, built now with the table's driver when missing; `None` when that
+    /// build was cancelled (a query then walks the table instead).
+    pub(crate) fn lazy_name_index(&self) -> Option<&NameIndex> {
+        if let Some(i) = self.name_index.get() {
+            return Some(i);
+        }
+        let idx = self
+            .with_driver(|rs| NameIndex::build(self.columns(), rs))
+            .ok()?;
+        Some(self.name_index.get_or_init(|| idx))
+    }
+
     pub(crate) fn name_index(&self) -> &NameIndex {
-        self.name_index.get_or_init(|| {
-            NameIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
-        })
+        match self.lazy_name_index() {
+            Some(i) => i,
+            // Cancelled: the answer is still owed (a count of names), so built without points.
+            None => self.name_index.get_or_init(|| {
+                NameIndex::build(self.columns(), &mut Resched::none())
+                    .expect("no cancellation without a flag")
+            }),
+        }
     }
 
     pub(crate) fn addr_index(&self) -> &AddrIndex {
-        self.addr_index.get_or_init(|| {
-            AddrIndex::build(self, &mut Resched::none()).expect("no cancellation without a flag")
-        })
+        if let Some(i) = self.addr_index.get() {
+            return i;
+        }
+        let built = self
+            .with_driver(|rs| AddrIndex::build(self.columns(), rs))
+            .unwrap_or_else(|Cancelled| {
+                // An address query owes its answer: cancelled, the index is built without
+                // points (the caller's next point reports the cancellation).
+                AddrIndex::build(self.columns(), &mut Resched::none())
+                    .expect("no cancellation without a flag")
+            });
+        self.addr_index.get_or_init(|| built)
     }
 
     /// Builds both indexes now, reaching reschedule points through `resched`. Queries build
@@ -755,7 +794,7 @@ impl SymbolTable {
             return names(resched);
         }
         let addrs = |rs: &mut Resched| -> Result<(), Cancelled> {
-            let idx = AddrIndex::build(self, rs)?;
+            let idx = AddrIndex::build(self.columns(), rs)?;
             let _ = self.addr_index.set(idx);
             Ok(())
         };
@@ -780,7 +819,7 @@ impl SymbolTable {
     /// caller that asks names only (checking a patch), which never needs the address index.
     pub fn build_name_index(&self, resched: &mut Resched) -> Result<(), Cancelled> {
         if self.name_index.get().is_none() {
-            let idx = NameIndex::build(self, resched)?;
+            let idx = NameIndex::build(self.columns(), resched)?;
             let _ = self.name_index.set(idx);
         }
         Ok(())
@@ -796,7 +835,7 @@ impl SymbolTable {
     /// points through `resched`; it is built on first use otherwise.
     pub fn build_stem_index(&self, resched: &mut Resched) -> Result<(), Cancelled> {
         if self.stem_index.get().is_none() {
-            let idx = StemIndex::build(self, resched)?;
+            let idx = StemIndex::build(self.columns(), resched)?;
             let _ = self.stem_index.set(idx);
         }
         Ok(())
@@ -809,12 +848,19 @@ impl SymbolTable {
     pub fn variants_of<'t>(&'t self, name: &'t str) -> impl Iterator<Item = Symbol<'t>> + 't {
         let walk = self.walks() && self.stem_index.get().is_none();
         let indexed = (!walk).then(|| {
+            if self.stem_index.get().is_none() {
+                let built = self
+                    .with_driver(|rs| StemIndex::build(self.columns(), rs))
+                    .unwrap_or_else(|Cancelled| {
+                        StemIndex::build(self.columns(), &mut Resched::none())
+                            .expect("no cancellation without a flag")
+                    });
+                let _ = self.stem_index.set(built);
+            }
             self.stem_index
-                .get_or_init(|| {
-                    StemIndex::build(self, &mut Resched::none())
-                        .expect("no cancellation without a flag")
-                })
-                .variants(self, name)
+                .get()
+                .expect("set just above")
+                .variants(self.columns(), name)
         });
         let walked = walk.then(|| {
             self.walk(0..self.syms.len() as u32, move |i| {
@@ -864,31 +910,82 @@ impl SymbolTable {
         self.name_index().distinct()
     }
 
+    /// The indices of every symbol named `name`, in kernel order, across all objects: one
+    /// probe of the name index, or a walk of the table while it is set to walk and has no
+    /// index.
+    #[inline]
+    pub(crate) fn ids_by_name<'t>(&'t self, name: &str) -> NameMatches<'t> {
+        let index = if self.walks() {
+            self.name_index.get()
+        } else {
+            self.lazy_name_index()
+        };
+        match index {
+            Some(idx) => NameMatches::Indexed(idx.matches(self.columns(), name.as_bytes())),
+            None => {
+                let wanted: Box<[u8]> = name.as_bytes().into();
+                NameMatches::Walk(Box::new(self.walk(0..self.syms.len() as u32, move |i| {
+                    self.name_bytes(i) == &wanted[..]
+                })))
+            }
+        }
+    }
+
     /// Every symbol named `name`, in kernel order, across all objects.
+    #[inline]
     pub fn by_name<'t>(&'t self, name: &str) -> impl Iterator<Item = Symbol<'t>> + 't {
-        let walk = self.walks() && self.name_index.get().is_none();
-        let indexed = (!walk).then(|| self.name_index().matches(self, name.as_bytes()));
-        let walked = walk.then(|| {
-            let wanted: Box<[u8]> = name.as_bytes().into();
-            self.walk(0..self.syms.len() as u32, move |i| {
-                self.name_bytes(i) == &wanted[..]
-            })
-        });
-        indexed
-            .into_iter()
-            .flatten()
-            .chain(walked.into_iter().flatten())
+        self.ids_by_name(name)
             .map(move |i| self.symbol(SymbolId(i)))
     }
 
     /// Every symbol named `name` in `object`, in the object's kernel order: the order that
-    /// defines livepatch positions (sympos).
+    /// defines livepatch positions (sympos). The object is compared on the record, before
+    /// the symbol's name is read.
+    #[inline]
     pub fn by_name_in<'t>(
         &'t self,
         name: &str,
         object: ObjectId,
     ) -> impl Iterator<Item = Symbol<'t>> + 't {
-        self.by_name(name).filter(move |s| s.object == object)
+        self.ids_by_name_in(name, object)
+            .map(move |i| self.symbol(SymbolId(i)))
+    }
+
+    /// The indices of [`SymbolTable::by_name_in`].
+    #[inline]
+    pub(crate) fn ids_by_name_in<'t>(
+        &'t self,
+        name: &str,
+        object: ObjectId,
+    ) -> impl Iterator<Item = u32> + 't {
+        let recs = &self.syms[..];
+        self.ids_by_name(name)
+            .filter(move |&i| recs[i as usize].object == object.0)
+    }
+
+    /// The address of symbol `id` (its record only).
+    #[inline]
+    pub(crate) fn addr_of(&self, id: u32) -> u64 {
+        self.syms[id as usize].addr
+    }
+}
+
+/// The symbols of one name: a chain of the name index, or a walk.
+pub(crate) enum NameMatches<'t> {
+    /// One probe found the chain.
+    Indexed(crate::name_index::Chain<'t>),
+    /// A table set to walk, without its index.
+    Walk(Box<dyn Iterator<Item = u32> + 't>),
+}
+
+impl Iterator for NameMatches<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            NameMatches::Indexed(c) => c.next(),
+            NameMatches::Walk(w) => w.next(),
+        }
     }
 }
 
@@ -1124,7 +1221,7 @@ mod tests {
                 }
                 // Nothing was built for the walks; building ends them with the same answers.
                 prop_assert!(walked.name_index.get().is_none() && walked.addr_index.get().is_none());
-                prop_assert!(walked.walk_driver.lock().unwrap().as_ref().unwrap().stats().items > 0);
+                prop_assert!(walked.driver.lock().unwrap().as_ref().unwrap().stats().items > 0);
                 walked.build_indexes(&mut Resched::none()).unwrap();
                 for s in indexed.iter() {
                     prop_assert_eq!(indexed.size(s.id), walked.size(s.id));

@@ -6,8 +6,9 @@
 use std::sync::OnceLock;
 
 use crate::resched::{Cancelled, Resched};
+use crate::storage::SymRec;
 use crate::storage::{Names, Records};
-use crate::table::{SymRec, SymbolTable};
+use crate::table::SymbolTable;
 use crate::{ObjectInfo, ObjectKind};
 
 const MAGIC: &[u8; 8] = b"KSYMTAB2";
@@ -353,7 +354,7 @@ impl SymbolTable {
                 addr_index: OnceLock::new(),
                 stem_index: OnceLock::new(),
                 walks: false,
-                walk_driver: std::sync::Mutex::new(None),
+                driver: std::sync::Mutex::new(Some(resched.sibling())),
                 spans: OnceLock::new(),
                 stem_walks: Default::default(),
             },

@@ -10,10 +10,8 @@
 use std::collections::HashMap;
 
 use crate::module::{is_init_section, ModuleOptions, ModuleSymbols};
+use crate::raw::SHF_RO_AFTER_INIT;
 use crate::raw::{SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE};
-
-/// The kernel's private flag for sections made read-only after init.
-pub(crate) const SHF_RO_AFTER_INIT: u64 = 0x0020_0000;
 
 /// Address of every core section (section index -> address) for a module whose
 /// core allocation starts at `base`; `page_size` is the alignment between

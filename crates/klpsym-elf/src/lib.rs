@@ -12,6 +12,7 @@
 mod dwarf;
 mod error;
 mod filter;
+mod identity;
 mod layout;
 mod module;
 mod names;
@@ -24,6 +25,7 @@ mod vmlinux;
 pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
+pub use identity::{build_id_from_notes, vmlinux_crcs};
 pub use layout::layout_core_sections;
 pub use module::{
     module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with,

@@ -10,8 +10,8 @@
 use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::error::{machine_name, ElfError};
-use crate::layout::SHF_RO_AFTER_INIT;
 use crate::names::NameTable;
+use crate::raw::SHF_RO_AFTER_INIT;
 use crate::raw::{
     RawElf, RawSection, RawSymbol, EM_IA_64, ET_REL, SHF_ALLOC, SHF_EXECINSTR, SHF_IA_64_SHORT,
     SHF_WRITE, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, STB_LOCAL, STB_WEAK, STT_FILE,

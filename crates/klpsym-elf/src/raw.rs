@@ -22,6 +22,8 @@ pub(crate) const SHT_NOBITS: u32 = 8;
 pub(crate) const SHF_WRITE: u64 = 0x1;
 pub(crate) const SHF_ALLOC: u64 = 0x2;
 pub(crate) const SHF_EXECINSTR: u64 = 0x4;
+/// The kernel's private flag for sections made read-only after init.
+pub(crate) const SHF_RO_AFTER_INIT: u64 = 0x0020_0000;
 /// ia64's SHF_IA_64_SHORT, the kernel's `ARCH_SHF_SMALL` there (0 elsewhere).
 pub(crate) const SHF_IA_64_SHORT: u64 = 0x1000_0000;
 pub(crate) const SHN_UNDEF: u16 = 0;

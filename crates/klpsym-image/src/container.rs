@@ -43,6 +43,22 @@ impl fmt::Display for ImageFormat {
     }
 }
 
+impl Compression {
+    /// A short lower-case name (`xz`, `gzip`, `zstd`, `lz4`, `lzma`, `bzip2`, `lzo`), as file
+    /// suffixes spell them.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Xz => "xz",
+            Compression::Zstd => "zstd",
+            Compression::Lz4Legacy => "lz4",
+            Compression::Lzma => "lzma",
+            Compression::Bzip2 => "bzip2",
+            Compression::Lzo => "lzo",
+        }
+    }
+}
+
 impl fmt::Display for Compression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -110,9 +126,15 @@ pub(crate) fn is_arm64_image(b: &[u8]) -> bool {
     b.get(ARM64_MAGIC_AT..ARM64_MAGIC_AT + 4) == Some(ARM64_MAGIC)
 }
 
-/// Identifies a compressed stream by its first bytes. `strict` asks for magics that rarely
-/// occur by chance (used when scanning); bzip2 and LZMA are only trusted where a header says a
-/// payload starts.
+/// The compression of a stream, told by its magic: the one sniffer of klpsym (payloads,
+/// compressed modules, Module.symvers, configs). bzip2, LZMA and LZO magics occur by chance
+/// in other data: trust them only where something says a compressed stream starts.
+pub fn sniff_compression(b: &[u8]) -> Option<Compression> {
+    sniff(b, false)
+}
+
+/// [`sniff_compression`]; `strict` keeps only the magics that rarely occur by chance (used
+/// when scanning an image for its payload).
 fn sniff(b: &[u8], strict: bool) -> Option<Compression> {
     if b.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0]) {
         Some(Compression::Xz)

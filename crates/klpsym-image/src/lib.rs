@@ -25,14 +25,15 @@ mod tables;
 mod xz;
 
 pub use container::{
-    decompress_image, decompress_image_with_resched, Compression, Decompressed, ImageFormat,
+    decompress_image, decompress_image_with_resched, sniff_compression, Compression, Decompressed,
+    ImageFormat,
 };
 pub use error::ImageError;
 pub use identity::{banner_release, find_build_id, find_vermagic};
 pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
 use klpsym_resched::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
-pub use stream::{is_cancelled, sniff_compression, StreamDecoder};
+pub use stream::{is_cancelled, StreamDecoder};
 
 /// One kallsyms entry of vmlinux.
 #[derive(Debug, Clone, PartialEq, Eq)]

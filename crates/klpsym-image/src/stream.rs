@@ -146,18 +146,6 @@ impl Read for StreamDecoder<'_, '_> {
     }
 }
 
-/// The compression of a stream, told by its magic.
-pub fn sniff_compression(data: &[u8]) -> Option<Compression> {
-    match data {
-        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some(Compression::Xz),
-        [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Compression::Zstd),
-        [0x1f, 0x8b, ..] => Some(Compression::Gzip),
-        [b'B', b'Z', b'h', ..] => Some(Compression::Bzip2),
-        [0x5d, 0, 0, ..] => Some(Compression::Lzma),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,7 +173,7 @@ mod tests {
             _ => unreachable!(),
         };
         if c.is_some() {
-            assert_eq!(sniff_compression(&enc), c);
+            assert_eq!(crate::sniff_compression(&enc), c);
         }
         let mut rs = Resched::none();
         let mut d = StreamDecoder::new(c, &enc, 1 << 30, &mut rs).unwrap();

@@ -21,12 +21,17 @@ use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::entry::{
+    combine, file_build_id_identity, hash_in_steps, map_entry, put_build, put_stamp, put_str,
+    split, take_str, u32_at, u64_at, verified_body, HASH_CHUNK,
+};
 use crate::error::LoadError;
-use crate::kernel::{LoadOptions, LoadedKernel, SourceFacts, SourceKind};
+use crate::loaded::{LoadedKernel, PackageParts, SourceFacts, SourceKind};
+use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 7;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -71,8 +76,8 @@ struct Meta {
 struct PackageMeta {
     packages: Vec<PathBuf>,
     release: Option<String>,
-    config: Option<crate::facts::KernelConfig>,
-    symvers: Option<crate::exports::Exports>,
+    config: Option<klpsym_sources::KernelConfig>,
+    symvers: Option<klpsym_sources::Exports>,
 }
 
 /// The fast key: what the file system says about the input, and the options that change
@@ -89,34 +94,6 @@ fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
     // A package read with its modules is a different kernel (and never cached).
     k.push(opts.package_modules as u8);
     k
-}
-
-/// What the file system says about a file (device, inode, size, mtime, ctime), appended to
-/// a key.
-pub(crate) fn put_stamp(k: &mut Vec<u8>, meta: &std::fs::Metadata) {
-    for v in [
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime() as u64,
-        meta.mtime_nsec() as u64,
-        meta.ctime() as u64,
-        meta.ctime_nsec() as u64,
-    ] {
-        k.extend_from_slice(&v.to_le_bytes());
-    }
-}
-
-/// The build reading the entry, appended to a key: a rebuilt klpsym (same version, other
-/// decoders) makes other keys, so it never trusts what an older build wrote.
-pub(crate) fn put_build(k: &mut Vec<u8>) {
-    let exe = std::env::current_exe()
-        .and_then(std::fs::metadata)
-        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
-        .unwrap_or_default();
-    for v in [exe.0, exe.1, exe.2] {
-        k.extend_from_slice(&v.to_le_bytes());
-    }
 }
 
 impl Cache {
@@ -229,12 +206,12 @@ impl Cache {
             bytes: meta.len(),
             index_time: Duration::ZERO,
             debug: None,
-            package: entry_meta.package.map(|p| crate::package::PackageParts {
+            package: entry_meta.package.map(|p| PackageParts {
                 packages: p.packages,
                 release: p.release,
                 config: p.config,
                 symvers: p.symvers,
-                ..crate::package::PackageParts::default()
+                ..PackageParts::default()
             }),
         }))
     }
@@ -417,55 +394,6 @@ impl Cache {
         })
         .map_err(|e| format!("{}: {e}", entry.display()))
     }
-
-    /// Every entry file, with what it says about itself.
-    pub fn list(&self, rs: &mut Resched) -> std::io::Result<Vec<EntryInfo>> {
-        let mut out = Vec::new();
-        let rd = match std::fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(e),
-        };
-        for e in rd {
-            let e = e?;
-            let p = e.path();
-            if !p.to_string_lossy().ends_with(SUFFIX) {
-                continue;
-            }
-            let m = e.metadata()?;
-            let bytes = std::fs::read(&p).unwrap_or_default();
-            // (source, its size): a folder has none.
-            let (kind, described) = if bytes.starts_with(crate::tree_cache::MAGIC) {
-                let root =
-                    crate::tree_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
-                ("module tree", root.map(|r| (r.display().to_string(), None)))
-            } else if bytes.starts_with(crate::symvers_cache::MAGIC) {
-                let file =
-                    crate::symvers_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
-                ("Module.symvers", file.map(|(s, n)| (s, Some(n))))
-            } else {
-                let meta = parse_entry_any(&bytes, rs)
-                    .map_err(std::io::Error::other)?
-                    .and_then(|m| serde_json::from_slice::<Meta>(m).ok());
-                ("kernel", meta.map(|m| (m.source, Some(m.source_bytes))))
-            };
-            out.push(EntryInfo {
-                file: p,
-                bytes: m.len(),
-                current: described.is_some(),
-                kind,
-                source_bytes: described.as_ref().and_then(|d| d.1),
-                source: described.map(|d| d.0),
-                age_secs: m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .map_or(0, |d| d.as_secs()),
-            });
-        }
-        out.sort_by(|a, b| a.file.cmp(&b.file));
-        Ok(out)
-    }
 }
 
 struct Parsed<'a> {
@@ -478,55 +406,12 @@ struct Parsed<'a> {
     names: Option<&'a [u8]>,
 }
 
-pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    if b.len() < n {
-        return None;
-    }
-    let (h, t) = b.split_at(n);
-    *b = t;
-    Some(h)
-}
-
-pub(crate) fn u32_at(b: &mut &[u8]) -> Option<u32> {
-    Some(u32::from_le_bytes(split(b, 4)?.try_into().ok()?))
-}
-
-pub(crate) fn u64_at(b: &mut &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(split(b, 8)?.try_into().ok()?))
-}
-
 /// The parts of an entry of this format whose trailer checks out, whatever its key.
 fn parse_entry_with<'a>(
     all: &'a [u8],
     rs: &mut Resched,
 ) -> Result<Option<(Vec<u8>, Parsed<'a>)>, Cancelled> {
     Ok(verified_body(all, rs)?.and_then(parse_body))
-}
-
-/// An entry's body (all but its 16-byte trailer) when the trailer is the body's xxh3-128.
-pub(crate) fn verified_body<'a>(
-    all: &'a [u8],
-    rs: &mut Resched,
-) -> Result<Option<&'a [u8]>, Cancelled> {
-    let Some(body_len) = all.len().checked_sub(16) else {
-        return Ok(None);
-    };
-    let (body, trailer) = all.split_at(body_len);
-    let Ok(trailer) = <[u8; 16]>::try_from(trailer) else {
-        return Ok(None);
-    };
-    Ok((u128::from_le_bytes(trailer) == hash_in_steps(body, rs)?).then_some(body))
-}
-
-/// The entry file at `entry`, memory-mapped; `None` when it cannot be opened or mapped.
-pub(crate) fn map_entry(entry: &Path) -> Option<klpsym_core::Backing> {
-    let f = File::open(entry).ok()?;
-    // SAFETY: the map is read-only and klpsym never writes an entry in place (entries are
-    // written to a temporary file and renamed over), so the mapped bytes do not change
-    // under the map; every reader bounds-checks and hash-verifies what it reads.
-    #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-    Some(std::sync::Arc::new(map))
 }
 
 /// The parts of an entry's body (its trailer already checked).
@@ -571,6 +456,14 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     ))
 }
 
+/// The input a kernel entry of this klpsym was made from and its size, when `bytes` are one
+/// (for `klpsym cache`).
+pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<(String, u64)>, Cancelled> {
+    Ok(parse_entry_any(bytes, rs)?
+        .and_then(|m| serde_json::from_slice::<Meta>(m).ok())
+        .map(|m| (m.source, m.source_bytes)))
+}
+
 /// An entry's metadata, when it is one of this klpsym's.
 fn parse_entry_any<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<&'a [u8]>, Cancelled> {
     Ok(parse_entry_with(all, rs)?
@@ -578,21 +471,11 @@ fn parse_entry_any<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<&'a [u8
         .map(|(_, p)| p.meta))
 }
 
-pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
-pub(crate) fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
-    let n = u32_at(b)? as usize;
-    std::str::from_utf8(split(b, n)?).ok()
-}
-
-/// Exports: the source, then the map's own encoding ([`crate::exports::ExportMap::encode`]),
+/// Exports: the source, then the map's own encoding ([`klpsym_sources::ExportMap::encode`]),
 /// read back in place. `None` when the map does not fit the encoding (the entry is then not
 /// written: a warm run must not lose the exports).
 fn encode_exports(
-    e: &crate::exports::Exports,
+    e: &klpsym_sources::Exports,
     rs: &mut Resched,
 ) -> Result<Option<Vec<u8>>, Cancelled> {
     rs.tick_step()?;
@@ -603,26 +486,13 @@ fn encode_exports(
 
 /// The exports encoded at `b`, a slice of `backing`, read in place; `None` when they do not
 /// decode (the entry is then ignored).
-fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<crate::exports::Exports> {
+fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<klpsym_sources::Exports> {
     let at = b.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
     let mut rest = b;
     let source = take_str(&mut rest)?.to_string();
     let start = at + (b.len() - rest.len());
-    let symbols = crate::exports::ExportMap::view(backing, start..at + b.len())?;
-    Some(crate::exports::Exports { source, symbols })
-}
-
-/// Inputs are hashed in chunks of this size, so that both cores can hash one file: the
-/// content hash is the xxh3-128 of the input's length and its chunks' xxh3-128 hashes.
-const HASH_CHUNK: u64 = 1 << 20;
-
-fn combine(len: u64, chunks: &[u128]) -> u128 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(&len.to_le_bytes());
-    for c in chunks {
-        h.update(&c.to_le_bytes());
-    }
-    h.digest128()
+    let symbols = klpsym_sources::ExportMap::view(backing, start..at + b.len())?;
+    Some(klpsym_sources::Exports { source, symbols })
 }
 
 /// The content hash of a file and of a cache entry's body, shared out between threads in
@@ -727,110 +597,4 @@ impl<'a> Verifier<'a> {
             .unwrap_or_else(|| combine(self.len, &all[1..]));
         Some((file, all[0]))
     }
-}
-
-/// The identity the cache records for an input's bytes: for an ELF file with a GNU build id
-/// (a vmlinux, stripped or with debug symbols), the build id and the file's length; for
-/// anything else the content hash of every byte ([`content_hash`]).
-///
-/// The build id is the linker's hash of what it linked: another build of the kernel has
-/// another one. Proving a vmlinux unchanged by it reads a few kilobytes instead of hashing
-/// 66-500 MB. What it cannot catch: bytes changed after linking that leave the build id and
-/// the length alone, rewritten within one timestamp tick (the fast key catches every later
-/// rewrite, by its change time).
-pub fn input_identity(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
-    match build_id_identity_of(bytes) {
-        Some(id) => Ok(id),
-        None => content_hash(bytes, rs),
-    }
-}
-
-/// [`input_identity`] of `bytes` when they are an ELF file with a build id, read from its
-/// headers and notes only (so `bytes` may be a sparse read, its code left zero); `None`
-/// otherwise.
-pub(crate) fn build_id_identity_of(bytes: &[u8]) -> Option<u128> {
-    let mut read = |off: u64, len: usize| {
-        let off = usize::try_from(off).ok()?;
-        bytes.get(off..off.checked_add(len)?).map(<[u8]>::to_vec)
-    };
-    elf_build_id(&mut read).map(|id| build_id_identity(bytes.len() as u64, &id))
-}
-
-/// [`input_identity`] of the file at `path` when it is an ELF file with a build id (read with
-/// a few small reads); `None` when it is not one (its identity is then its content hash).
-fn file_build_id_identity(file: &File, len: u64) -> Option<u128> {
-    use std::os::unix::fs::FileExt;
-    let mut read = |off: u64, n: usize| {
-        let mut buf = vec![0u8; n];
-        file.read_exact_at(&mut buf, off).ok()?;
-        Some(buf)
-    };
-    elf_build_id(&mut read).map(|id| build_id_identity(len, &id))
-}
-
-fn build_id_identity(len: u64, id: &[u8]) -> u128 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(b"klpsym: ELF build id\0");
-    h.update(&len.to_le_bytes());
-    h.update(id);
-    h.digest128()
-}
-
-/// The GNU build id of a 64-bit ELF file, from its PT_NOTE segments, through `read(offset,
-/// length)`; `None` for anything else (not ELF, 32-bit, no such note, implausible headers).
-fn elf_build_id(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
-    use object::elf::{FileHeader64, ProgramHeader64, NT_GNU_BUILD_ID, PT_NOTE};
-    use object::read::elf::{FileHeader, ProgramHeader};
-    use object::Endianness;
-    let head = read(0, std::mem::size_of::<FileHeader64<Endianness>>())?;
-    let header = FileHeader64::<Endianness>::parse(&head[..]).ok()?;
-    let endian = header.endian().ok()?;
-    let count = usize::from(header.e_phnum(endian));
-    let size = std::mem::size_of::<ProgramHeader64<Endianness>>();
-    if usize::from(header.e_phentsize(endian)) != size || count == 0 || count > 1024 {
-        return None;
-    }
-    let table = read(header.e_phoff(endian), count * size)?;
-    let (headers, _) =
-        object::pod::slice_from_bytes::<ProgramHeader64<Endianness>>(&table, count).ok()?;
-    for ph in headers.iter().filter(|ph| ph.p_type(endian) == PT_NOTE) {
-        let n = usize::try_from(ph.p_filesz(endian)).ok()?;
-        if n > 1 << 20 {
-            continue;
-        }
-        let data = read(ph.p_offset(endian), n)?;
-        let Ok(mut notes) = object::read::elf::NoteIterator::<FileHeader64<Endianness>>::new(
-            endian,
-            ph.p_align(endian),
-            &data,
-        ) else {
-            continue;
-        };
-        while let Ok(Some(note)) = notes.next() {
-            if note.name() == b"GNU" && note.n_type(endian) == NT_GNU_BUILD_ID {
-                return Some(note.desc().to_vec());
-            }
-        }
-    }
-    None
-}
-
-/// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole
-/// 66 MB vmlinux in one call would be a 7 ms stretch).
-pub(crate) fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    for chunk in bytes.chunks(64 << 10) {
-        rs.tick_step()?;
-        h.update(chunk);
-    }
-    Ok(h.digest128())
-}
-
-/// The hash the cache records for an input's bytes (see [`HASH_CHUNK`]).
-pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
-    let mut chunks = Vec::with_capacity(bytes.len().div_ceil(HASH_CHUNK as usize));
-    for c in bytes.chunks(HASH_CHUNK as usize) {
-        chunks.push(hash_in_steps(c, rs)?);
-    }
-    Ok(combine(bytes.len() as u64, &chunks))
 }

@@ -30,16 +30,8 @@ pub fn detect(bytes: &[u8]) -> Detected {
             Detected::ElfExecutable
         };
     }
-    let magics: &[(&[u8], &str)] = &[
-        (b"\xfd7zXZ\x00", "xz"),
-        (b"\x1f\x8b", "gzip"),
-        (b"\x28\xb5\x2f\xfd", "zstd"),
-        (b"BZh", "bzip2"),
-        (b"\x02\x21\x4c\x18", "lz4"),
-        (b"\x5d\x00\x00", "lzma"),
-    ];
-    if let Some((_, name)) = magics.iter().find(|(m, _)| bytes.starts_with(m)) {
-        return Detected::Compressed(name);
+    if let Some(c) = klpsym_image::sniff_compression(bytes) {
+        return Detected::Compressed(c.short_name());
     }
     if bytes.starts_with(b"MZ")
         || bytes.get(0x38..0x3c) == Some(b"ARM\x64")

@@ -1,6 +1,6 @@
 //! Loader errors: every one names the file it is about.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a source could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -95,5 +95,28 @@ fn limit_hint(e: &klpsym_image::ImageError) -> &'static str {
     match e {
         klpsym_image::ImageError::TooLarge { .. } => " (raise it with --max-decompressed-size)",
         _ => "",
+    }
+}
+
+/// An image decoding error as the loader reports it: a cancellation is reported like every
+/// other cancelled reschedule point, not as a malformed image.
+pub(crate) fn image_error(path: &Path, source: klpsym_image::ImageError) -> LoadError {
+    match source {
+        klpsym_image::ImageError::Cancelled => LoadError::Cancelled,
+        source => LoadError::Image {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// [`image_error`] for ELF processing errors.
+pub(crate) fn elf_error(path: &Path, source: klpsym_elf::ElfError) -> LoadError {
+    match source {
+        klpsym_elf::ElfError::Cancelled => LoadError::Cancelled,
+        source => LoadError::Elf {
+            path: path.to_path_buf(),
+            source,
+        },
     }
 }

@@ -1,37 +1,56 @@
-//! The loader layer: the only place that opens files, reads /proc, walks module trees, and
-//! tells a source's kind from its content. Parsers below it take bytes; the CLI above it takes
-//! loaded kernels.
+//! The I/O layer: the only place that opens files, reads /proc and /sys, walks module trees,
+//! keeps the cache, and tells a source's kind from its content. Parsers below it take bytes;
+//! the library above it (`klpsym`) takes loaded kernels.
+//!
+//! Files from the top down: `load.rs` dispatches one source (cache, /proc reader, sparse
+//! vmlinux reader, package, decoders); `package.rs` groups packages into kernels;
+//! `cache_list.rs` lists every kind of cache entry; `cache.rs`, `tree_cache.rs` and
+//! `symvers_cache.rs` keep one kind each; `decode.rs` turns bytes into a kernel; `facts.rs`
+//! finds what a module loader checks against; `modules.rs` reads module trees; `entry.rs`,
+//! `read.rs`, `loaded.rs` and `error.rs` are what all of them stand on.
 
 mod cache;
+mod cache_list;
+mod config;
+mod decode;
 mod detect;
+mod entry;
 mod error;
-mod exports;
 mod facts;
-mod kernel;
+mod lines;
+mod load;
+mod loaded;
 mod modules;
+mod options;
 mod output;
 mod package;
+mod read;
 mod sparse;
 mod stream;
+mod symvers;
 mod symvers_cache;
 mod sysfs;
 mod tree_cache;
 
-pub use cache::{content_hash, input_identity, Cache, EntryInfo};
+pub use cache::{Cache, EntryInfo};
+pub use config::{parse_config, read_config};
+pub use decode::module_symbols_table;
 pub use detect::{detect, Detected};
+pub use entry::{content_hash, input_identity};
 pub use error::LoadError;
-pub use exports::{parse_symvers, read_symvers, Export, ExportMap, Exports};
 pub use facts::{
-    find_config, find_symvers, is_live, live_release, live_sig_enforce, read_btf,
-    read_section_addresses, release_of, AddressVisibility, KernelConfig,
+    find_config, find_symvers, live_release, live_sig_enforce, read_btf, read_section_addresses,
+    release_of, AddressVisibility,
 };
-pub use kernel::{
-    load, module_symbols_table, read_bounded, LoadOptions, LoadedKernel, SourceFacts, SourceKind,
-    DEFAULT_SOURCE,
-};
+pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
+pub use load::load;
+pub use loaded::{is_live, LoadedKernel, PackageParts, SourceFacts, SourceKind, DEFAULT_SOURCE};
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
+pub use options::LoadOptions;
 pub use output::{write_atomically, write_atomically_with};
-pub use package::{is_package, load_packages, PackageParts};
+pub use package::{is_package, load_packages};
+pub use read::{decompressed, read_bounded};
+pub use symvers::{parse_symvers, read_symvers};
 pub use symvers_cache::read_symvers_with;
 pub use sysfs::{read_livepatch_sysfs, SysfsPatch, LIVEPATCH_SYSFS};
 

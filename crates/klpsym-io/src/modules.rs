@@ -13,7 +13,9 @@ use klpsym_core::{normalize_module_name, ObjectId, ObjectKind, SymbolTable, Symb
 
 use crate::detect::{detect, Detected};
 use crate::error::LoadError;
-use crate::kernel::{elf_error, image_error, read_bounded, LoadOptions};
+use crate::error::{elf_error, image_error};
+use crate::options::LoadOptions;
+use crate::read::read_bounded;
 
 /// Every module file under a directory (or in a package), by the name the kernel gives it.
 #[derive(Debug, Clone, Default)]

@@ -8,29 +8,14 @@ use std::time::Duration;
 use klpsym_core::resched::Resched;
 use klpsym_package::{read_package, MemberKind, Package, Want};
 
+use crate::config::parse_config;
+use crate::decode::{from_binary, from_bytes};
 use crate::error::LoadError;
-use crate::exports::{parse_symvers, Exports};
-use crate::facts::KernelConfig;
-use crate::kernel::{from_binary, from_bytes, read_bounded, LoadOptions, LoadedKernel};
+use crate::loaded::{LoadedKernel, PackageParts};
 use crate::modules::ModuleTree;
-
-/// What a kernel's packages held besides its table.
-#[derive(Debug, Default)]
-pub struct PackageParts {
-    /// The packages, in the order given.
-    pub packages: Vec<PathBuf>,
-    /// The kernel release they name.
-    pub release: Option<String>,
-    /// The build's config.
-    pub config: Option<KernelConfig>,
-    /// Module.symvers (headers packages; RPM's symvers.gz).
-    pub symvers: Option<Exports>,
-    /// The modules, when read ([`LoadOptions::package_modules`]).
-    pub modules: Option<ModuleTree>,
-    /// The debug vmlinux's bytes, kept when the kernel (or its debug part) is one: reading
-    /// declaration lines later must not decompress the package again.
-    pub elf: Option<std::sync::Arc<Vec<u8>>>,
-}
+use crate::options::LoadOptions;
+use crate::read::read_bounded;
+use crate::symvers::parse_symvers;
 
 /// True when `path` is a .deb or an RPM (by its first bytes).
 pub fn is_package(path: &Path) -> bool {
@@ -246,7 +231,7 @@ fn kernel_of(
         ..PackageParts::default()
     };
     if let Some((p, m)) = take(&mut group, MemberKind::Config) {
-        parts.config = Some(KernelConfig::parse(&m.data, &label(&p, &m.path), rs)?);
+        parts.config = Some(parse_config(&m.data, &label(&p, &m.path), rs)?);
     }
     if let Some((p, m)) = take(&mut group, MemberKind::Symvers) {
         parts.symvers = Some(parse_symvers(&m.data, &label(&p, &m.path), rs)?);

@@ -14,7 +14,8 @@ use klpsym_sources::TextStream;
 
 use crate::detect::{detect, Detected};
 use crate::error::LoadError;
-use crate::kernel::{LoadOptions, LoadedKernel};
+use crate::loaded::LoadedKernel;
+use crate::options::LoadOptions;
 
 /// Bytes a batch gathers before the parser gets it: a few pages, small enough for the heap to
 /// reuse one batch's memory for the next (bigger blocks are mapped fresh each time).
@@ -51,8 +52,8 @@ pub(crate) fn load(
             .spawn_scoped(s, move || read_batches(file, &tx, &mut reader_rs));
         if reader.is_err() {
             // The system refused a thread: read first, then parse.
-            let bytes = crate::kernel::read_bounded(path, limit, rs)?;
-            return crate::kernel::from_bytes(path, bytes, t0.elapsed(), opts, rs);
+            let bytes = crate::read::read_bounded(path, limit, rs)?;
+            return crate::decode::from_bytes(path, bytes, t0.elapsed(), opts, rs);
         }
         // Owned here: returning early drops it, which ends a reader waiting to send.
         let rx = rx;
@@ -81,7 +82,7 @@ pub(crate) fn load(
             while let Some(b) = next()? {
                 klpsym_core::bulk::extend_from_slice(&mut bytes, &b, rs).map_err(interrupted)?;
             }
-            return crate::kernel::from_bytes(path, bytes, t0.elapsed(), opts, rs);
+            return crate::decode::from_bytes(path, bytes, t0.elapsed(), opts, rs);
         }
         let text_err = |source| LoadError::Text {
             path: path.to_path_buf(),
@@ -97,7 +98,7 @@ pub(crate) fn load(
         let read_time = t0.elapsed();
         let t1 = Instant::now();
         let parsed = stream.finish(rs).map_err(text_err)?;
-        let decoded = crate::kernel::with_live_version(path, crate::kernel::text_decoded(parsed));
+        let decoded = crate::decode::with_live_version(path, crate::decode::text_decoded(parsed));
         Ok(LoadedKernel::decoded(
             path,
             decoded,
@@ -192,9 +193,9 @@ mod tests {
         let Some(p) = proc_file("/proc/kallsyms") else {
             return;
         };
-        let whole = crate::kernel::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
+        let whole = crate::read::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
         let streamed = load(p, &LoadOptions::default(), &mut Resched::none()).unwrap();
-        let again = crate::kernel::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
+        let again = crate::read::read_bounded(p, 1 << 30, &mut Resched::none()).unwrap();
         if whole != again {
             return; // a module came or went between the reads
         }

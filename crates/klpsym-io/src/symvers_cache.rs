@@ -24,16 +24,19 @@ use std::sync::Arc;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::Backing;
 
-use crate::cache::{
+use crate::cache::Cache;
+use crate::entry::{
     content_hash, hash_in_steps, map_entry, put_build, put_stamp, put_str, split, take_str, u32_at,
-    u64_at, verified_body, Cache,
+    u64_at, verified_body,
 };
 use crate::error::LoadError;
-use crate::exports::{parse_symvers, read_symvers, symvers_text, ExportMap, Exports};
-use crate::kernel::{read_bounded, LoadOptions};
+use crate::options::LoadOptions;
+use crate::read::read_bounded;
+use crate::symvers::{parse_symvers, read_symvers, symvers_text};
+use klpsym_sources::{ExportMap, Exports};
 
 /// The first bytes of a Module.symvers entry.
-pub(crate) const MAGIC: &[u8; 8] = b"KLPSYMV\0";
+const MAGIC: &[u8; 8] = b"KLPSYMV\0";
 /// Bumped whenever the layout changes.
 const FORMAT: u32 = 1;
 
@@ -209,6 +212,11 @@ fn open(
 /// (for `klpsym cache`).
 pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<(String, u64)>, Cancelled> {
     Ok(parse(bytes, rs)?.map(|p| (p.source.to_string(), p.source_bytes)))
+}
+
+/// True when `bytes` start like an entry of this cache (of any format).
+pub(crate) fn is_entry(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
 }
 
 #[cfg(test)]

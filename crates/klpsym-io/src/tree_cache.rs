@@ -24,12 +24,13 @@ use std::time::{Duration, SystemTime};
 use klpsym_core::resched::{Cancelled, Resched};
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::cache::{put_build, split, u32_at, u64_at, Cache};
+use crate::cache::Cache;
+use crate::entry::{put_build, split, u32_at, u64_at};
 use crate::error::LoadError;
 use crate::modules::{walk, DirStamp, ModuleFile, ModuleTree};
 
 /// The first bytes of a listing entry (a kernel's entry starts otherwise).
-pub(crate) const MAGIC: &[u8; 8] = b"KLPSYMT\0";
+const MAGIC: &[u8; 8] = b"KLPSYMT\0";
 /// Bumped whenever the listing layout changes.
 const FORMAT: u32 = 2;
 /// How much older than the walk every directory must be for its listing to be kept.
@@ -301,6 +302,11 @@ fn decode<'a>(
 /// (for `klpsym cache`).
 pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<PathBuf>, Cancelled> {
     Ok(decode(bytes, None, rs)?.map(|l| PathBuf::from(OsStr::from_bytes(l.root))))
+}
+
+/// True when `bytes` start like an entry of this cache (of any format).
+pub(crate) fn is_entry(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use klpsym_core::resched::Resched;
-use klpsym_io::{load, load_module_file, release_of, KernelConfig, LoadOptions, ModuleTree};
+use klpsym_io::{load, load_module_file, release_of, LoadOptions, ModuleTree};
 
 use klpsym_testkit::lab::lab;
 
@@ -95,7 +95,7 @@ fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
         .expect("the image holds VERMAGIC_STRING");
     let release = release_of(&k).unwrap();
     let config = klpsym_io::find_config(&k).expect("config beside the image");
-    let c = KernelConfig::read(&config, &mut Resched::none()).unwrap();
+    let c = klpsym_io::read_config(&config, &mut Resched::none()).unwrap();
     assert_eq!(c.vermagic(&release).as_deref(), Some(from_image.as_str()));
     let tree = ModuleTree::scan(&modules).unwrap();
     let mut seen = 0;

@@ -138,3 +138,9 @@ pub mod layers {
     pub use klpsym_resched as resched;
     pub use klpsym_sources as sources;
 }
+
+/// The README's Rust example compiles against this crate (its `no_run` block; CI runs the same
+/// program as `examples/quickstart.rs` against the lab's package).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;

@@ -285,8 +285,11 @@ fn open_kernels(
     Ok(out)
 }
 
-/// Builds the indexes now (timed), or marks the table to be walked.
+/// Builds the indexes now (timed), or marks the table to be walked; either way, whatever the
+/// table builds later on its own (an index a query finds missing) reaches the caller's
+/// reschedule points.
 fn prepare(k: &mut Kernel, queries: Queries, rs: &mut Resched) -> Result<()> {
+    k.inner.table.set_driver(rs.sibling());
     let t0 = std::time::Instant::now();
     match queries {
         Queries::Many => k.inner.table.build_indexes(rs)?,

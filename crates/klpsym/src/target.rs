@@ -321,7 +321,7 @@ impl<'k> LoaderInputs<'k> {
         };
         if let Some(p) = config {
             out.config =
-                Some(KernelConfig::read(&p, rs).map_err(|e| {
+                Some(klpsym_io::read_config(&p, rs).map_err(|e| {
                     Error::from(e).context(format!("--kernel-config {}", p.display()))
                 })?);
         } else if let Some(c) = package.and_then(|p| p.config.clone()) {

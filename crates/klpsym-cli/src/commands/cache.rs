@@ -1,25 +1,7 @@
 //! `klpsym cache`: what the cache of decoded tables holds, and pruning it.
 
-use std::path::PathBuf;
-
-use clap::Args;
-
+use crate::cli::CacheArgs;
 use crate::output::{print_json, CliError, Outcome};
-
-/// `klpsym cache`.
-#[derive(Debug, Args)]
-pub struct CacheArgs {
-    /// The cache folder (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym).
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Remove entries whose input is gone or changed, entries of other klpsym versions, and
-    /// entries not written for DAYS days (`--prune 0`: every entry).
-    #[arg(long, value_name = "DAYS")]
-    pub prune: Option<u64>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn run(args: &CacheArgs) -> Result<Outcome, CliError> {
     let l = klpsym::cache_listing(args.cache_dir.clone(), args.prune)?;

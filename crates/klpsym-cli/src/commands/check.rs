@@ -1,9 +1,6 @@
 //! `klpsym check`: what the kernel would do with a livepatch module (see
 //! crates/klpsym-livepatch/CLI.md).
 
-use std::path::PathBuf;
-
-use clap::Args;
 use serde::Serialize;
 
 use klpsym::Cancelled;
@@ -12,47 +9,10 @@ use klpsym::{
     Problem, Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
 };
 
-use crate::cli::{SourceArgs, TargetArgs};
+use crate::cli::CheckArgs;
 use crate::options::{open_kernels, print_notes};
 use crate::output::{print_json_with, CliError, Outcome};
 use klpsym::Resched;
-
-/// `klpsym check`.
-#[derive(Debug, Args)]
-pub struct CheckArgs {
-    /// The livepatch module (.ko).
-    pub patch: PathBuf,
-    #[command(flatten)]
-    pub target: TargetArgs,
-    /// Place a section of the patch module (`.text=0xffffffffc0a00000`) so PC-relative values
-    /// are exact.
-    #[arg(long = "section-base", value_name = "NAME=ADDR")]
-    pub section_bases: Vec<String>,
-    /// Place every section as the kernel did when it loaded this module: its
-    /// `/sys/module/<name>/sections` folder (or a copy). With --explain, the bytes of every
-    /// relocation are then exact.
-    #[arg(long = "sections-from", value_name = "DIR")]
-    pub sections_from: Option<PathBuf>,
-    /// Print every klp relocation: section, offset, type, symbol, resolved address, bytes.
-    #[arg(long)]
-    pub explain: bool,
-    /// Exit 1 unless everything that decides the load was checked: a deferred object without
-    /// its module's .ko, a module-loader check whose target fact is unknown (vermagic, CRCs,
-    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), or a module
-    /// that is not a livepatch. For CI.
-    #[arg(long)]
-    pub strict: bool,
-    /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
-    /// resolves the patch's symbols (see resolution_cost in --json).
-    #[arg(long, value_name = "MS", default_value_t = 100.0)]
-    pub hold_warn_ms: f64,
-    /// Nanoseconds the target spends per kallsyms entry its lookups visit, for the time
-    /// estimates (default: 50, an x86_64 figure not yet calibrated on real hardware).
-    #[arg(long, value_name = "NS")]
-    pub visit_ns: Option<f64>,
-    #[command(flatten)]
-    pub source: SourceArgs,
-}
 
 #[derive(Debug, Serialize)]
 struct CheckJson<'a> {

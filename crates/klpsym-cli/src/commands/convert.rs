@@ -1,39 +1,15 @@
 //! `klpsym convert`: an ordinary module → a livepatch module with klp relocations (see
 //! crates/klpsym-livepatch/CLI.md).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Args;
 use serde::Serialize;
 
 use klpsym::{Cancelled, ConvertReport, Converted, Layouts, Pin, Queries, Resched};
 
-use crate::cli::{SourceArgs, TargetArgs};
+use crate::cli::ConvertArgs;
 use crate::options::{open_kernels, print_notes};
 use crate::output::{print_json_with, CliError, Outcome};
-
-/// `klpsym convert`.
-#[derive(Debug, Args)]
-pub struct ConvertArgs {
-    /// The module to convert (never modified).
-    pub input: PathBuf,
-    /// Where to write the converted module (through a temporary file renamed into place).
-    #[arg(long, short = 'o', value_name = "OUT.ko")]
-    pub output: PathBuf,
-    /// Choose a definition: `[OBJ:]NAME=POS` (POS 1-based; 0 = must be unique), or
-    /// `[OBJ:]NAME@PATH` for the definition in that source file (`init_once@fs/inode.c`,
-    /// matched on a path suffix; needs a --kernel with FILE entries: a vmlinux with .symtab,
-    /// e.g. the -dbg package's). Repeatable.
-    #[arg(long = "pin", value_name = "[OBJ:]NAME=POS|NAME@PATH")]
-    pub pins: Vec<String>,
-    /// A file of pins, one per line; `#` starts a comment.
-    #[arg(long, value_name = "FILE")]
-    pub pins_file: Option<PathBuf>,
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub source: SourceArgs,
-}
 
 #[derive(Debug, Serialize)]
 struct ConvertJson<'a> {

@@ -1,25 +1,11 @@
 //! `klpsym status`: the livepatches loaded on the running system, their functions resolved
 //! against the kernel's symbols (see crates/klpsym-livepatch/CLI.md).
 
-use std::path::PathBuf;
-
-use clap::Args;
-
 use klpsym::Queries;
 
-use crate::cli::SourceArgs;
+use crate::cli::StatusArgs;
 use crate::options::open_kernels;
 use crate::output::{print_json, CliError, Outcome};
-
-/// `klpsym status`.
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// Where the livepatch sysfs tree is (tests point it at a copy).
-    #[arg(long, value_name = "DIR", default_value = "/sys/kernel/livepatch")]
-    pub sysfs: PathBuf,
-    #[command(flatten)]
-    pub source: SourceArgs,
-}
 
 pub fn run(args: &StatusArgs) -> Result<Outcome, CliError> {
     let loaded = klpsym::loaded_livepatches(&args.sysfs)?;

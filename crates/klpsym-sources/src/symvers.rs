@@ -3,6 +3,8 @@
 //! Module.symvers, its own text, never copied into strings), a record per symbol and a flat
 //! hash table over the names.
 //!
+//! No I/O here: the I/O layer reads (and decompresses) the file and hands over its text.
+//!
 //! A warm `check` against a tree with `build/Module.symvers` (26,772 lines on Debian 6.12)
 //! spent most of its time building a `HashMap<String, _>` of it: three allocations per line
 //! and as many frees, for the few dozen names a module asks. Read this way it is one pass over
@@ -11,13 +13,9 @@
 //! alone, read over the file's own bytes (symvers_cache.rs).
 
 use std::ops::Range;
-use std::path::Path;
 
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::Backing;
-
-use crate::error::LoadError;
-use crate::kernel::read_bounded;
 
 /// One exported symbol as the kernel's build lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -531,31 +529,30 @@ impl<'de> serde::Deserialize<'de> for ExportMap {
     }
 }
 
-/// Reads a Module.symvers (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE[<TAB>NAMESPACE]`).
-pub fn read_symvers(path: &Path, limit: u64, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let raw = read_bounded(path, limit, resched)?;
-    if klpsym_image::sniff_compression(&raw).is_some() {
-        return parse_symvers(&raw, path, resched);
-    }
-    symvers_text(raw, path, resched)
+/// Why a Module.symvers' text is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SymversError {
+    /// A line that is not `CRC<TAB>NAME<TAB>MODULE<TAB>TYPE[<TAB>NAMESPACE]`.
+    #[error("line {line}: {what} (expected CRC<TAB>NAME<TAB>MODULE<TAB>TYPE)")]
+    Line {
+        /// 1-based.
+        line: usize,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A reschedule point said stop.
+    #[error("cancelled")]
+    Cancelled(#[from] Cancelled),
 }
 
-/// Parses a Module.symvers' bytes (gzip- or XZ-compressed as some distributions ship it, or
-/// plain); `path` names it.
-pub fn parse_symvers(raw: &[u8], path: &Path, resched: &mut Resched) -> Result<Exports, LoadError> {
-    let text = match crate::facts::decompressed(raw, path, 256 << 20, resched)? {
-        std::borrow::Cow::Borrowed(b) => b.to_vec(),
-        std::borrow::Cow::Owned(v) => v,
-    };
-    symvers_text(text, path, resched)
-}
-
-/// The exports a Module.symvers' text lists; the text becomes the map's own.
-pub(crate) fn symvers_text(
+/// The exports a Module.symvers' text (`CRC<TAB>NAME<TAB>MODULE<TAB>EXPORT_TYPE
+/// [<TAB>NAMESPACE]`, decompressed already) lists; the text becomes the map's own. `source`
+/// names it in reports. Errors name the line, in line order.
+pub fn parse_symvers_text(
     text: Vec<u8>,
-    path: &Path,
+    source: String,
     resched: &mut Resched,
-) -> Result<Exports, LoadError> {
+) -> Result<Exports, SymversError> {
     // Where the text stops being UTF-8 is reported as that line's error, in line order with
     // the others; the rest is then known valid.
     let bad_utf8 = std::str::from_utf8(&text)
@@ -569,18 +566,9 @@ pub(crate) fn symvers_text(
     let mut start = 0;
     let mut i = 0;
     while start < len {
-        resched
-            .tick()
-            .map_err(klpsym_core::BuildError::from)
-            .map_err(LoadError::from)?;
+        resched.tick()?;
         let end = memchr::memchr(b'\n', &map.text[start..]).map_or(len, |n| start + n);
-        let bad = |what: &str| LoadError::Unrecognized {
-            path: path.to_path_buf(),
-            what: format!(
-                "line {}: {what} (expected CRC<TAB>NAME<TAB>MODULE<TAB>TYPE)",
-                i + 1
-            ),
-        };
+        let bad = |what: &'static str| SymversError::Line { line: i + 1, what };
         if end > start {
             if bad_utf8 == Some(i) {
                 return Err(bad("not UTF-8"));
@@ -603,7 +591,7 @@ pub(crate) fn symvers_text(
         i += 1;
     }
     Ok(Exports {
-        source: path.display().to_string(),
+        source,
         symbols: map,
     })
 }
@@ -633,10 +621,10 @@ fn fields(text: &[u8], start: usize, end: usize) -> [Option<Span>; 5] {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Exports, LoadError> {
-        parse_symvers(
-            text.as_bytes(),
-            Path::new("Module.symvers"),
+    fn parse(text: &str) -> Result<Exports, SymversError> {
+        parse_symvers_text(
+            text.as_bytes().to_vec(),
+            "Module.symvers".into(),
             &mut Resched::none(),
         )
     }
@@ -686,7 +674,7 @@ mod tests {
     #[test]
     fn bad_lines_are_named_in_order() {
         let err = |t: &[u8]| {
-            parse_symvers(t, Path::new("S"), &mut Resched::none())
+            parse_symvers_text(t.to_vec(), "S".into(), &mut Resched::none())
                 .unwrap_err()
                 .to_string()
         };
@@ -703,28 +691,6 @@ mod tests {
         let m = parse("\n0x1\ta\tvmlinux\tT").unwrap().symbols;
         assert_eq!(m.get("a"), Some(e(1, "vmlinux", None)));
         assert!(parse("").unwrap().symbols.is_empty());
-    }
-
-    #[test]
-    fn compressed_symvers_read_the_same() {
-        use std::io::Write;
-        let text = "0x5\tkmalloc\tvmlinux\tEXPORT_SYMBOL\t\n";
-        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        z.write_all(text.as_bytes()).unwrap();
-        let gz = z.finish().unwrap();
-        let m = parse_symvers(&gz, Path::new("symvers.gz"), &mut Resched::none())
-            .unwrap()
-            .symbols;
-        assert_eq!(m.get("kmalloc"), Some(e(5, "vmlinux", None)));
-        let dir = tempfile::tempdir().unwrap();
-        for (f, b) in [("plain", text.as_bytes()), ("gz", &gz[..])] {
-            let p = dir.path().join(f);
-            std::fs::write(&p, b).unwrap();
-            let m = read_symvers(&p, 1 << 20, &mut Resched::none())
-                .unwrap()
-                .symbols;
-            assert_eq!(m.get("kmalloc"), Some(e(5, "vmlinux", None)), "{f}");
-        }
     }
 
     /// Inserts, replacements and lookups agree with a HashMap's, through growth from empty

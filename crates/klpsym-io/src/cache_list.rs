@@ -1,0 +1,56 @@
+//! What the cache folder holds, every kind of entry together (`klpsym cache`): the one place
+//! that knows the kernel, module-tree and Module.symvers caches; each of those knows only
+//! its own entries.
+
+use klpsym_core::resched::Resched;
+
+use crate::cache::{Cache, EntryInfo, SUFFIX};
+
+impl Cache {
+    /// Every entry file, with what it says about itself.
+    pub fn list(&self, rs: &mut Resched) -> std::io::Result<Vec<EntryInfo>> {
+        let mut out = Vec::new();
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e),
+        };
+        for e in rd {
+            let e = e?;
+            let p = e.path();
+            if !p.to_string_lossy().ends_with(SUFFIX) {
+                continue;
+            }
+            let m = e.metadata()?;
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            // (source, its size): a folder has none.
+            let (kind, described) = if crate::tree_cache::is_entry(&bytes) {
+                let root =
+                    crate::tree_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
+                ("module tree", root.map(|r| (r.display().to_string(), None)))
+            } else if crate::symvers_cache::is_entry(&bytes) {
+                let file =
+                    crate::symvers_cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
+                ("Module.symvers", file.map(|(s, n)| (s, Some(n))))
+            } else {
+                let kernel = crate::cache::describe(&bytes, rs).map_err(std::io::Error::other)?;
+                ("kernel", kernel.map(|(s, n)| (s, Some(n))))
+            };
+            out.push(EntryInfo {
+                file: p,
+                bytes: m.len(),
+                current: described.is_some(),
+                kind,
+                source_bytes: described.as_ref().and_then(|d| d.1),
+                source: described.map(|d| d.0),
+                age_secs: m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .map_or(0, |d| d.as_secs()),
+            });
+        }
+        out.sort_by(|a, b| a.file.cmp(&b.file));
+        Ok(out)
+    }
+}

@@ -1,0 +1,171 @@
+//! What every cache entry (a kernel's table, a module tree's listing, a Module.symvers'
+//! index) is made of: keys from the file system's stamps and this build, length-prefixed
+//! fields, a trailer that is the body's hash, read through a read-only map; and the
+//! identities that prove an input unchanged (a content hash, or an ELF's build id).
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use klpsym_core::resched::{Cancelled, Resched};
+
+/// What the file system says about a file (device, inode, size, mtime, ctime), appended to
+/// a key.
+pub(crate) fn put_stamp(k: &mut Vec<u8>, meta: &std::fs::Metadata) {
+    for v in [
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime() as u64,
+        meta.mtime_nsec() as u64,
+        meta.ctime() as u64,
+        meta.ctime_nsec() as u64,
+    ] {
+        k.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// The build reading the entry, appended to a key: a rebuilt klpsym (same version, other
+/// decoders) makes other keys, so it never trusts what an older build wrote.
+pub(crate) fn put_build(k: &mut Vec<u8>) {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
+        .unwrap_or_default();
+    for v in [exe.0, exe.1, exe.2] {
+        k.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if b.len() < n {
+        return None;
+    }
+    let (h, t) = b.split_at(n);
+    *b = t;
+    Some(h)
+}
+
+pub(crate) fn u32_at(b: &mut &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(split(b, 4)?.try_into().ok()?))
+}
+
+pub(crate) fn u64_at(b: &mut &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(split(b, 8)?.try_into().ok()?))
+}
+
+/// An entry's body (all but its 16-byte trailer) when the trailer is the body's xxh3-128.
+pub(crate) fn verified_body<'a>(
+    all: &'a [u8],
+    rs: &mut Resched,
+) -> Result<Option<&'a [u8]>, Cancelled> {
+    let Some(body_len) = all.len().checked_sub(16) else {
+        return Ok(None);
+    };
+    let (body, trailer) = all.split_at(body_len);
+    let Ok(trailer) = <[u8; 16]>::try_from(trailer) else {
+        return Ok(None);
+    };
+    Ok((u128::from_le_bytes(trailer) == hash_in_steps(body, rs)?).then_some(body))
+}
+
+/// The entry file at `entry`, memory-mapped; `None` when it cannot be opened or mapped.
+pub(crate) fn map_entry(entry: &Path) -> Option<klpsym_core::Backing> {
+    let f = File::open(entry).ok()?;
+    // SAFETY: the map is read-only and klpsym never writes an entry in place (entries are
+    // written to a temporary file and renamed over), so the mapped bytes do not change
+    // under the map; every reader bounds-checks and hash-verifies what it reads.
+    #[allow(unsafe_code)]
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    Some(std::sync::Arc::new(map))
+}
+
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub(crate) fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+    let n = u32_at(b)? as usize;
+    std::str::from_utf8(split(b, n)?).ok()
+}
+
+/// Inputs are hashed in chunks of this size, so that both cores can hash one file: the
+/// content hash is the xxh3-128 of the input's length and its chunks' xxh3-128 hashes.
+pub(crate) const HASH_CHUNK: u64 = 1 << 20;
+
+pub(crate) fn combine(len: u64, chunks: &[u128]) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&len.to_le_bytes());
+    for c in chunks {
+        h.update(&c.to_le_bytes());
+    }
+    h.digest128()
+}
+
+/// The identity the cache records for an input's bytes: for an ELF file with a GNU build id
+/// (a vmlinux, stripped or with debug symbols), the build id and the file's length; for
+/// anything else the content hash of every byte ([`content_hash`]).
+///
+/// The build id is the linker's hash of what it linked: another build of the kernel has
+/// another one. Proving a vmlinux unchanged by it reads a few kilobytes instead of hashing
+/// 66-500 MB. What it cannot catch: bytes changed after linking that leave the build id and
+/// the length alone, rewritten within one timestamp tick (the fast key catches every later
+/// rewrite, by its change time).
+pub fn input_identity(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    match build_id_identity_of(bytes) {
+        Some(id) => Ok(id),
+        None => content_hash(bytes, rs),
+    }
+}
+
+/// [`input_identity`] of `bytes` when they are an ELF file with a build id, read from its
+/// headers and notes only (so `bytes` may be a sparse read, its code left zero); `None`
+/// otherwise.
+pub(crate) fn build_id_identity_of(bytes: &[u8]) -> Option<u128> {
+    let mut read = |off: u64, len: usize| {
+        let off = usize::try_from(off).ok()?;
+        bytes.get(off..off.checked_add(len)?).map(<[u8]>::to_vec)
+    };
+    klpsym_elf::build_id_from_notes(&mut read).map(|id| build_id_identity(bytes.len() as u64, &id))
+}
+
+/// [`input_identity`] of the file at `path` when it is an ELF file with a build id (read with
+/// a few small reads); `None` when it is not one (its identity is then its content hash).
+pub(crate) fn file_build_id_identity(file: &File, len: u64) -> Option<u128> {
+    use std::os::unix::fs::FileExt;
+    let mut read = |off: u64, n: usize| {
+        let mut buf = vec![0u8; n];
+        file.read_exact_at(&mut buf, off).ok()?;
+        Some(buf)
+    };
+    klpsym_elf::build_id_from_notes(&mut read).map(|id| build_id_identity(len, &id))
+}
+
+fn build_id_identity(len: u64, id: &[u8]) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(b"klpsym: ELF build id\0");
+    h.update(&len.to_le_bytes());
+    h.update(id);
+    h.digest128()
+}
+
+/// The xxh3-128 of `bytes`, 64 KiB per step with a reschedule point between steps (a whole
+/// 66 MB vmlinux in one call would be a 7 ms stretch).
+pub(crate) fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for chunk in bytes.chunks(64 << 10) {
+        rs.tick_step()?;
+        h.update(chunk);
+    }
+    Ok(h.digest128())
+}
+
+/// The hash the cache records for an input's bytes (see [`HASH_CHUNK`]).
+pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
+    let mut chunks = Vec::with_capacity(bytes.len().div_ceil(HASH_CHUNK as usize));
+    for c in bytes.chunks(HASH_CHUNK as usize) {
+        chunks.push(hash_in_steps(c, rs)?);
+    }
+    Ok(combine(bytes.len() as u64, &chunks))
+}

@@ -1,0 +1,128 @@
+//! What a loaded kernel is: its table, what its source told, where it came from, and the
+//! options it was loaded with. Data only; loading is `load.rs`, decoding `decode.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use klpsym_core::resched::Resched;
+use klpsym_core::SymbolTable;
+
+/// The source used when the user names none: the running kernel.
+pub const DEFAULT_SOURCE: &str = "/proc/kallsyms";
+
+/// True when `path` is the running kernel's /proc/kallsyms.
+pub fn is_live(path: &std::path::Path) -> bool {
+    path == std::path::Path::new(DEFAULT_SOURCE)
+}
+
+/// What kind of source a file turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SourceKind {
+    /// /proc/kallsyms or a copy of it.
+    Kallsyms,
+    /// A System.map.
+    SystemMap,
+    /// A vmlinux ELF with a symbol table: kallsyms derived by scripts/kallsyms' rules.
+    VmlinuxElf,
+    /// A kernel image (bzImage/vmlinuz, arm64 Image, stripped vmlinux): its compressed
+    /// kallsyms tables, decoded.
+    KernelImage,
+    /// A kernel module (.ko, possibly compressed).
+    Module,
+}
+
+impl SourceKind {
+    /// A short stable name (used in JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Kallsyms => "kallsyms",
+            SourceKind::SystemMap => "system_map",
+            SourceKind::VmlinuxElf => "vmlinux_elf",
+            SourceKind::KernelImage => "kernel_image",
+            SourceKind::Module => "module",
+        }
+    }
+}
+
+/// What a source told about itself besides its symbols.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct SourceFacts {
+    /// The "Linux version ..." banner, when the source has one.
+    pub version: Option<String>,
+    /// The architecture, when known.
+    pub arch: Option<String>,
+    /// Container and compression, e.g. "bzImage, xz payload at 0x4a4f".
+    pub format: Option<String>,
+    /// Named facts: configuration, table locations, layout era.
+    pub facts: Vec<(String, String)>,
+    /// Anything assumed or uncertain, said plainly.
+    pub notes: Vec<String>,
+    /// The module loader's `VERMAGIC_STRING`, when the source holds it (kernel image,
+    /// vmlinux).
+    pub vermagic: Option<String>,
+    /// Exported symbols' CRCs, when the source holds them (a vmlinux's `__crc_*` symbols, an
+    /// image's `__kcrctab` named by kallsyms).
+    pub exports: Option<klpsym_sources::Exports>,
+    /// The GNU build id (lower-case hex), when the source holds it (image, vmlinux).
+    pub build_id: Option<String>,
+}
+
+/// A loaded kernel symbol source.
+#[derive(Debug)]
+pub struct LoadedKernel {
+    /// The path it came from.
+    pub path: PathBuf,
+    /// What it was.
+    pub kind: SourceKind,
+    /// Its symbols.
+    pub table: SymbolTable,
+    /// What else it told.
+    pub facts: SourceFacts,
+    /// The module's own description, when the source was a module.
+    pub module: Option<klpsym_elf::ModuleSymbols>,
+    /// Time spent reading the file.
+    pub read_time: Duration,
+    /// Time spent decompressing, parsing and decoding.
+    pub parse_time: Duration,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Time spent building the indexes, when the caller built them eagerly.
+    pub index_time: Duration,
+    /// The same build's vmlinux with debug info, when its source files were attached from it
+    /// (`--debug-vmlinux`): where declaration lines are read (see [`LoadedKernel::decl_lines_at`]).
+    pub debug: Option<Box<LoadedKernel>>,
+    /// What the kernel's packages held besides its table, when it came from packages.
+    pub package: Option<PackageParts>,
+    /// The cache entry the table was read from, when it was (see [`crate::Cache`]).
+    pub cached: Option<PathBuf>,
+}
+
+impl LoadedKernel {
+    /// Frees everything in steps with reschedule points (see [`SymbolTable::free_with`]):
+    /// dropping a loaded kernel gives megabytes back to the system at once.
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), klpsym_core::Cancelled> {
+        self.table.free_with(resched)?;
+        if let Some(m) = self.module {
+            m.free_with_points(resched)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a kernel's packages held besides its table.
+#[derive(Debug, Default)]
+pub struct PackageParts {
+    /// The packages, in the order given.
+    pub packages: Vec<PathBuf>,
+    /// The kernel release they name.
+    pub release: Option<String>,
+    /// The build's config.
+    pub config: Option<klpsym_sources::KernelConfig>,
+    /// Module.symvers (headers packages; RPM's symvers.gz).
+    pub symvers: Option<klpsym_sources::Exports>,
+    /// The modules, when read ([`LoadOptions::package_modules`]).
+    pub modules: Option<crate::modules::ModuleTree>,
+    /// The debug vmlinux's bytes, kept when the kernel (or its debug part) is one: reading
+    /// declaration lines later must not decompress the package again.
+    pub elf: Option<std::sync::Arc<Vec<u8>>>,
+}

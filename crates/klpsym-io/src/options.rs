@@ -1,0 +1,35 @@
+//! How a source is read: limits, the cache, what a package read includes.
+
+/// Options for [`crate::load`].
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Refuse inputs larger than this many bytes (a guard against reading a wrong, huge file).
+    pub max_input_size: u64,
+    /// Refuse to decompress more than this many bytes (a decompression bomb is an error).
+    pub max_decompressed_size: u64,
+    /// CONFIG_KALLSYMS_ALL of a vmlinux ELF: `None` = detect from the image.
+    pub kallsyms_all: Option<bool>,
+    /// Where decoded tables are kept between runs (`None`: no cache).
+    pub cache: Option<crate::Cache>,
+    /// Read a package's modules and Module.symvers too (the whole package: seconds for a
+    /// Debian image package), for verbs that check a patch; else only the image, its config
+    /// and System.map, or a debug package's vmlinux (reading stops once they are found).
+    pub package_modules: bool,
+    /// Read the export facts (CRCs, namespaces) kept in a cache entry: false for verbs that
+    /// never consult them (a lookup, a dump), which then see none. Decoding never skips them;
+    /// only reading a cached kernel does (tens of thousands of records).
+    pub export_facts: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_input_size: 1 << 30,
+            max_decompressed_size: 1 << 30,
+            kallsyms_all: None,
+            package_modules: false,
+            cache: None,
+            export_facts: true,
+        }
+    }
+}
