@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
                 kallsyms_all: false,
                 module_unload: true,
             },
+            &mut klpsym_core::resched::Resched::none(),
         )
     });
     match (all, text_only) {

@@ -316,7 +316,7 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
         || Ok(()),
         |(), r| {
             let layouts = klpsym_livepatch::StructLayouts::fallback(6, 1);
-            let m = klpsym_livepatch::LivepatchModule::parse_with_resched(&patch, &layouts, r)?;
+            let m = klpsym_livepatch::LivepatchModule::parse_with(&patch, &layouts, r)?;
             let report = klpsym_livepatch::check_with(&m, &target, r)?;
             let verdict = format!("{:?}", report.verdict.kind);
             report.drop_with_points(r)?;

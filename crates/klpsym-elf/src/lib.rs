@@ -28,12 +28,9 @@ pub use filter::KernelVersion;
 pub use identity::{build_id_from_notes, vmlinux_crcs};
 pub use layout::layout_core_sections;
 pub use module::{
-    module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with,
-    module_kallsyms_with_resched, ModuleOptions, ModuleSection, ModuleSymbols,
+    module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with, ModuleOptions,
+    ModuleSection, ModuleSymbols,
 };
-pub use place::{place_module, place_with_bases, section_bases};
+pub use place::{place_at_bases, place_module, section_bases};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
-pub use vmlinux::{
-    vmlinux_kallsyms, vmlinux_kallsyms_with, vmlinux_kallsyms_with_resched, VmlinuxOptions,
-    VmlinuxSymbols,
-};
+pub use vmlinux::{vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols};

@@ -104,12 +104,13 @@ impl Default for ModuleOptions {
 
 /// The /proc/kallsyms view of a module with default [`ModuleOptions`].
 pub fn module_kallsyms(ko: &[u8]) -> Result<ModuleSymbols, ElfError> {
-    module_kallsyms_with(ko, ModuleOptions::default())
+    module_kallsyms_with(ko, ModuleOptions::default(), &mut Resched::none())
 }
 
-/// [`module_kallsyms_with`], reaching a reschedule point through `resched` per section and per
+/// [`module_kallsyms`] with explicit kernel configuration assumptions (`opts`), reaching a
+/// reschedule point through `resched` per section and per
 /// symbol; a cancelled point ends it with [`ElfError::Cancelled`].
-pub fn module_kallsyms_with_resched(
+pub fn module_kallsyms_with(
     ko: &[u8],
     opts: ModuleOptions,
     resched: &mut Resched,
@@ -133,11 +134,6 @@ pub fn module_kallsyms_for_machine(ko: &[u8], machine: u16) -> Result<ModuleSymb
         });
     }
     module_from_raw(&raw, ModuleOptions::default(), &mut resched)
-}
-
-/// [`module_kallsyms`] with explicit kernel configuration assumptions.
-pub fn module_kallsyms_with(ko: &[u8], opts: ModuleOptions) -> Result<ModuleSymbols, ElfError> {
-    module_kallsyms_with_resched(ko, opts, &mut Resched::none())
 }
 
 fn module_from_raw(
@@ -632,7 +628,7 @@ mod tests {
             kallsyms_all: false,
             module_unload: true,
         };
-        let m = module_kallsyms_with(&sample(MODINFO), opts).unwrap();
+        let m = module_kallsyms_with(&sample(MODINFO), opts, &mut Resched::none()).unwrap();
         assert_eq!(
             lines(&m),
             [
@@ -654,7 +650,7 @@ mod tests {
             kallsyms_all: true,
             module_unload: false,
         };
-        let m = module_kallsyms_with(&sample(MODINFO), opts).unwrap();
+        let m = module_kallsyms_with(&sample(MODINFO), opts, &mut Resched::none()).unwrap();
         assert!(m.entries.iter().all(|e| e.name != "exit_fn"));
         assert!(m.entries.iter().any(|e| e.name == "helper"));
     }

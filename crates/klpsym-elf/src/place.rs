@@ -1,7 +1,7 @@
 //! Giving a module's section-relative entries their run-time addresses.
 //!
 //! A .ko has no load address; the loader places each section. Two ways in:
-//! the section bases are known ([`place_with_bases`]), or the running kernel's
+//! the section bases are known ([`place_at_bases`]), or the running kernel's
 //! /proc/kallsyms lines for the module are at hand ([`place_module`]): then every
 //! section's base is derived from its first symbol and every other symbol must
 //! agree, which also proves that our entries are the kernel's.
@@ -112,7 +112,7 @@ pub fn section_bases(mods: &ModuleSymbols, addrs: &[u64]) -> HashMap<u32, u64> {
 /// Absolute addresses from known section bases (section index -> address).
 /// Absolute symbols keep their value; a symbol whose section has no base is an
 /// error naming it.
-pub fn place_with_bases(
+pub fn place_at_bases(
     mods: &ModuleSymbols,
     bases: &HashMap<u32, u64>,
 ) -> Result<Vec<u64>, ElfError> {
@@ -194,7 +194,7 @@ mod tests {
     fn placement_round_trips_through_kernel_lines() {
         let m = sample();
         assert_eq!(m.entries.len(), 3, "{:?}", m.entries);
-        let addrs = place_with_bases(&m, &bases(&m)).unwrap();
+        let addrs = place_at_bases(&m, &bases(&m)).unwrap();
         assert_eq!(
             addrs,
             [
@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn disagreeing_section_base_is_reported() {
         let m = sample();
-        let mut addrs = place_with_bases(&m, &bases(&m)).unwrap();
+        let mut addrs = place_at_bases(&m, &bases(&m)).unwrap();
         addrs[2] += 8; // b_fn no longer agrees with a_fn about .text
         let lines = kernel_lines(&m, &addrs);
         let err = place_module(&m, &borrow(&lines)).unwrap_err().to_string();
@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn name_letter_and_count_mismatches_are_reported() {
         let m = sample();
-        let addrs = place_with_bases(&m, &bases(&m)).unwrap();
+        let addrs = place_at_bases(&m, &bases(&m)).unwrap();
         let mut lines = kernel_lines(&m, &addrs);
         lines[1].1 = b'D';
         let err = place_module(&m, &borrow(&lines)).unwrap_err().to_string();
@@ -237,9 +237,7 @@ mod tests {
     #[test]
     fn missing_base_is_an_error() {
         let m = sample();
-        let err = place_with_bases(&m, &HashMap::new())
-            .unwrap_err()
-            .to_string();
+        let err = place_at_bases(&m, &HashMap::new()).unwrap_err().to_string();
         assert!(err.contains("no base given for section"), "{err}");
     }
 }

@@ -61,18 +61,14 @@ pub fn vmlinux_kallsyms(
             kallsyms_all,
             ..VmlinuxOptions::default()
         },
+        &mut Resched::none(),
     )
 }
 
-/// [`vmlinux_kallsyms`] with every assumption overridable.
-pub fn vmlinux_kallsyms_with(elf: &[u8], opts: VmlinuxOptions) -> Result<VmlinuxSymbols, ElfError> {
-    vmlinux_kallsyms_with_resched(elf, opts, &mut Resched::none())
-}
-
-/// [`vmlinux_kallsyms_with`], reaching a reschedule point through `resched` per symbol (in
+/// [`vmlinux_kallsyms`] with every assumption overridable (`opts`), reaching a reschedule point through `resched` per symbol (in
 /// parsing, filtering, sorting and every table pass) and every 256 KiB of scanning; a cancelled
 /// point ends it with [`ElfError::Cancelled`].
-pub fn vmlinux_kallsyms_with_resched(
+pub fn vmlinux_kallsyms_with(
     elf: &[u8],
     opts: VmlinuxOptions,
     resched: &mut Resched,

@@ -4,8 +4,8 @@
 //! Three timings, printed as `key=value` lines for scripts (scripts/bench-extract.sh):
 //! - `raw_decoder_ms`: the payload through liblzma (XZ only) in one call into a presized
 //!   buffer, no reschedule points: the floor any extractor pays;
-//! - `decompress_ms`: [`klpsym_image::decompress_image_with_resched`] (streamed, with points);
-//! - `extract_ms`: [`klpsym_image::extract_with_resched`] (decompress + find + decode).
+//! - `decompress_ms`: [`klpsym_image::decompress_image_with`] (streamed, with points);
+//! - `extract_ms`: [`klpsym_image::extract_with`] (decompress + find + decode).
 
 use std::time::{Duration, Instant};
 
@@ -77,11 +77,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(n, decompressed_len, "raw decoder disagrees on the size");
         }
         let t = Instant::now();
-        let d = klpsym_image::decompress_image_with_resched(&bytes, limit, &mut Resched::none())?;
+        let d = klpsym_image::decompress_image_with(&bytes, limit, &mut Resched::none())?;
         dec.push(t.elapsed());
         drop(d);
         let t = Instant::now();
-        let s = klpsym_image::extract_with_resched(&bytes, limit, &mut Resched::none())?;
+        let s = klpsym_image::extract_with(&bytes, limit, &mut Resched::none())?;
         full.push(t.elapsed());
         last = Some(s);
     }

@@ -159,12 +159,12 @@ fn sniff(b: &[u8], strict: bool) -> Option<Compression> {
 
 /// Decompresses a kernel image to its vmlinux; see the crate docs. `limit` caps the output.
 pub fn decompress_image(bytes: &[u8], limit: usize) -> Result<Decompressed<'_>, ImageError> {
-    decompress_image_with_resched(bytes, limit, &mut Resched::none())
+    decompress_image_with(bytes, limit, &mut Resched::none())
 }
 
 /// [`decompress_image`], reaching a reschedule point through `resched` every few KiB of output
 /// (and every 256 KiB of scanning); a cancelled point ends it with [`ImageError::Cancelled`].
-pub fn decompress_image_with_resched<'a>(
+pub fn decompress_image_with<'a>(
     bytes: &'a [u8],
     limit: usize,
     resched: &mut Resched,

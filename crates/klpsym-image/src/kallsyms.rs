@@ -40,13 +40,13 @@ struct Ctx<'a> {
 
 /// Locates and decodes the kallsyms tables in a decompressed kernel (ELF or raw).
 pub fn find_kallsyms(vmlinux: &[u8]) -> Result<ImageSymbols, ImageError> {
-    find_kallsyms_with_resched(vmlinux, &mut Resched::none())
+    find_kallsyms_with(vmlinux, &mut Resched::none())
 }
 
 /// [`find_kallsyms`], reaching a reschedule point through `resched` per table entry, per
 /// candidate position and every 256 KiB of scanning; a cancelled point ends it with
 /// [`ImageError::Cancelled`].
-pub fn find_kallsyms_with_resched(
+pub fn find_kallsyms_with(
     vmlinux: &[u8],
     resched: &mut Resched,
 ) -> Result<ImageSymbols, ImageError> {

@@ -25,12 +25,12 @@ mod tables;
 mod xz;
 
 pub use container::{
-    decompress_image, decompress_image_with_resched, sniff_compression, Compression, Decompressed,
+    decompress_image, decompress_image_with, sniff_compression, Compression, Decompressed,
     ImageFormat,
 };
 pub use error::ImageError;
 pub use identity::{banner_release, find_build_id, find_vermagic};
-pub use kallsyms::{find_kallsyms, find_kallsyms_with_resched};
+pub use kallsyms::{find_kallsyms, find_kallsyms_with};
 use klpsym_resched::resched::Resched;
 pub use layout::{Addressing, LayoutEra, NameLengthEncoding, TableLayout, TableOffsets};
 pub use stream::{is_cancelled, StreamDecoder};
@@ -101,17 +101,17 @@ impl ImageSymbols {
 
 /// Decompresses (under `limit` bytes) and decodes a kernel image's kallsyms.
 pub fn extract(bytes: &[u8], limit: usize) -> Result<ImageSymbols, ImageError> {
-    extract_with_resched(bytes, limit, &mut Resched::none())
+    extract_with(bytes, limit, &mut Resched::none())
 }
 
 /// [`extract`], reaching reschedule points through `resched` in both steps (see
-/// [`decompress_image_with_resched`] and [`find_kallsyms_with_resched`]).
-pub fn extract_with_resched(
+/// [`decompress_image_with`] and [`find_kallsyms_with`]).
+pub fn extract_with(
     bytes: &[u8],
     limit: usize,
     resched: &mut Resched,
 ) -> Result<ImageSymbols, ImageError> {
-    let d = decompress_image_with_resched(bytes, limit, resched)?;
+    let d = decompress_image_with(bytes, limit, resched)?;
     let syms = extract_decompressed(&d, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
@@ -120,13 +120,13 @@ pub fn extract_with_resched(
     Ok(syms)
 }
 
-/// The second half of [`extract_with_resched`], for a caller that already decompressed the
+/// The second half of [`extract_with`], for a caller that already decompressed the
 /// image (and looked at the payload) so it is not decompressed twice.
 pub fn extract_decompressed(
     d: &Decompressed<'_>,
     resched: &mut Resched,
 ) -> Result<ImageSymbols, ImageError> {
-    let mut syms = find_kallsyms_with_resched(&d.data, resched)?;
+    let mut syms = find_kallsyms_with(&d.data, resched)?;
     syms.format = match (d.format, syms.format) {
         (ImageFormat::Compressed { compression }, ImageFormat::Arm64Image { .. }) => {
             ImageFormat::Arm64Image {

@@ -151,7 +151,7 @@ fn decode_binary(
     match kind {
         Detected::Text => unreachable!("text is decoded by decode"),
         Detected::ElfRelocatable => module_table(path, bytes, None, resched),
-        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with_resched(
+        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with(
             bytes,
             klpsym_elf::VmlinuxOptions {
                 kallsyms_all: opts.kallsyms_all,
@@ -219,7 +219,7 @@ fn decode_binary(
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
-            let d = klpsym_image::decompress_image_with_resched(bytes, limit, resched)
+            let d = klpsym_image::decompress_image_with(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             let decoded = if detect(&d.data) == Detected::ElfRelocatable {
                 module_table(path, &d.data, Some(codec), resched)?
@@ -244,7 +244,7 @@ fn image_symbols(
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
-    let syms = klpsym_image::extract_with_resched(bytes, limit, resched)
+    let syms = klpsym_image::extract_with(bytes, limit, resched)
         .map_err(|source| image_error(path, source))?;
     image_table(syms, resched)
 }
@@ -314,12 +314,8 @@ fn module_table(
     codec: Option<&str>,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
-    let m = klpsym_elf::module_kallsyms_with_resched(
-        bytes,
-        klpsym_elf::ModuleOptions::default(),
-        resched,
-    )
-    .map_err(|source| elf_error(path, source))?;
+    let m = klpsym_elf::module_kallsyms_with(bytes, klpsym_elf::ModuleOptions::default(), resched)
+        .map_err(|source| elf_error(path, source))?;
     let table = module_symbols_table_with(&m, None, resched)?;
     let facts = SourceFacts {
         // One version format for every kind: the release; the vermagic says the rest.

@@ -134,7 +134,7 @@ pub fn read_btf(
         crate::detect::Detected::Compressed(_) | crate::detect::Detected::Image
     ) {
         let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
-        let d = klpsym_image::decompress_image_with_resched(&raw, limit, resched)
+        let d = klpsym_image::decompress_image_with(&raw, limit, resched)
             .map_err(|source| crate::error::image_error(path, source))?;
         if let Some(b) = btf_in(&d.data) {
             return Ok(b.to_vec());

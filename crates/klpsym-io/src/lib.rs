@@ -51,7 +51,7 @@ pub use output::{write_atomically, write_atomically_with};
 pub use package::{is_package, load_packages};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};
-pub use symvers_cache::read_symvers_with;
+pub use symvers_cache::read_symvers_cached;
 pub use sysfs::{read_livepatch_sysfs, SysfsPatch, LIVEPATCH_SYSFS};
 
 /// Makes glibc's malloc give memory back in bounded pieces, for programs that load big files

@@ -285,13 +285,13 @@ fn module_from_bytes(
 ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
     let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
     let parse = |b: &[u8], resched: &mut Resched| {
-        klpsym_elf::module_kallsyms_with_resched(b, klpsym_elf::ModuleOptions::default(), resched)
+        klpsym_elf::module_kallsyms_with(b, klpsym_elf::ModuleOptions::default(), resched)
             .map_err(|source| elf_error(path, source))
     };
     match detect(bytes) {
         Detected::ElfRelocatable => parse(bytes, resched),
         Detected::Compressed(_) => {
-            let d = klpsym_image::decompress_image_with_resched(bytes, limit, resched)
+            let d = klpsym_image::decompress_image_with(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             parse(&d.data, resched)
         }

@@ -42,7 +42,7 @@ const FORMAT: u32 = 1;
 
 /// Reads a Module.symvers as [`read_symvers`] does, through the cache of `opts` when it has
 /// one: a warm run reads the file and checks its hash, and the table is the entry's.
-pub fn read_symvers_with(
+pub fn read_symvers_cached(
     path: &Path,
     opts: &LoadOptions,
     rs: &mut Resched,

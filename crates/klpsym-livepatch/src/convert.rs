@@ -217,7 +217,7 @@ pub fn convert_with(
         }
         None => (module, false),
     };
-    let obj = ElfObject::parse_with_resched(data, resched)?;
+    let obj = ElfObject::parse_with(data, resched)?;
     if obj.e_type != elf::ET_REL {
         return Err(ParseError::Unsupported(format!(
             "e_type {}: not a relocatable object (.ko)",

@@ -209,12 +209,12 @@ impl NameBudget {
 impl<'d> ElfObject<'d> {
     /// Parses `data`, which must be an ELF64 little-endian object.
     pub fn parse(data: &'d [u8]) -> Result<Self, ParseError> {
-        Self::parse_with_resched(data, &mut Resched::none())
+        Self::parse_with(data, &mut Resched::none())
     }
 
     /// [`parse`](ElfObject::parse), reaching reschedule points through `resched` (a tick per
     /// section, symbol and relocation); a cancelled point is [`ParseError::Cancelled`].
-    pub fn parse_with_resched(data: &'d [u8], resched: &mut Resched) -> Result<Self, ParseError> {
+    pub fn parse_with(data: &'d [u8], resched: &mut Resched) -> Result<Self, ParseError> {
         if data.len() < 64 || &data[..4] != b"\x7fELF" {
             return Err(ParseError::NotElf);
         }

@@ -13,7 +13,7 @@
 //!
 //! Every operation whose work grows with its input has a form taking a
 //! `klpsym_core::resched::Resched` ([`check_with`], [`convert_with`],
-//! [`LivepatchModule::parse_with_resched`], [`ElfObject::parse_with_resched`]) and reaches a
+//! [`LivepatchModule::parse_with`], [`ElfObject::parse_with`]) and reaches a
 //! reschedule point at least every interval of work; the plain forms use `Resched::none()`.
 //!
 //! Driving it from a harness: parse with [`LivepatchModule::parse_with`] (layouts from

@@ -134,23 +134,18 @@ const THIS_MODULE_NAME_OFFSET: usize = 24;
 impl<'d> LivepatchModule<'d> {
     /// Parses `data` with the fallback struct layouts of Linux 5.1–6.18.
     pub fn parse(data: &'d [u8]) -> Result<Self, ParseError> {
-        Self::parse_with(data, &StructLayouts::fallback(6, 1))
+        Self::parse_with(data, &StructLayouts::fallback(6, 1), &mut Resched::none())
     }
 
-    /// Parses `data`, reading the patch tables with `layouts` (from the target's BTF).
-    pub fn parse_with(data: &'d [u8], layouts: &StructLayouts) -> Result<Self, ParseError> {
-        Self::parse_with_resched(data, layouts, &mut Resched::none())
-    }
-
-    /// [`parse_with`](LivepatchModule::parse_with), reaching reschedule points through
-    /// `resched` (per section, symbol, relocation and patch table entry); a cancelled point is
-    /// [`ParseError::Cancelled`].
-    pub fn parse_with_resched(
+    /// Parses `data`, reading the patch tables with `layouts` (from the target's BTF), reaching
+    /// reschedule points through `resched` (per section, symbol, relocation and patch table
+    /// entry); a cancelled point is [`ParseError::Cancelled`].
+    pub fn parse_with(
         data: &'d [u8],
         layouts: &StructLayouts,
         resched: &mut Resched,
     ) -> Result<Self, ParseError> {
-        let elf = ElfObject::parse_with_resched(data, resched)?;
+        let elf = ElfObject::parse_with(data, resched)?;
         Self::from_elf(elf, layouts, resched)
     }
 

@@ -234,8 +234,8 @@ mod tests {
         let exported = |n: &str| n == "klp_enable_patch";
 
         let mut r = Resched::none().with_interval(Duration::from_micros(1));
-        let m = LivepatchModule::parse_with_resched(&bytes, &StructLayouts::fallback(6, 1), &mut r)
-            .unwrap();
+        let m =
+            LivepatchModule::parse_with(&bytes, &StructLayouts::fallback(6, 1), &mut r).unwrap();
         let parse_points = r.stats().points;
         assert!(parse_points > 0, "{:?}", r.stats());
         let report = check_with(&m, &t, &mut r).unwrap();
@@ -262,11 +262,7 @@ mod tests {
             Err(ConvertError::Cancelled)
         );
         assert!(matches!(
-            LivepatchModule::parse_with_resched(
-                &bytes,
-                &StructLayouts::fallback(6, 1),
-                &mut cancelled()
-            ),
+            LivepatchModule::parse_with(&bytes, &StructLayouts::fallback(6, 1), &mut cancelled()),
             Err(ParseError::Cancelled)
         ));
     }

@@ -46,7 +46,7 @@ impl Patch {
         rs: &mut Resched,
     ) -> Result<Patch> {
         let path = path.as_ref();
-        let m = LivepatchModule::parse_with_resched(&bytes, &layouts.layouts, rs).map_err(|e| {
+        let m = LivepatchModule::parse_with(&bytes, &layouts.layouts, rs).map_err(|e| {
             if let klpsym_livepatch::ParseError::Cancelled = e {
                 return Error::cancelled();
             }
@@ -208,7 +208,7 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
     };
     let mut rs = first.opts.resched();
     let rs = &mut rs;
-    let module = LivepatchModule::parse_with_resched(&patch.bytes, &patch.layouts, rs)?;
+    let module = LivepatchModule::parse_with(&patch.bytes, &patch.layouts, rs)?;
     let bases = section_bases(&module, patch, copts, rs)?;
     let mut results = Vec::new();
     for &k in kernels {

@@ -107,7 +107,7 @@ pub fn convert(
     // The module's objects, and the objects pins name, may be modules that are not loaded:
     // their .ko is offered.
     let mut names: Vec<String> = copts.pins.iter().filter_map(|p| p.object.clone()).collect();
-    let module = LivepatchModule::parse_with_resched(&bytes, &layouts.layouts, rs)
+    let module = LivepatchModule::parse_with(&bytes, &layouts.layouts, rs)
         .map_err(|e| Error::from(e).context(input.display()))?;
     if let Ok(p) = &module.patch {
         names.extend(p.objects.iter().map(|o| o.object_name().to_string()));

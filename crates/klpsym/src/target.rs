@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use klpsym_core::{bulk, Cancelled, ObjectId, Resched, SymbolTable};
 use klpsym_io::{
-    find_config, find_symvers, module_symbols_table, read_symvers_with, Exports, KernelConfig,
+    find_config, find_symvers, module_symbols_table, read_symvers_cached, Exports, KernelConfig,
     ModuleTree,
 };
 use klpsym_livepatch::{
@@ -342,7 +342,7 @@ impl<'k> LoaderInputs<'k> {
             None => k.modules_dir().as_deref().and_then(find_symvers),
         };
         out.exports = match symvers {
-            Some(p) => Some(Cow::Owned(read_symvers_with(
+            Some(p) => Some(Cow::Owned(read_symvers_cached(
                 &p,
                 &k.opts.load_options(),
                 rs,

@@ -122,7 +122,7 @@ fn struct_layout_from_btf_and_mismatch_note() {
         ("klp_patch", 200, &[("mod", 0), ("objs", 8)]),
     ]);
     let l = btf::layouts_from_btf(&btf).unwrap();
-    let m = LivepatchModule::parse_with(&bytes, &l).unwrap();
+    let m = LivepatchModule::parse_with(&bytes, &l, &mut klpsym_core::Resched::none()).unwrap();
     let p = m.patch.as_ref().unwrap();
     assert_eq!(p.objects[0].funcs.len(), 2);
     assert_eq!(
