@@ -36,9 +36,9 @@ pub(crate) fn from_bytes(
 
 /// The running kernel says what it is: /proc/version is its banner.
 pub(crate) fn with_live_version(path: &Path, mut d: Decoded) -> Decoded {
-    if crate::loaded::is_live(path) && d.2.version.is_none() {
+    if crate::loaded::is_live(path) && d.facts.version.is_none() {
         if let Ok(v) = std::fs::read_to_string("/proc/version") {
-            d.2.version = Some(v.trim_end().to_string());
+            d.facts.version = Some(v.trim_end().to_string());
         }
     }
     d
@@ -48,7 +48,12 @@ impl LoadedKernel {
     /// A kernel just decoded from its source (no debug part, package or cache entry yet).
     pub(crate) fn decoded(
         path: &Path,
-        (kind, table, facts, module): Decoded,
+        Decoded {
+            kind,
+            table,
+            facts,
+            module,
+        }: Decoded,
         read_time: Duration,
         parse_time: Duration,
         bytes: u64,
@@ -96,12 +101,15 @@ pub(crate) fn from_binary(
     ))
 }
 
-pub(crate) type Decoded = (
-    SourceKind,
-    SymbolTable,
-    SourceFacts,
-    Option<klpsym_elf::ModuleSymbols>,
-);
+/// What decoding a source gave: its kind, table and facts, and for a module its own
+/// description.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub(crate) kind: SourceKind,
+    pub(crate) table: SymbolTable,
+    pub(crate) facts: SourceFacts,
+    pub(crate) module: Option<klpsym_elf::ModuleSymbols>,
+}
 
 fn decode(
     path: &Path,
@@ -137,7 +145,12 @@ pub(crate) fn text_decoded(parsed: klpsym_sources::ParsedText) -> Decoded {
             "System.map lists symbols the kernel's kallsyms drops; positions are counted over the System.map as given".into(),
         );
     }
-    (kind, parsed.table, facts, None)
+    Decoded {
+        kind,
+        table: parsed.table,
+        facts,
+        module: None,
+    }
 }
 
 fn decode_binary(
@@ -213,7 +226,12 @@ fn decode_binary(
                 v.entries
                     .free_with_points(resched)
                     .map_err(klpsym_core::BuildError::from)?;
-                Ok((SourceKind::VmlinuxElf, table, facts, None))
+                Ok(Decoded {
+                    kind: SourceKind::VmlinuxElf,
+                    table,
+                    facts,
+                    module: None,
+                })
             }
             Err(klpsym_elf::ElfError::NoSymtab) => image_symbols(path, bytes, limit, resched),
             Err(source) => Err(elf_error(path, source)),
@@ -299,13 +317,14 @@ fn image_table(
     // One heap string per symbol: dropped in steps.
     klpsym_core::bulk::free_with_points(syms.entries, resched)
         .map_err(klpsym_core::BuildError::from)?;
-    Ok((
-        SourceKind::KernelImage,
-        b.build_with(resched)
+    Ok(Decoded {
+        kind: SourceKind::KernelImage,
+        table: b
+            .build_with(resched)
             .map_err(klpsym_core::BuildError::from)?,
         facts,
-        None,
-    ))
+        module: None,
+    })
 }
 
 fn module_table(
@@ -337,7 +356,12 @@ fn module_table(
         ],
         ..SourceFacts::default()
     };
-    Ok((SourceKind::Module, table, facts, Some(m)))
+    Ok(Decoded {
+        kind: SourceKind::Module,
+        table,
+        facts,
+        module: Some(m),
+    })
 }
 
 /// The CRCs of a vmlinux ELF's exports (see [`klpsym_elf::vmlinux_crcs`]), as an export

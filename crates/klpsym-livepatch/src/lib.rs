@@ -54,6 +54,6 @@ pub use names::{
 };
 pub use report::{
     errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
-    ObjectState, Problem, ProblemKind, RelocationReport, Stage, Verdict, VerdictKind,
+    ObjectState, PatchVerdict, Problem, ProblemKind, RelocationReport, Stage, VerdictKind,
 };
 pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, Target};

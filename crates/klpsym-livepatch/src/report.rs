@@ -159,7 +159,7 @@ pub struct LogLine {
 
 /// The verdict with its context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
+pub struct PatchVerdict {
     /// The outcome.
     pub kind: VerdictKind,
     /// errno of the failing load (RefusedAtLoad).
@@ -170,29 +170,29 @@ pub struct Verdict {
     pub unchecked_modules: Vec<String>,
 }
 
-impl Verdict {
+impl PatchVerdict {
     /// The verdict of a list of problems (kernel order) and object states.
-    pub fn of(problems: &[Problem], objects: &[ObjectReport]) -> Verdict {
+    pub fn of(problems: &[Problem], objects: &[ObjectReport]) -> PatchVerdict {
         Self::of_with(problems, objects, &mut Resched::none())
             .expect("a Resched without a cancel flag or callback never cancels")
     }
 
-    /// [`of`](Verdict::of) with a tick per problem and object.
+    /// [`of`](PatchVerdict::of) with a tick per problem and object.
     pub fn of_with(
         problems: &[Problem],
         objects: &[ObjectReport],
         resched: &mut Resched,
-    ) -> Result<Verdict, Cancelled> {
+    ) -> Result<PatchVerdict, Cancelled> {
         Self::of_module(problems, objects, false, resched)
     }
 
-    /// [`of_with`](Verdict::of_with) for a module that may be an ordinary one.
+    /// [`of_with`](PatchVerdict::of_with) for a module that may be an ordinary one.
     pub fn of_module(
         problems: &[Problem],
         objects: &[ObjectReport],
         ordinary: bool,
         resched: &mut Resched,
-    ) -> Result<Verdict, Cancelled> {
+    ) -> Result<PatchVerdict, Cancelled> {
         let mut first_fatal = None;
         let mut refused: Vec<String> = Vec::new();
         for p in problems {
@@ -219,19 +219,19 @@ impl Verdict {
             }
         }
         Ok(match first_fatal {
-            Some(p) => Verdict {
+            Some(p) => PatchVerdict {
                 kind: VerdictKind::RefusedAtLoad,
                 errno: Some(p.errno),
                 refused_modules: vec![],
                 unchecked_modules: unchecked,
             },
-            None if !refused.is_empty() => Verdict {
+            None if !refused.is_empty() => PatchVerdict {
                 kind: VerdictKind::RefusedWhenModuleLoads,
                 errno: None,
                 refused_modules: refused,
                 unchecked_modules: unchecked,
             },
-            None => Verdict {
+            None => PatchVerdict {
                 kind: if ordinary {
                     VerdictKind::OrdinaryModule
                 } else {
@@ -365,7 +365,7 @@ pub struct CheckReport {
     /// Where the struct layouts came from.
     pub layouts_source: String,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: PatchVerdict,
     /// What the kernel logs, in order, as far as it gets: the error lines of the problems it
     /// reaches and, on success, `livepatch: enabling patch '%s'`, the transition lines, and
     /// `applying patch '%s' to loading module '%s'` when a deferred module loads.

@@ -194,7 +194,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
     }
 
     /// The lines the kernel logs, in order (see [`CheckReport::kernel_log`]).
-    fn kernel_log(&mut self, verdict: &Verdict) -> Result<Vec<LogLine>, Cancelled> {
+    fn kernel_log(&mut self, verdict: &PatchVerdict) -> Result<Vec<LogLine>, Cancelled> {
         let mut out = Vec::new();
         let name = self.m.name.clone();
         let push = |out: &mut Vec<LogLine>, stage: &Stage, line: String| {
@@ -268,7 +268,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
     fn finish(mut self) -> Result<CheckReport, Cancelled> {
         self.orphan_sections()?;
         let ordinary = self.m.is_ordinary_module();
-        let verdict = Verdict::of_module(&self.problems, &self.objects, ordinary, self.r)?;
+        let verdict = PatchVerdict::of_module(&self.problems, &self.objects, ordinary, self.r)?;
         let kernel_log = self.kernel_log(&verdict)?;
         let layouts_source = match &self.m.patch {
             Ok(p) => p.layouts.source.to_string(),
