@@ -6,9 +6,9 @@
 //!
 //! - [`SymbolTable`] holds objects (vmlinux, modules, pseudo-objects) and their symbols in
 //!   kernel order, with a name index and an address index built on first use.
-//! - [`lookup`] reproduces `klp_find_object_symbol()` (kernel/livepatch/core.c): positions,
+//! - [`find_object_symbol`] reproduces `klp_find_object_symbol()` (kernel/livepatch/core.c): positions,
 //!   verdicts and the kernel's exact messages.
-//! - [`symbolize`] reproduces `%pS` (`name+0xoff/0xsize [module]`).
+//! - [`SymbolTable::symbolize`] reproduces `%pS` (`name+0xoff/0xsize [module]`).
 //! - [`resched`] is the one reschedule-point mechanism every long operation goes through.
 
 mod addr_index;

@@ -161,8 +161,9 @@ impl SymbolTable {
         }
     }
 
-    /// Uses the name index at `range` of `backing` ([`encode_name_index`]
-    /// (Self::encode_name_index) of this table, by this build) in place; false when those
+    /// Uses the name index at `range` of `backing` (what
+    /// [`encode_name_index`](Self::encode_name_index) wrote for this table, by this build) in
+    /// place; false when those
     /// bytes are not an index for a table of this size, or an index is already built (the
     /// index is then built when first needed, as without one).
     pub fn attach_name_index(

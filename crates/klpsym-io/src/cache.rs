@@ -2,7 +2,7 @@
 //! repeat run reads a few megabytes instead of decompressing and decoding again.
 //!
 //! An entry is named by the input's identity as the file system tells it (device, inode,
-//! size, mtime, ctime: the fast key) and records the input's identity ([`input_identity`]),
+//! size, mtime, ctime: the fast key) and records the input's identity ([`crate::input_identity`]),
 //! checked on every use (a file rewritten in place within one mtime tick is still caught): the
 //! xxh3-128 hash of its bytes, or for an ELF with a GNU build id (a vmlinux) that build id and
 //! its length, read in a few kilobytes instead of hashing 66-500 MB.
@@ -253,7 +253,7 @@ impl Cache {
         Ok(Some((entry_meta, table, t1.elapsed())))
     }
 
-    /// Keeps `k` (decoded from `input`, whose identity, [`input_identity`], is `content`) for next time. Kernels
+    /// Keeps `k` (decoded from `input`, whose identity, [`crate::input_identity`], is `content`) for next time. Kernels
     /// with parts an entry does not hold (a module's own description, package modules or a
     /// debug vmlinux) are not kept. Failing to write is not an error: the cache is an
     /// optimisation, and the reason is returned for a note.
@@ -583,7 +583,7 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// The file's identity ([`input_identity`]) and the body's hash, once every job is done; `None` when the
+    /// The file's identity ([`crate::input_identity`]) and the body's hash, once every job is done; `None` when the
     /// file is no longer the length it was (bytes appended while it was hashed).
     fn result(self) -> Option<(u128, u128)> {
         if self.file.metadata().ok()?.len() != self.len {

@@ -161,7 +161,8 @@ pub(crate) fn hash_in_steps(bytes: &[u8], rs: &mut Resched) -> Result<u128, Canc
     Ok(h.digest128())
 }
 
-/// The hash the cache records for an input's bytes (see [`HASH_CHUNK`]).
+/// The hash the cache records for an input's bytes: the xxh3-128 of its length and of its
+/// 1 MiB chunks' xxh3-128 hashes (so two threads can hash one file).
 pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
     let mut chunks = Vec::with_capacity(bytes.len().div_ceil(HASH_CHUNK as usize));
     for c in bytes.chunks(HASH_CHUNK as usize) {

@@ -26,7 +26,7 @@ pub fn release_of(k: &LoadedKernel) -> Option<String> {
 }
 
 /// Where the configuration of `k` is, when it can be found: `config-<release>` beside a kernel
-/// image (Debian's /boot and, since 7.x, /usr/lib/modules/<abi>/config), and for the running
+/// image (Debian's /boot and, since 7.x, `/usr/lib/modules/<abi>/config`), and for the running
 /// kernel /boot/config-$(uname -r) or /proc/config.gz.
 pub fn find_config(k: &LoadedKernel) -> Option<PathBuf> {
     let release = release_of(k);

@@ -120,7 +120,7 @@ pub struct PackageParts {
     pub config: Option<klpsym_sources::KernelConfig>,
     /// Module.symvers (headers packages; RPM's symvers.gz).
     pub symvers: Option<klpsym_sources::Exports>,
-    /// The modules, when read ([`LoadOptions::package_modules`]).
+    /// The modules, when read ([`crate::LoadOptions::package_modules`]).
     pub modules: Option<crate::modules::ModuleTree>,
     /// The debug vmlinux's bytes, kept when the kernel (or its debug part) is one: reading
     /// declaration lines later must not decompress the package again.

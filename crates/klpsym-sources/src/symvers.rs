@@ -279,7 +279,7 @@ impl ExportMap {
     }
 
     /// Appends the map's encoding without its text: the records and slots over a text the
-    /// reader already holds (a Module.symvers' own bytes, as [`parse_symvers`] kept them;
+    /// reader already holds (a Module.symvers' own bytes, as [`parse_symvers_text`] kept them;
     /// read back by [`ExportMap::view_index`]). `false` as for [`ExportMap::encode`], and for
     /// a map read in place (its text is not the file's).
     pub fn encode_index(&self, out: &mut Vec<u8>, rs: &mut Resched) -> Result<bool, Cancelled> {

@@ -1,7 +1,7 @@
 //! Livepatch modules and target tables at real sizes, for tests, benchmarks and latency
 //! measurements.
 //!
-//! [`build_module`](crate::module::build_module) writes a relocatable module from a [`ModSpec`] with `object::write`: modinfo,
+//! [`crate::module::build_module`] writes a relocatable module from a [`ModSpec`] with `object::write`: modinfo,
 //! `struct module`, the `klp_patch` → `klp_object[]` → `klp_func[]` tables and their
 //! relocations, replacement functions, and references from the code to other symbols.
 //! [`large_patch`] and [`large_module`] scale it to real sizes: tens of thousands of
