@@ -9,6 +9,7 @@
 //!
 //! This crate never opens files and never decompresses: it takes `&[u8]`.
 
+pub mod btf;
 mod dwarf;
 mod error;
 mod filter;

@@ -287,6 +287,7 @@ impl Cache {
             vermagic: f.vermagic.clone(),
             exports: None,
             build_id: f.build_id.clone(),
+            klp_structs: f.klp_structs.clone(),
         };
         let exports = match &f.exports {
             Some(e) => match encode_exports(e, rs).map_err(|e| e.to_string())? {
@@ -296,7 +297,11 @@ impl Cache {
             None => None,
         };
         let meta = Meta {
-            source: path.display().to_string(),
+            // Absolute: `klpsym cache` and `--prune` judge the input from any folder.
+            source: std::path::absolute(path)
+                .unwrap_or_else(|_| path.to_path_buf())
+                .display()
+                .to_string(),
             source_bytes: input_meta.size(),
             kind: k.kind,
             facts,

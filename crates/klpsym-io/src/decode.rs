@@ -207,6 +207,7 @@ fn decode_binary(
                     build_id,
                     vermagic,
                     exports,
+                    klp_structs: crate::loaded::klp_structs_of(bytes),
                     version: v.version.clone(),
                     format: Some(
                         "vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)"
@@ -244,7 +245,7 @@ fn decode_binary(
             } else {
                 let syms = klpsym_image::extract_decompressed(&d, resched)
                     .map_err(|source| image_error(path, source))?;
-                image_table(syms, resched)?
+                image_table(syms, crate::loaded::klp_structs_of(&d.data), resched)?
             };
             if let std::borrow::Cow::Owned(v) = d.data {
                 klpsym_core::bulk::free_with_points(v, resched)
@@ -262,13 +263,21 @@ fn image_symbols(
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
-    let syms = klpsym_image::extract_with(bytes, limit, resched)
+    let d = klpsym_image::decompress_image_with(bytes, limit, resched)
         .map_err(|source| image_error(path, source))?;
-    image_table(syms, resched)
+    let syms = klpsym_image::extract_decompressed(&d, resched)
+        .map_err(|source| image_error(path, source))?;
+    let klp_structs = crate::loaded::klp_structs_of(&d.data);
+    // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
+    if let std::borrow::Cow::Owned(v) = d.data {
+        klpsym_core::bulk::free_with_points(v, resched).map_err(klpsym_core::BuildError::from)?;
+    }
+    image_table(syms, klp_structs, resched)
 }
 
 fn image_table(
     syms: klpsym_image::ImageSymbols,
+    klp_structs: Option<Vec<Option<crate::loaded::StructFact>>>,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(syms.entries.len(), syms.entries.len() * 24);
@@ -300,6 +309,7 @@ fn image_table(
         }
     };
     let facts = SourceFacts {
+        klp_structs,
         build_id: syms.build_id.clone(),
         vermagic: syms.vermagic.clone(),
         exports,

@@ -126,7 +126,7 @@ pub fn read_btf(
         what: format!("no BTF found ({what}); expected /sys/kernel/btf/vmlinux, a vmlinux or a kernel image built with CONFIG_DEBUG_INFO_BTF"),
     }
     };
-    if let Some(b) = btf_in(&raw) {
+    if let Some(b) = klpsym_elf::btf::find_btf(&raw) {
         return Ok(b.to_vec());
     }
     if matches!(
@@ -136,7 +136,7 @@ pub fn read_btf(
         let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
         let d = klpsym_image::decompress_image_with(&raw, limit, resched)
             .map_err(|source| crate::error::image_error(path, source))?;
-        if let Some(b) = btf_in(&d.data) {
+        if let Some(b) = klpsym_elf::btf::find_btf(&d.data) {
             return Ok(b.to_vec());
         }
         return Err(not_found("the decompressed image holds none"));
@@ -144,47 +144,6 @@ pub fn read_btf(
     Err(not_found(
         "neither raw BTF, nor an ELF with .BTF, nor a kernel image",
     ))
-}
-
-/// The `.BTF` section of an ELF, else a BTF blob found by its header (magic 0xeB9F little
-/// endian, version 1, 24-byte header) whose sections fit the data.
-fn btf_in(data: &[u8]) -> Option<&[u8]> {
-    use object::{Object, ObjectSection};
-    if let Ok(f) = object::File::parse(data) {
-        if let Some(s) = f.section_by_name(".BTF") {
-            return s.data().ok().filter(|d| !d.is_empty());
-        }
-    }
-    const HEAD: [u8; 8] = [0x9f, 0xeb, 1, 0, 24, 0, 0, 0];
-    let u32_at = |d: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?))
-    };
-    let mut from = 0;
-    while let Some(i) = data
-        .get(from..)?
-        .windows(HEAD.len())
-        .position(|w| w == HEAD)
-    {
-        let at = from + i;
-        from = at + 1;
-        let (Some(toff), Some(tlen), Some(soff), Some(slen)) = (
-            u32_at(data, at + 8),
-            u32_at(data, at + 12),
-            u32_at(data, at + 16),
-            u32_at(data, at + 20),
-        ) else {
-            continue;
-        };
-        let end = [toff as u64 + tlen as u64, soff as u64 + slen as u64]
-            .into_iter()
-            .max()
-            .unwrap_or(0)
-            + 24;
-        if toff == 0 && tlen > 0 && slen > 0 && (at as u64 + end) <= data.len() as u64 {
-            return data.get(at..at + end as usize);
-        }
-    }
-    None
 }
 
 /// The addresses the kernel gave a loaded module's sections: a `/sys/module/<name>/sections`

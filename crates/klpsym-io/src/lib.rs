@@ -44,7 +44,9 @@ pub use facts::{
 };
 pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
 pub use load::load;
-pub use loaded::{is_live, LoadedKernel, PackageParts, SourceFacts, SourceKind, DEFAULT_SOURCE};
+pub use loaded::{
+    is_live, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact, DEFAULT_SOURCE,
+};
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use options::LoadOptions;
 pub use output::{write_atomically, write_atomically_with};

@@ -65,6 +65,39 @@ pub struct SourceFacts {
     pub exports: Option<klpsym_sources::Exports>,
     /// The GNU build id (lower-case hex), when the source holds it (image, vmlinux).
     pub build_id: Option<String>,
+    /// What the source's own BTF (an image's or a vmlinux's `.BTF`) says of the livepatch
+    /// structs `klp_patch`, `klp_object` and `klp_func`, in that order (`None` for each one
+    /// it does not describe); `None` when the source holds no BTF.
+    #[serde(default)]
+    pub klp_structs: Option<Vec<Option<StructFact>>>,
+}
+
+/// A struct as a kernel's BTF describes it: its size and its members' byte offsets.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StructFact {
+    /// `sizeof`.
+    pub size: u64,
+    /// Members with their byte offsets.
+    pub members: Vec<(String, u64)>,
+}
+
+/// The livepatch structs of a kernel's bytes, from their BTF (see
+/// [`SourceFacts::klp_structs`]): `None` without BTF, or when it does not decode.
+pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
+    let btf = klpsym_elf::btf::find_btf(bytes)?;
+    let found =
+        klpsym_elf::btf::find_structs(btf, &["klp_patch", "klp_object", "klp_func"]).ok()?;
+    Some(
+        found
+            .into_iter()
+            .map(|s| {
+                s.map(|s| StructFact {
+                    size: s.size,
+                    members: s.members,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// A loaded kernel symbol source.

@@ -173,7 +173,9 @@ fn encode(
     stamps: &[(PathBuf, DirStamp)],
     rs: &mut Resched,
 ) -> Result<Vec<u8>, Cancelled> {
-    let dir = &tree.root;
+    // Absolute: `klpsym cache` and `--prune` judge the folder from any folder.
+    let abs = std::path::absolute(&tree.root).unwrap_or_else(|_| tree.root.clone());
+    let dir = &abs;
     let mut out = Vec::with_capacity(64 + stamps.len() * 80 + tree.by_name.len() * 64);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());

@@ -1,19 +1,53 @@
 //! The lab's inputs, handed over by scripts/test.sh as environment variables: shared by the
 //! real-kernel tests of every crate.
 
+use std::io::Write;
 use std::path::PathBuf;
 
-/// The lab input `var` (a path), or `None` after saying the test skipped; with
-/// KLPSYM_REQUIRE_LAB set (CI) a missing input fails instead.
+/// True when every skip is a failure (`KLPSYM_REQUIRE_LAB`, which CI sets).
+pub fn required() -> bool {
+    std::env::var_os("KLPSYM_REQUIRE_LAB").is_some_and(|v| !v.is_empty())
+}
+
+/// Says that a check was not judged, and why. Under `KLPSYM_REQUIRE_LAB` that is a failure
+/// (it panics); otherwise it is counted: one line (`TEST<TAB>WHAT<TAB>WHY`) appended to the
+/// file `KLPSYM_TEST_SKIP_LOG` names, which scripts/test.sh totals in its closing summary
+/// (`N passed, N failed, N skipped`), so a run that judged nothing never reads as one that
+/// judged everything.
+pub fn skip(what: &str, why: &str) {
+    assert!(
+        !required(),
+        "{what}: not judged: {why} (KLPSYM_REQUIRE_LAB is set: a skip is a failure)"
+    );
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed test)")
+        .to_string();
+    eprintln!("skipped: {what}: {why}");
+    if let Some(log) = std::env::var_os("KLPSYM_TEST_SKIP_LOG") {
+        // One write per line, appended: tests run on many threads and in many binaries.
+        let line = format!("{test}\t{what}\t{why}\n");
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            panic!(
+                "cannot record a skip in {}: {e}",
+                PathBuf::from(log).display()
+            );
+        }
+    }
+}
+
+/// The lab input `var` (a path), or `None` after recording the skip (see [`skip`]); under
+/// `KLPSYM_REQUIRE_LAB` (CI) a missing input fails instead.
 pub fn lab(var: &str) -> Option<PathBuf> {
     match std::env::var_os(var) {
         Some(v) => Some(PathBuf::from(v)),
         None => {
-            assert!(
-                std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-                "{var} is required (KLPSYM_REQUIRE_LAB is set)"
-            );
-            eprintln!("skipped: {var} is not set (run scripts/test.sh)");
+            skip(var, "not set: no real kernel (run scripts/test.sh)");
             None
         }
     }
@@ -64,9 +98,12 @@ impl LabKernel {
 }
 
 /// The kernels of the matrix that ran the livepatch oracle; the others are named on stderr
-/// with the reason (skipping is explicit).
+/// with the reason (an arm64 kernel without CONFIG_LIVEPATCH has no livepatch judgement: that
+/// is the kernel's answer, not a skip). A matrix where no kernel ran the oracle is a skip.
 pub fn livepatch_kernels() -> Vec<LabKernel> {
-    lab_kernels()
+    let all = lab_kernels();
+    let any = !all.is_empty();
+    let out: Vec<LabKernel> = all
         .into_iter()
         .filter(|k| match k.livepatch_skipped() {
             Some(why) => {
@@ -75,7 +112,14 @@ pub fn livepatch_kernels() -> Vec<LabKernel> {
             }
             None => true,
         })
-        .collect()
+        .collect();
+    if any && out.is_empty() {
+        skip(
+            "the livepatch oracle",
+            "no kernel of the matrix ran it (every one lacks CONFIG_LIVEPATCH)",
+        );
+    }
+    out
 }
 
 /// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by
@@ -85,10 +129,9 @@ pub fn lab_kernels() -> Vec<LabKernel> {
         return Vec::new();
     };
     let list = list.into_os_string().into_string().expect("UTF-8 paths");
-    assert!(
-        list.split(':').any(|s| !s.is_empty()) || std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-        "KLPSYM_TEST_LAB_KERNELS names no kernel (KLPSYM_REQUIRE_LAB is set)"
-    );
+    if !list.split(':').any(|s| !s.is_empty()) {
+        skip("KLPSYM_TEST_LAB_KERNELS", "names no kernel");
+    }
     list.split(':')
         .filter(|s| !s.is_empty())
         .map(|file| {

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run -p klpsym --example check_matrix -- lp.ko kernels/
 //! ```
-use klpsym::{CheckOptions, Layouts, Options, Patch, Queries};
+use klpsym::{CheckOptions, Options, Patch, Queries};
 
 fn main() -> Result<(), klpsym::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,8 +15,7 @@ fn main() -> Result<(), klpsym::Error> {
     };
     let mut opts = Options::new().queries(Queries::Names);
     let copts = CheckOptions::default();
-    let layouts = Layouts::find(&copts.target, false, &opts)?;
-    let patch = Patch::read(patch, &layouts, &opts)?;
+    let patch = Patch::read(patch, &opts)?;
     opts.package_modules = patch.needs_modules();
     for opened in klpsym::open_all(&[folder.into()], &opts)? {
         let record = match opened.kernel {

@@ -1,7 +1,7 @@
 // Open a kernel package, look a static function up by position, symbolize an address in it,
 // and check a livepatch module against the kernel, with the `klpsym` crate alone:
 //   cargo run -p klpsym --example quickstart -- linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb lp.ko [NAME]
-use klpsym::{CheckOptions, Layouts, LookupQuery, Options, Patch, Verdict};
+use klpsym::{CheckOptions, LookupQuery, Options, Patch, Verdict};
 
 fn main() -> Result<(), klpsym::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,8 +49,7 @@ fn main() -> Result<(), klpsym::Error> {
 
     // What the kernel will do with the livepatch module.
     let copts = CheckOptions::default();
-    let layouts = Layouts::find(&copts.target, false, &opts)?;
-    let patch = Patch::read(patch, &layouts, &opts)?;
+    let patch = Patch::read(patch, &opts)?;
     let run = klpsym::check(&patch, &[&kernel], &copts)?;
     let report = &run.results[0].report;
     println!("check: {:?}", report.verdict.kind);

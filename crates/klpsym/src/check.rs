@@ -22,56 +22,30 @@ use crate::target::{Layouts, TargetFacts, TargetOptions};
 pub struct Patch {
     path: PathBuf,
     bytes: Vec<u8>,
-    layouts: StructLayouts,
     objects: Vec<String>,
-    notes: Vec<Note>,
 }
 
 impl Patch {
-    /// Reads and parses the module at `path` (with `layouts` for its klp structs; see
-    /// [`Layouts::find`]). An unreadable or malformed file is an error naming it.
-    pub fn read(path: impl AsRef<Path>, layouts: &Layouts, opts: &crate::Options) -> Result<Patch> {
+    /// Reads and parses the module at `path`. An unreadable or malformed file is an error
+    /// naming it. (It is parsed again against each kernel, with that kernel's struct layouts.)
+    pub fn read(path: impl AsRef<Path>, opts: &crate::Options) -> Result<Patch> {
         let path = path.as_ref();
         let mut rs = opts.resched();
         let bytes = klpsym_io::read_bounded(path, opts.max_input_size, &mut rs)
             .map_err(|e| Error::from(e).context("PATCH"))?;
-        Patch::from_bytes(path, bytes, layouts, &mut rs)
+        Patch::from_bytes(path, bytes, &mut rs)
     }
 
     /// A patch from bytes already read; `path` names it in messages.
-    pub fn from_bytes(
-        path: impl AsRef<Path>,
-        bytes: Vec<u8>,
-        layouts: &Layouts,
-        rs: &mut Resched,
-    ) -> Result<Patch> {
+    pub fn from_bytes(path: impl AsRef<Path>, bytes: Vec<u8>, rs: &mut Resched) -> Result<Patch> {
         let path = path.as_ref();
-        let m = LivepatchModule::parse_with(&bytes, &layouts.layouts, rs).map_err(|e| {
-            if let klpsym_livepatch::ParseError::Cancelled = e {
-                return Error::cancelled();
-            }
-            let hint = if path.is_dir() {
-                " (PATCH is the module file; a module tree goes to --modules)"
-            } else {
-                ""
-            };
-            Error::bad_input(format!("PATCH {}: {e}{hint}", path.display()))
-        })?;
-        let objects = match &m.patch {
-            Ok(p) => p
-                .objects
-                .iter()
-                .map(|o| o.object_name().to_string())
-                .collect(),
-            Err(_) => Vec::new(),
-        };
+        let m = parse(path, &bytes, &StructLayouts::fallback(6, 1), rs)?;
+        let objects = objects_of(&m);
         m.drop_with_points(rs)?;
         Ok(Patch {
             path: path.to_path_buf(),
             bytes,
-            layouts: layouts.layouts,
             objects,
-            notes: layouts.notes.clone(),
         })
     }
 
@@ -80,7 +54,8 @@ impl Patch {
         &self.path
     }
 
-    /// The objects it patches (`vmlinux`, module names), in its `klp_object` order.
+    /// The objects it patches (`vmlinux`, module names), in its `klp_object` order, as the
+    /// common struct layouts read them.
     pub fn objects(&self) -> &[String] {
         &self.objects
     }
@@ -90,10 +65,37 @@ impl Patch {
     pub fn needs_modules(&self) -> bool {
         self.objects.is_empty() || self.objects.iter().any(|o| o != "vmlinux")
     }
+}
 
-    /// What was said while reading it (where its struct layouts came from).
-    pub fn notes(&self) -> &[Note] {
-        &self.notes
+/// The module at `path` parsed with `layouts`, or the error naming it.
+fn parse<'d>(
+    path: &Path,
+    bytes: &'d [u8],
+    layouts: &StructLayouts,
+    rs: &mut Resched,
+) -> Result<LivepatchModule<'d>> {
+    LivepatchModule::parse_with(bytes, layouts, rs).map_err(|e| {
+        if let klpsym_livepatch::ParseError::Cancelled = e {
+            return Error::cancelled();
+        }
+        let hint = if path.is_dir() {
+            " (PATCH is the module file; a module tree goes to --modules)"
+        } else {
+            ""
+        };
+        Error::bad_input(format!("PATCH {}: {e}{hint}", path.display()))
+    })
+}
+
+/// The objects of a parsed patch, by name.
+fn objects_of(m: &LivepatchModule<'_>) -> Vec<String> {
+    match &m.patch {
+        Ok(p) => p
+            .objects
+            .iter()
+            .map(|o| o.object_name().to_string())
+            .collect(),
+        Err(_) => Vec::new(),
     }
 }
 
@@ -192,11 +194,10 @@ impl CheckRun {
 /// Checks `patch` against each of `kernels`: what the kernel will do when it is loaded there.
 ///
 /// ```no_run
-/// use klpsym::{check, CheckOptions, Layouts, Options, Patch};
+/// use klpsym::{check, CheckOptions, Options, Patch};
 /// let opts = Options::new();
 /// let copts = CheckOptions::default();
-/// let layouts = Layouts::find(&copts.target, false, &opts)?;
-/// let patch = Patch::read("livepatch-fix.ko", &layouts, &opts)?;
+/// let patch = Patch::read("livepatch-fix.ko", &opts)?;
 /// let kernel = klpsym::open("linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb", &opts)?;
 /// let run = check(&patch, &[&kernel], &copts)?;
 /// println!("{:?}", run.results[0].report.verdict.kind);
@@ -208,13 +209,33 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
     };
     let mut rs = first.opts.resched();
     let rs = &mut rs;
-    let module = LivepatchModule::parse_with(&patch.bytes, &patch.layouts, rs)?;
-    let bases = section_bases(&module, patch, copts, rs)?;
+    // `--btf` names one BTF for every kernel: read once.
+    let named = match &copts.target.btf {
+        Some(p) => Some(Layouts::from_btf_file(p, true, first.options())?),
+        None => None,
+    };
+    // The module as the last kernel's layouts read it (kernels of one series share them).
+    let mut parsed: Option<(StructLayouts, LivepatchModule<'_>)> = None;
+    let mut bases: Vec<(u32, u64)> = Vec::new();
     let mut results = Vec::new();
     for &k in kernels {
-        let facts = TargetFacts::gather(k, &copts.target, patch.layouts, &patch.objects, rs)?;
+        let layouts = match &named {
+            Some(l) => l.clone(),
+            None => Layouts::for_kernel(&copts.target, k)?,
+        };
+        if parsed.as_ref().is_none_or(|(l, _)| *l != layouts.layouts) {
+            if let Some((_, m)) = parsed.take() {
+                m.drop_with_points(rs)?;
+            }
+            let m = parse(&patch.path, &patch.bytes, &layouts.layouts, rs)?;
+            bases = section_bases(&m, patch, copts, rs)?;
+            parsed = Some((layouts.layouts, m));
+        }
+        let module = &parsed.as_ref().expect("parsed just above").1;
+        let objects = objects_of(module);
+        let facts = TargetFacts::gather(k, &copts.target, layouts.layouts, &objects, rs)?;
         let mut report = facts.with_target(module.arch, &bases, |t| {
-            klpsym_livepatch::check_with(&module, t, rs)
+            klpsym_livepatch::check_with(module, t, rs)
         })?;
         if !copts.explain {
             // Every ordinary relocation is listed on request only: a patch has thousands.
@@ -224,17 +245,21 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         add_candidate_lines(k, &mut report)?;
         let model = cost_model(copts, &facts.rules, facts.config());
         let resolution_cost = facts.with_target(module.arch, &bases, |t| {
-            resolution_cost_with(&module, t, &model, rs)
+            resolution_cost_with(module, t, &model, rs)
         })?;
+        let mut notes = layouts.notes;
+        notes.extend(facts.notes);
         results.push(KernelCheck {
             kernel: k.path().display().to_string(),
             unchecked: unchecked(&report),
             report,
             resolution_cost,
-            notes: facts.notes,
+            notes,
         });
     }
-    module.drop_with_points(rs)?;
+    if let Some((_, m)) = parsed {
+        m.drop_with_points(rs)?;
+    }
     Ok(CheckRun {
         patch: patch.path.display().to_string(),
         results,

@@ -82,7 +82,8 @@ fn write_in_steps(w: &mut dyn Write, bytes: &[u8], rs: &mut Resched) -> std::io:
 
 /// Converts the module at `input` for `kernel` and writes the result to `output` (through a
 /// temporary file renamed into place; `input` is never modified). The target is gathered as
-/// `check` gathers it: the struct layouts of `layouts` (BTF or the fallback), the
+/// `check` gathers it: the struct layouts of its BTF (`--btf`, the kernel's own, or the
+/// fallback), the
 /// configuration, the module tree and its Module.symvers. A name vmlinux exports stays an
 /// ordinary relocation; a name a module exports becomes a klp relocation against that module
 /// (position 0), as the kernel's klp-build does, so the patch loads whether or not the module
@@ -91,7 +92,6 @@ pub fn convert(
     input: &Path,
     output: &Path,
     kernel: &Kernel,
-    layouts: &Layouts,
     copts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     if same_file(input, output) {
@@ -103,6 +103,7 @@ pub fn convert(
     let mut rs = opts.resched();
     let rs = &mut rs;
     let bytes = klpsym_io::read_bounded(input, opts.max_input_size, rs)?;
+    let layouts = Layouts::for_kernel(&copts.target, kernel)?;
     let mut notes = layouts.notes.clone();
     // The module's objects, and the objects pins name, may be modules that are not loaded:
     // their .ko is offered.

@@ -11,7 +11,7 @@
 //! target facts the kernel's module loader uses.
 //!
 //! ```no_run
-//! use klpsym::{CheckOptions, Layouts, LookupQuery, Options, Patch, Verdict};
+//! use klpsym::{CheckOptions, LookupQuery, Options, Patch, Verdict};
 //!
 //! let opts = Options::new();
 //! // A Debian kernel package, read in place: its image's kallsyms, config, Module.symvers.
@@ -30,8 +30,7 @@
 //!
 //! // What the kernel will do with a livepatch module.
 //! let copts = CheckOptions::default();
-//! let layouts = Layouts::find(&copts.target, false, &opts)?;
-//! let patch = Patch::read("livepatch-fix.ko", &layouts, &opts)?;
+//! let patch = Patch::read("livepatch-fix.ko", &opts)?;
 //! let run = klpsym::check(&patch, &[&kernel], &copts)?;
 //! println!("{:?}", run.results[0].report.verdict.kind);
 //! # Ok::<(), klpsym::Error>(())

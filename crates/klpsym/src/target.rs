@@ -36,7 +36,8 @@ pub struct TargetOptions {
     pub kernel_config: Option<PathBuf>,
 }
 
-/// The struct layouts a run uses, and where they came from.
+/// The struct layouts a check or conversion uses, and what was said about where they came
+/// from.
 #[derive(Debug, Clone)]
 pub struct Layouts {
     /// The layouts.
@@ -46,28 +47,24 @@ pub struct Layouts {
 }
 
 impl Layouts {
-    /// From `opts.btf`, else the running kernel's `/sys/kernel/btf/vmlinux` when `running`,
-    /// else the documented 5.1-6.18 fallback.
-    pub fn find(
-        opts: &TargetOptions,
-        running: bool,
+    /// The documented 5.1-6.18 fallback, with `why` as a note.
+    pub fn fallback(why: impl Into<String>) -> Layouts {
+        Layouts {
+            layouts: StructLayouts::fallback(6, 1),
+            notes: vec![Note::info(why)],
+        }
+    }
+
+    /// The layouts of the BTF file at `path` (`/sys/kernel/btf/vmlinux`, a raw `.BTF` dump, a
+    /// vmlinux or image, a package). `named`: the user named it (a BTF without livepatch
+    /// structs is then an error; otherwise the fallback, with a note).
+    pub fn from_btf_file(
+        path: &Path,
+        named: bool,
         kernel_opts: &crate::Options,
     ) -> Result<Layouts> {
-        let sys = Path::new("/sys/kernel/btf/vmlinux");
-        let (path, named) = match &opts.btf {
-            Some(p) => (p.clone(), true),
-            None if running && sys.is_file() => (sys.to_path_buf(), false),
-            None => {
-                return Ok(Layouts {
-                    layouts: StructLayouts::fallback(6, 1),
-                    notes: vec![Note::info(
-                        "no --btf: klp struct layouts from the 5.1-6.18 fallback",
-                    )],
-                })
-            }
-        };
         let mut rs = kernel_opts.resched();
-        let bytes = klpsym_io::read_btf(&path, &kernel_opts.load_options(), &mut rs)
+        let bytes = klpsym_io::read_btf(path, &kernel_opts.load_options(), &mut rs)
             .map_err(|e| Error::from(e).context("--btf"))?;
         let layouts = btf::layouts_from_btf(&bytes);
         bulk::free_with_points(bytes, &mut rs)?;
@@ -78,15 +75,55 @@ impl Layouts {
             }),
             // The running kernel's own BTF: without CONFIG_LIVEPATCH it has no klp structs,
             // which the module loader's checks report; the layouts fall back.
-            Err(e) if !named => Ok(Layouts {
-                layouts: StructLayouts::fallback(6, 1),
-                notes: vec![Note::info(format!(
-                    "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
-                    path.display()
-                ))],
-            }),
+            Err(e) if !named => Ok(Layouts::fallback(format!(
+                "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                path.display()
+            ))),
             Err(e) => Err(Error::bad_input(format!("--btf {}: {e}", path.display()))),
         }
+    }
+
+    /// The layouts the kernel's own BTF gives (an image's or a vmlinux's `.BTF`, read when it
+    /// was decoded), or `None` when its source holds no BTF.
+    pub fn of_kernel(kernel: &Kernel) -> Option<Layouts> {
+        let structs = kernel.facts().klp_structs.as_ref()?;
+        let found: Vec<Option<btf::BtfStruct>> = structs
+            .iter()
+            .map(|s| {
+                s.as_ref().map(|s| btf::BtfStruct {
+                    size: s.size,
+                    members: s.members.clone(),
+                })
+            })
+            .collect();
+        Some(match btf::layouts_from_structs(&found) {
+            Ok(l) => Layouts {
+                layouts: l,
+                notes: Vec::new(),
+            },
+            Err(e) => Layouts::fallback(format!(
+                "{}: its BTF: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                kernel.path().display()
+            )),
+        })
+    }
+
+    /// The layouts for `kernel`: `opts.btf` when given, else the kernel's own BTF, else for
+    /// the running kernel `/sys/kernel/btf/vmlinux`, else the documented 5.1-6.18 fallback.
+    pub fn for_kernel(opts: &TargetOptions, kernel: &Kernel) -> Result<Layouts> {
+        if let Some(p) = &opts.btf {
+            return Layouts::from_btf_file(p, true, kernel.options());
+        }
+        if let Some(l) = Layouts::of_kernel(kernel) {
+            return Ok(l);
+        }
+        let sys = Path::new("/sys/kernel/btf/vmlinux");
+        if kernel.by_default && sys.is_file() {
+            return Layouts::from_btf_file(sys, false, kernel.options());
+        }
+        Ok(Layouts::fallback(
+            "no --btf: klp struct layouts from the 5.1-6.18 fallback",
+        ))
     }
 }
 

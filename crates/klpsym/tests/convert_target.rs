@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use klpsym::{CacheDir, ConvertOptions, Converted, Layouts, Options, TargetOptions};
+use klpsym::{CacheDir, ConvertOptions, Converted, Options, TargetOptions};
 use klpsym_testkit::elf::{At, Fixture};
 use klpsym_testkit::module::{build_module, ModSpec, ObjSpec};
 use object::{Architecture, SectionKind};
@@ -68,8 +68,7 @@ impl Target {
         let input = self.path("in.ko");
         std::fs::write(&input, module).unwrap();
         let kernel = self.kernel();
-        let layouts = Layouts::find(&copts.target, false, kernel.options()).unwrap();
-        klpsym::convert(&input, &self.path("out.ko"), &kernel, &layouts, copts).unwrap()
+        klpsym::convert(&input, &self.path("out.ko"), &kernel, copts).unwrap()
     }
 }
 

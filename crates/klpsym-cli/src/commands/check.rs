@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use klpsym::Cancelled;
 use klpsym::{
-    errno_name, hex, CheckReport, CheckRun, CheckStatus, KernelCheck, Layouts, ObjectState, Patch,
-    Problem, Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
+    errno_name, hex, CheckReport, CheckRun, CheckStatus, KernelCheck, ObjectState, Patch, Problem,
+    Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
 };
 
 use crate::cli::CheckArgs;
@@ -30,9 +30,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         hold_warn_ms: args.hold_warn_ms,
         visit_ns: args.visit_ns,
     };
-    let layouts = Layouts::find(&copts.target, args.source.kernels.is_empty(), &opts)?;
-    print_notes(&layouts.notes);
-    let patch = Patch::read(&args.patch, &layouts, &opts)?;
+    let patch = Patch::read(&args.patch, &opts)?;
     // A package's modules are read (the whole package) only when the patch has objects in
     // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
     opts.package_modules = patch.needs_modules();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use klpsym::{Cancelled, ConvertReport, Converted, Layouts, Pin, Queries, Resched};
+use klpsym::{Cancelled, ConvertReport, Converted, Pin, Queries, Resched};
 
 use crate::cli::ConvertArgs;
 use crate::options::{open_kernels, print_notes};
@@ -42,12 +42,11 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         target: args.target.options(),
         pins,
     };
-    let layouts = Layouts::find(&copts.target, args.source.kernels.is_empty(), &opts)?;
     let kernels = open_kernels(&args.source, &opts)?;
     let [k] = kernels.as_slice() else {
         return Err("convert needs exactly one --kernel (the target)".into());
     };
-    let run = klpsym::convert(&args.input, &args.output, k, &layouts, &copts)?;
+    let run = klpsym::convert(&args.input, &args.output, k, &copts)?;
     print_notes(&run.notes);
     match run.outcome {
         Converted::Written(report) => {
