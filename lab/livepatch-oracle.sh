@@ -7,7 +7,7 @@
 # Usage: lab/livepatch-oracle.sh [CASE]...      (default: every case)
 #
 # Environment:
-#   KLPSYM_BIN   a klpsym binary; when set, cases with `convert=yes` are converted with
+#   KLPSYM_BIN   a klpsym binary (never run in the guest); when set, cases with `convert=yes` are converted with
 #                `$KLPSYM_BIN convert IN.ko -o OUT.ko --kernel $VMLINUZ --modules $MODULES_DIR
 #                [--pin P]...` and their `post=` edits applied (klp-elfedit); when unset they
 #                are skipped (recorded as `skipped=...`).
@@ -17,6 +17,9 @@
 #   index.txt          one line per case: <case> <verdict|skipped> expect=<...> patch=<name>
 #   <case>/oracle.txt  what the kernel did;   <case>/<patch>.ko  the module that was loaded
 #   <case>/case.conf   the case's metadata;  <case>/kallsyms-modules.txt  module symbols then
+# A boot is keyed by the bytes it boots (kernel, case modules and plans, package modules,
+# guest tools): a run with the same bytes reuses the recorded boot ($KLPSYM_LAB_DIR/livepatch/
+# .boots/KEY) instead of booting again.
 # Prints ORACLE_DIR= and ORACLE_INDEX= on stdout. Exit 1 when the VM run fails or a case
 # could not be cleaned up (later cases would be unreliable); a verdict that differs from
 # `expect=` is only reported (the kernel is the judge, the expectation may be wrong).
@@ -190,21 +193,38 @@ run_oracle() {
 	done
 	if [ -s "$work/lp/cases.txt" ]; then
 		adds=(--add "$work/lp:/lab/lp")
-		# klpsym itself in the guest (stripped, with the shared libraries it links, at their
-		# host paths): `klpsym status` runs there while each case's patch is loaded.
-		if [ -n "${KLPSYM_BIN:-}" ]; then
-			mkdir -p "$work/bin"
-			strip -o "$work/bin/klpsym" "$KLPSYM_BIN" || die "strip $KLPSYM_BIN failed"
-			adds+=(--add "$work/bin/klpsym:/lab/bin/klpsym")
-			while IFS= read -r lib; do
-				adds+=(--add "$lib:$lib")
-			done < <(ldd "$KLPSYM_BIN" | grep -o '/[^ ]*' | sort -u)
-		fi
 		while IFS= read -r f; do adds+=(--add "$MODULES_DIR/$f:/modules/$f"); done < <(sort -u "$work/module-files")
+		# A boot is keyed by the bytes it boots: the kernel, the case modules and plans, the
+		# package modules it loads, and the guest-side tools. klpsym is judged outside the
+		# guest against what the guest recorded, so a warm run whose modules came out of
+		# `klpsym convert` byte for byte the same reuses the recorded run instead of booting.
+		local key keydir
+		key="$(
+			{
+				md5sum <"$VMLINUX"
+				(cd "$work/lp" && find . -type f | LC_ALL=C sort | xargs md5sum)
+				sort -u "$work/module-files" | while IFS= read -r f; do printf '%s ' "$f"; md5sum <"$MODULES_DIR/$f"; done
+				md5sum <"$LP_SRC/guest-oracle.sh"
+				(cd "$LAB_SRC_DIR" && md5sum run-vm.sh build-helpers.sh finit.c shmout.c guest/*)
+				dpkg-query -W -f '${Version}\n' busybox-static qemu-system-x86 2>/dev/null || true
+			} | md5sum | cut -c1-32
+		)"
+		keydir="$dest/.boots/$key"
 		vm="$work/vm"
-		log "booting for $(wc -l <"$work/lp/cases.txt") cases"
-		"$LAB_SRC_DIR/run-vm.sh" --kernel "$VMLINUX" --script "$LP_SRC/guest-oracle.sh" \
-			--out "$vm" "${adds[@]}" </dev/null || die "the oracle VM run failed"
+		if [ -f "$keydir/.complete" ]; then
+			log "reusing the recorded boot $key (same kernel, modules, plans and guest tools)"
+			cp -r "$keydir" "$vm"
+		else
+			log "booting for $(wc -l <"$work/lp/cases.txt") cases (boot key $key)"
+			"$LAB_SRC_DIR/run-vm.sh" --kernel "$VMLINUX" --script "$LP_SRC/guest-oracle.sh" \
+				--out "$vm" "${adds[@]}" </dev/null || die "the oracle VM run failed"
+			# Kept for the next run with the same bytes (only the newest: one per kernel).
+			rm -rf "$dest/.boots"
+			mkdir -p "$dest/.boots"
+			cp -r "$vm" "$keydir.tmp"
+			touch "$keydir.tmp/.complete"
+			mv "$keydir.tmp" "$keydir"
+		fi
 		while IFS= read -r c; do
 			[ -f "$vm/$c/oracle.txt" ] || die "case $c: the guest wrote no oracle.txt"
 			cp "$vm/$c/"* "$stage/$c/"

@@ -13,19 +13,60 @@
 #    CONFIG_LIVEPATCH). bookworm's amd64 kernel and the arm64 kernels also run the
 #    relocation oracle (lab/reloc-oracle.sh). Everything is
 #    cached in ${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}, keyed by package checksums and
-#    sources, never required to be there.
-# 2. cargo test over the workspace, with the lab's files handed to the real-kernel tests.
+#    sources, never required to be there; a boot is keyed by the bytes it boots.
+# 2. cargo test over the workspace (profile `ci`: optimized, with overflow checks and debug
+#    assertions), with the lab's files handed to the real-kernel tests; then the README's
+#    library example against the lab's package, and the reschedule bound (klpsym-bench
+#    resched) on the lab's capture.
+# 3. The closing summary: N passed, N failed, N skipped, and what was not judged and why.
 #
-# KLPSYM_SKIP_LAB=1 runs only the tests that need no real kernel (they say what they skip);
-# under CI=true the lab is never skipped.
+# `scripts/test.sh --fast`: what needs no real kernel, in a debug build (a minute or two after
+# a one-line change); it says how much it skipped. KLPSYM_SKIP_LAB=1 runs the same tests in
+# the `ci` profile. Under CI=true the lab is never skipped, and a skip is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+fast=0
+if [ "${1:-}" = --fast ]; then
+	fast=1
+	shift
+fi
 
 # The tests get a cache folder of their own (decoded tables; see `klpsym cache`): they meet
 # both a cold and a warm cache, and never read or fill the user's.
 XDG_CACHE_HOME="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-test-cache.XXXXXX")"
 export XDG_CACHE_HOME
-trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
+mkdir -p target
+# Every check a test could not judge is one line here (klpsym_testkit::lab::skip).
+KLPSYM_TEST_SKIP_LOG="$PWD/target/test-skips.txt"
+export KLPSYM_TEST_SKIP_LOG
+: >"$KLPSYM_TEST_SKIP_LOG"
+test_log="$(mktemp "${TMPDIR:-/tmp}/klpsym-test-log.XXXXXX")"
+trap 'rm -rf "$XDG_CACHE_HOME" "$test_log"' EXIT
+
+# summary STATUS: totals the `test result:` lines of the cargo test output and the skip
+# log, prints them with every skip, and exits with STATUS (1 when a test failed).
+summary() {
+	local status="$1" passed failed skipped
+	passed="$(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed.*/\1/p' "$test_log" | awk '{ n += $1 } END { print n + 0 }')"
+	failed="$(sed -n 's/^test result: .* \([0-9]*\) failed.*/\1/p' "$test_log" | awk '{ n += $1 } END { print n + 0 }')"
+	skipped="$(wc -l <"$KLPSYM_TEST_SKIP_LOG")"
+	echo "== $passed passed, $failed failed, $skipped skipped" >&2
+	if [ "$skipped" -gt 0 ]; then
+		echo "== not judged (test, what, why):" >&2
+		sort "$KLPSYM_TEST_SKIP_LOG" | sed 's/^/   /' >&2
+	fi
+	exit "$status"
+}
+
+if [ "$fast" = 1 ]; then
+	echo "== fast tier: the tests that need no real kernel, debug build (scripts/test.sh --fast)" >&2
+	set +e
+	cargo test --workspace 2>&1 | tee "$test_log"
+	rc="${PIPESTATUS[0]}"
+	set -e
+	summary "$rc"
+fi
 
 if [ "${KLPSYM_SKIP_LAB:-0}" = 1 ] && [ "${CI:-}" != true ]; then
 	echo "scripts/test.sh: KLPSYM_SKIP_LAB=1: real-kernel tests will skip" >&2
@@ -35,9 +76,10 @@ else
 		exit 2
 	fi
 	echo "== real-kernel lab" >&2
-	# klpsym converts the cases that need klp relocations (the oracle's KLPSYM_BIN).
-	cargo build --release -p klpsym-cli
-	export KLPSYM_BIN="$PWD/target/release/klpsym"
+	# klpsym converts the cases that need klp relocations (the oracle's KLPSYM_BIN); the
+	# tests below use the same build.
+	cargo build --profile ci -p klpsym-cli
+	export KLPSYM_BIN="$PWD/target/ci/klpsym"
 	# The matrix: one kernel per Debian suite, each fetched, captured and judged by the
 	# livepatch oracle (lab/lab-kernel.sh). The first is the primary kernel of the tests that
 	# take one kernel.
@@ -70,20 +112,29 @@ else
 	export KLPSYM_TEST_IMAGE_DEB="$(lab_get IMAGE_DEB)"
 	export KLPSYM_TEST_DBG_DEB="$(lab_get DBG_DEB)"
 	export KLPSYM_TEST_LIVEPATCH_DIR="$(lab_get LIVEPATCH_DIR)"
-	# Tests that need these fail instead of skipping from here on.
+	# Every skip fails from here on.
 	export KLPSYM_REQUIRE_LAB=1
 fi
 
-echo "== cargo test" >&2
+echo "== cargo test (profile ci: overflow checks and debug assertions on)" >&2
 if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 	# The oracle test writes what it judged here; README's lab tables are made from it.
-	mkdir -p target
 	export KLPSYM_TEST_SUMMARY="$PWD/target/lab-summary.txt"
 	rm -f "$KLPSYM_TEST_SUMMARY"
 fi
-cargo test --workspace --release
+set +e
+cargo test --workspace --profile ci --no-fail-fast 2>&1 | tee "$test_log"
+rc="${PIPESTATUS[0]}"
+set -e
+[ "$rc" = 0 ] || summary "$rc"
 if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
+	echo "== the README's library example against the lab's package" >&2
+	bash scripts/check-quickstart.sh "$KLPSYM_TEST_IMAGE_DEB" "$KLPSYM_TEST_LIVEPATCH_DIR" || summary 1
+	echo "== the reschedule bound (klpsym-bench resched) on the lab's capture" >&2
+	cargo run --release -q -p klpsym-bench -- resched --kernel "$KLPSYM_TEST_KALLSYMS_NOMOD" --runs 5 ||
+		summary 1
 	bash scripts/lab-tables.sh "$KLPSYM_TEST_LAB_KERNELS" "$KLPSYM_TEST_SUMMARY" >target/lab-tables.md
 	python3 scripts/seed-plot.py "$KLPSYM_TEST_LAB_KERNELS" target/seed.svg
 	echo "== README's lab tables and seed plot: target/lab-tables.md, target/seed.svg" >&2
 fi
+summary 0

@@ -112,10 +112,11 @@ run_case() {
 	if [ -d "$LIVEPATCH/$p" ]; then
 		echo "enabled=$(cat "$LIVEPATCH/$p/enabled")" >>"$f"
 		echo "transition=$(cat "$LIVEPATCH/$p/transition")" >>"$f"
+		# Every object folder (Debian 5.10's have no `patched` attribute, seen in the lab).
 		for od in "$LIVEPATCH/$p"/*/; do
-			[ -f "$od/patched" ] || continue
+			[ -d "$od" ] || continue
 			ob="$(basename "$od")"
-			echo "object=$ob patched=$(cat "$od/patched")" >>"$f"
+			echo "object=$ob patched=$(cat "$od/patched" 2>/dev/null || echo '?')" >>"$f"
 			for fd in "$od"*/; do
 				[ -d "$fd" ] && echo "func=$ob $(basename "$fd")" >>"$f"
 			done
@@ -127,12 +128,10 @@ run_case() {
 	if [ -r "/sys/module/$p/parameters/klp_addrs" ]; then
 		sed 's/^KLPADDR /addr /' "/sys/module/$p/parameters/klp_addrs" >>"$f"
 	fi
+	# The module lines of /proc/kallsyms while the patch is loaded: with the capture's vmlinux
+	# lines and the sysfs lines above, what `klpsym status` is judged against (outside the
+	# guest, so a boot depends only on the bytes it boots).
 	grep "	\[" /proc/kallsyms >"$o/kallsyms-modules.txt"
-	# What klpsym status says about the loaded patches, from inside the kernel that has them.
-	if [ -x /lab/bin/klpsym ]; then
-		/lab/bin/klpsym status --json --no-cache >"$o/status.json" 2>"$o/status.err" ||
-			echo "note=klpsym status failed: $(head -c 300 "$o/status.err" | tr '\n' ' ')" >>"$f"
-	fi
 	if [ -d "$LIVEPATCH/$p" ]; then
 		sed -n 's/^exercise //p' "$plan" >/tmp/exercises
 		while IFS= read -r cmd; do

@@ -337,11 +337,14 @@ fn several_kernels_at_once() {
 fn live_proc_kallsyms_agrees_with_a_straight_reading() {
     let path = Path::new("/proc/kallsyms");
     let Ok(text) = std::fs::read_to_string(path) else {
-        eprintln!("skipped: /proc/kallsyms is not readable");
+        klpsym_testkit::lab::skip("the live /proc/kallsyms", "not readable");
         return;
     };
     if text.lines().all(|l| l.starts_with("0000000000000000")) {
-        eprintln!("skipped: /proc/kallsyms addresses are hidden (kptr_restrict)");
+        klpsym_testkit::lab::skip(
+            "the live /proc/kallsyms",
+            "addresses are hidden (run as root with kptr_restrict <= 1)",
+        );
         return;
     }
     let o = run(&["dump"]);
@@ -556,7 +559,10 @@ fn errors_name_the_argument_that_was_wrong() {
 #[test]
 fn the_running_kernel_knows_its_version() {
     let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        eprintln!("skipped: no /proc/sys/kernel/osrelease");
+        klpsym_testkit::lab::skip(
+            "the running kernel's version",
+            "no /proc/sys/kernel/osrelease",
+        );
         return;
     };
     let o = run(&["info", "--json"]);

@@ -150,14 +150,14 @@ fn build_rpm(dir: &Path, payload: &str) -> Option<PathBuf> {
 /// another name makes it another kernel for grouping).
 fn build_rpm_as(dir: &Path, payload: &str, as_release: Option<&str>) -> Option<PathBuf> {
     let vmlinuz = lab("KLPSYM_TEST_VMLINUZ")?;
-    let labdir = lab("KLPSYM_TEST_LAB_DIR")?;
-    let real = vmlinuz
-        .file_name()?
-        .to_str()?
-        .strip_prefix("vmlinuz-")?
-        .to_string();
+    // The primary kernel's own files, wherever its packages keep them (/boot before 7.x,
+    // /usr/lib/modules/RELEASE since): its lab.env says.
+    let k = common::lab_kernels().into_iter().next()?;
+    let real = k.value("RELEASE").to_string();
+    let config = k.path("CONFIG");
+    let config_name = config.file_name()?.to_str()?.to_string();
+    let system_map = config.with_file_name(config_name.replacen("config", "System.map", 1));
     let release = as_release.unwrap_or(&real).to_string();
-    let boot = labdir.join("root/boot");
     let spec = format!(
         "Name: kernel-core\nVersion: 6.1.0\nRelease: 1\nSummary: klpsym test kernel\nLicense: GPL-2.0\n\
          %description\nThe lab kernel, packaged as an RPM for klpsym's tests.\n\
@@ -167,8 +167,8 @@ fn build_rpm_as(dir: &Path, payload: &str, as_release: Option<&str>) -> Option<P
          cp {} %{{buildroot}}/lib/modules/{release}/System.map\n\
          %files\n/lib/modules/{release}/vmlinuz\n/lib/modules/{release}/config\n/lib/modules/{release}/System.map\n",
         s(&vmlinuz),
-        s(&boot.join(format!("config-{real}"))),
-        s(&boot.join(format!("System.map-{real}"))),
+        s(&config),
+        s(&system_map),
     );
     let top = dir.join(payload.replace('.', "_"));
     std::fs::create_dir_all(&top).unwrap();
@@ -319,7 +319,12 @@ fn a_folder_of_two_kernels_is_a_matrix_and_cached() {
         return;
     };
     let dir = tempdir("matrix");
-    let Some(rpm) = build_rpm_as(&dir, "w19.zstdio", Some("6.1.0-57-rpmtest")) else {
+    // Another release name than the lab kernel's: another kernel for the grouping.
+    let other = common::lab_kernels()
+        .first()
+        .map(|k| format!("{}-rpmtest", k.value("RELEASE")))
+        .unwrap_or_default();
+    let Some(rpm) = build_rpm_as(&dir, "w19.zstdio", Some(&other)) else {
         return;
     };
     let folder = dir.join("kernels");

@@ -113,11 +113,8 @@ fn check_predicts_the_bytes_real_kernels_relocate() {
         failures.len(),
         failures.join("\n")
     );
-    if std::env::var_os("KLPSYM_REQUIRE_LAB").is_some() {
-        assert!(
-            judged > 0,
-            "no lab kernel has a relocation oracle (RELOC_DIR)"
-        );
+    if judged == 0 {
+        klpsym_testkit::lab::skip("the relocation oracle", "no lab kernel has one (RELOC_DIR)");
     }
 }
 

@@ -16,14 +16,20 @@ fn tool(dir: &Path, prog: &str, args: &[&str]) -> bool {
     match Command::new(prog).current_dir(dir).args(args).output() {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
-            eprintln!(
-                "skipped: {prog} {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
+            klpsym_testkit::lab::skip(
+                &format!("DWARF of an object {prog} built"),
+                &format!(
+                    "{prog} {args:?} failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ),
             );
             false
         }
         Err(e) => {
-            eprintln!("skipped: {prog}: {e}");
+            klpsym_testkit::lab::skip(
+                &format!("DWARF of an object {prog} built"),
+                &format!("{prog}: {e}"),
+            );
             false
         }
     }

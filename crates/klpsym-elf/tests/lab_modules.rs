@@ -84,13 +84,9 @@ fn captured_module_kallsyms_match() {
         std::env::var("KLPSYM_TEST_KALLSYMS_MODS"),
         std::env::var("KLPSYM_TEST_MODULES_LOADED"),
     ) else {
-        eprintln!(
-            "skipped: set KLPSYM_TEST_KALLSYMS_MODS and KLPSYM_TEST_MODULES_LOADED to compare \
-             against a real kernel capture"
-        );
-        assert!(
-            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        klpsym_testkit::lab::skip(
+            "modules against a real kernel's capture",
+            "KLPSYM_TEST_KALLSYMS_MODS and KLPSYM_TEST_MODULES_LOADED are not set (run scripts/test.sh)",
         );
         return;
     };
@@ -180,10 +176,9 @@ fn captured_module_kallsyms_match() {
 #[test]
 fn every_module_in_a_tree_parses() {
     let Ok(dir) = std::env::var("KLPSYM_TEST_MODULES_DIR") else {
-        eprintln!("skipped: set KLPSYM_TEST_MODULES_DIR to parse every .ko of a module tree");
-        assert!(
-            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        klpsym_testkit::lab::skip(
+            "every module of a real tree",
+            "KLPSYM_TEST_MODULES_DIR is not set (run scripts/test.sh)",
         );
         return;
     };

@@ -15,13 +15,9 @@ fn captured_vmlinux_kallsyms_match() {
         std::env::var("KLPSYM_TEST_VMLINUX"),
         std::env::var("KLPSYM_TEST_KALLSYMS_NOMOD"),
     ) else {
-        eprintln!(
-            "skipped: set KLPSYM_TEST_VMLINUX and KLPSYM_TEST_KALLSYMS_NOMOD to compare against a \
-             real kernel capture"
-        );
-        assert!(
-            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        klpsym_testkit::lab::skip(
+            "a vmlinux against a real kernel's capture",
+            "KLPSYM_TEST_VMLINUX and KLPSYM_TEST_KALLSYMS_NOMOD are not set (run scripts/test.sh)",
         );
         return;
     };

@@ -9,12 +9,9 @@ fn vmlinuz_matches_captured_proc_kallsyms() {
         std::env::var_os("KLPSYM_TEST_VMLINUZ"),
         std::env::var_os("KLPSYM_TEST_KALLSYMS"),
     ) else {
-        eprintln!(
-            "skipped: set KLPSYM_TEST_VMLINUZ and KLPSYM_TEST_KALLSYMS to compare a real image"
-        );
-        assert!(
-            std::env::var_os("KLPSYM_REQUIRE_LAB").is_none(),
-            "the lab inputs are required (KLPSYM_REQUIRE_LAB is set)"
+        klpsym_testkit::lab::skip(
+            "a real image against its kernel's capture",
+            "KLPSYM_TEST_VMLINUZ and KLPSYM_TEST_KALLSYMS are not set (run scripts/test.sh)",
         );
         return;
     };

@@ -13,17 +13,23 @@ use klpsym_io::{load, LoadOptions};
 fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
     let path = Path::new("/proc/kallsyms");
     let Ok(text) = std::fs::read_to_string(path) else {
-        eprintln!("skipped: /proc/kallsyms not readable");
+        klpsym_testkit::lab::skip("the live /proc/kallsyms", "not readable");
         return;
     };
     let k = load(path, &LoadOptions::default(), &mut Resched::none()).unwrap();
     if k.table.addresses_hidden() {
-        eprintln!("skipped: addresses hidden by kptr_restrict");
+        klpsym_testkit::lab::skip(
+            "the live /proc/kallsyms",
+            "addresses are hidden (run as root with kptr_restrict <= 1)",
+        );
         return;
     }
     // A straight reading. (The table is read again by `load`; compare only if both reads agree.)
     if std::fs::read_to_string(path).unwrap() != text {
-        eprintln!("skipped: /proc/kallsyms changed between reads");
+        klpsym_testkit::lab::skip(
+            "the live /proc/kallsyms",
+            "it changed between two reads (a module loaded meanwhile)",
+        );
         return;
     }
     let mut positions: HashMap<(String, String), Vec<u64>> = HashMap::new();

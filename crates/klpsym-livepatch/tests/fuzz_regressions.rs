@@ -250,8 +250,7 @@ fn relocation_sections_sharing_one_table_are_refused_not_copied_quadratically() 
 /// its debug info) parses. Needs KLPSYM_TEST_LAB_DIR (scripts/test.sh sets it); skips without.
 #[test]
 fn the_bounds_accept_every_real_lab_module() {
-    let Some(dir) = std::env::var_os("KLPSYM_TEST_LAB_DIR") else {
-        eprintln!("skipped: set KLPSYM_TEST_LAB_DIR to parse the lab's livepatch modules");
+    let Some(dir) = klpsym_testkit::lab::lab("KLPSYM_TEST_LAB_DIR") else {
         return;
     };
     let cases = std::path::Path::new(&dir).join("livepatch");
