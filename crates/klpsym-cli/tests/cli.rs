@@ -411,6 +411,8 @@ fn a_closed_pipe_ends_output_quietly() {
             0xffff_ffff_8100_0000u64 + i * 16
         ));
     }
+    // A kernel that can load a livepatch (else lookup and sympos say it may not, on stderr).
+    big.push_str("ffffffff82000000 T klp_enable_patch\n");
     let k = f.file("big.txt", big.as_bytes()).display().to_string();
     let addrs: Vec<String> = (0..3000u64)
         .map(|i| format!("{:x}", 0xffff_ffff_8100_0000u64 + i * 16 + 4))
@@ -629,4 +631,39 @@ fn a_missing_name_points_at_its_compiler_made_variants() {
     let o = run(&["lookup", "show_map", "--kernel", &k, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"][0]["variants"].as_array().unwrap().len(), 3);
+}
+
+/// A kernel that loads no livepatch (here: a whole vmlinux table without klp_enable_patch) is
+/// said to, once per kernel on stderr and in the JSON, by lookup and sympos alike; the answer
+/// itself is still the lookup code's.
+#[test]
+fn lookup_and_sympos_say_when_a_kernel_loads_no_livepatch() {
+    let f = Fixture::new();
+    let mut text = String::new();
+    for i in 0..1500u64 {
+        text.push_str(&format!(
+            "{:016x} t fn_{i}\n",
+            0xffff_ffff_8100_0000u64 + i * 16
+        ));
+    }
+    let k = f.file("nolp.txt", text.as_bytes()).display().to_string();
+    for verb in ["lookup", "sympos"] {
+        let o = run(&[verb, "fn_3", "--kernel", &k]);
+        assert!(o.status.success(), "{verb}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(
+            err.matches("loads no livepatch").count(),
+            1,
+            "{verb}: {err}"
+        );
+        assert!(stdout(&o).contains("fn_3"), "{verb}");
+        let o = run(&[verb, "fn_3", "--kernel", &k, "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            v["results"][0]["livepatch_unsupported"]
+                .as_str()
+                .is_some_and(|s| s.contains("klp_enable_patch")),
+            "{verb}: {v}"
+        );
+    }
 }

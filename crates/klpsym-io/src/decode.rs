@@ -203,10 +203,19 @@ fn decode_binary(
                 let exports = vmlinux_crcs(bytes, resched)?;
                 let build_id = klpsym_image::find_build_id(bytes, klpsym_core::EVERYWHERE, resched)
                     .map_err(klpsym_core::BuildError::from)?;
+                let arch = object::File::parse(bytes).ok().map(|f| {
+                    use object::Object;
+                    match f.architecture() {
+                        object::Architecture::X86_64 => "x86_64".to_string(),
+                        object::Architecture::Aarch64 => "aarch64".to_string(),
+                        a => format!("{a:?}").to_lowercase(),
+                    }
+                });
                 let mut facts = SourceFacts {
                     build_id,
                     vermagic,
                     exports,
+                    arch,
                     klp_structs: crate::loaded::klp_structs_of(bytes),
                     version: v.version.clone(),
                     format: Some(

@@ -49,7 +49,7 @@ pub use loaded::{
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use options::LoadOptions;
-pub use output::{write_atomically, write_atomically_with};
+pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
 pub use package::{is_package, load_packages};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};

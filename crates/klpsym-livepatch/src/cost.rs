@@ -142,6 +142,9 @@ pub struct ObjectCost {
 /// The kernel's resolution cost for one patch on one kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResolutionCost {
+    /// False when the module loader refuses the patch before its first lookup: then the
+    /// kernel walks nothing and every count below is zero.
+    pub reached: bool,
     /// Which walks the version uses, in a few words.
     pub algorithm: String,
     /// The preemption model and its source.
@@ -167,6 +170,30 @@ pub struct ResolutionCost {
     pub estimated_longest_hold_ms: f64,
     /// Set when the longest hold exceeds the threshold: what it means and what shortens it.
     pub warning: Option<String>,
+}
+
+impl ResolutionCost {
+    /// The cost of a patch the kernel refuses before its first lookup (the module loader's
+    /// checks): nothing, said so.
+    pub fn not_reached(&self) -> ResolutionCost {
+        ResolutionCost {
+            reached: false,
+            algorithm: "not reached: the module loader refuses the module before any lookup".into(),
+            lookups: 0,
+            by_object: Vec::new(),
+            symbols_visited: 0,
+            longest_unbroken_visits: 0,
+            estimated_cpu_ms: 0.0,
+            estimated_longest_hold_ms: 0.0,
+            warning: None,
+            ..self.clone()
+        }
+    }
+
+    /// True for [`ResolutionCost::not_reached`].
+    pub fn is_reached(&self) -> bool {
+        self.reached
+    }
 }
 
 /// The target's tables arranged the way the kernel walks them.
@@ -752,6 +779,7 @@ pub fn resolution_cost_with(
         )
     });
     Ok(ResolutionCost {
+        reached: true,
         algorithm: algorithm(v, sublevel),
         preemption: model.preemption.value,
         preemption_source: model.preemption.source.clone(),

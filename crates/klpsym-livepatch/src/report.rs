@@ -32,6 +32,10 @@ pub enum ProblemKind {
     /// The target has no module support (CONFIG_MODULES off): `finit_module(2)` fails with
     /// -ENOSYS and the kernel logs nothing.
     ModulesUnsupported,
+    /// The ELF header is not one the target's module loader takes: not a relocatable object,
+    /// or built for another architecture (`Invalid architecture in ELF header: %u`;
+    /// 5.10: `Module has invalid ELF structures`): -ENOEXEC, before anything else is read.
+    ElfHeader,
     /// `%s: version magic '%s' should be '%s'` (the module loader, `check_modinfo()`).
     VermagicMismatch,
     /// `%s: disagrees about version of symbol %s` (`check_version()`): for `module_layout`
@@ -76,6 +80,25 @@ pub enum ProblemKind {
     InvalidPatchTable,
     /// Two functions (or objects) with the same sysfs name: kobject_add fails with -EEXIST.
     DuplicateSysfsName,
+}
+
+impl ProblemKind {
+    /// True for the module loader's refusals before `apply_relocations()`: the kernel makes
+    /// no livepatch lookup after one of these.
+    pub fn refuses_before_lookups(self) -> bool {
+        matches!(
+            self,
+            ProblemKind::ModulesUnsupported
+                | ProblemKind::ElfHeader
+                | ProblemKind::VermagicMismatch
+                | ProblemKind::SymbolVersionMismatch
+                | ProblemKind::LivepatchDisabled
+                | ProblemKind::ForceLoadRequired
+                | ProblemKind::UnsignedModule
+                | ProblemKind::UnknownSymbol
+                | ProblemKind::CommonSymbol
+        )
+    }
 }
 
 /// One problem, with the kernel's exact log lines.

@@ -120,6 +120,9 @@ pub struct LoaderFacts<'a> {
     pub force_load: Option<Fact<bool>>,
     /// CONFIG_MODULE_SIG_FORCE (unsigned or wrongly signed modules are rejected).
     pub sig_force: Option<Fact<bool>>,
+    /// The target's ELF machine (`EM_X86_64` 62, `EM_AARCH64` 183): `elf_check_arch()`
+    /// refuses a module of another.
+    pub machine: Option<Fact<u16>>,
 }
 
 impl fmt::Debug for LoaderFacts<'_> {
@@ -132,6 +135,7 @@ impl fmt::Debug for LoaderFacts<'_> {
             .field("exports", &self.exports.as_ref().map(|c| &c.source))
             .field("force_load", &self.force_load)
             .field("sig_force", &self.sig_force)
+            .field("machine", &self.machine)
             .finish()
     }
 }

@@ -31,7 +31,7 @@ impl Patch {
     pub fn read(path: impl AsRef<Path>, opts: &crate::Options) -> Result<Patch> {
         let path = path.as_ref();
         let mut rs = opts.resched();
-        let bytes = klpsym_io::read_bounded(path, opts.max_input_size, &mut rs)
+        let bytes = read_module(path, opts.max_input_size, &mut rs)
             .map_err(|e| Error::from(e).context("PATCH"))?;
         Patch::from_bytes(path, bytes, &mut rs)
     }
@@ -244,9 +244,18 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         }
         add_candidate_lines(k, &mut report)?;
         let model = cost_model(copts, &facts.rules, facts.config());
-        let resolution_cost = facts.with_target(module.arch, &bases, |t| {
+        let mut resolution_cost = facts.with_target(module.arch, &bases, |t| {
             resolution_cost_with(module, t, &model, rs)
         })?;
+        // Refused by the module loader before apply_relocations(): the kernel makes no
+        // lookup, so the patch costs it nothing.
+        if report
+            .problems
+            .iter()
+            .any(|p| p.reached && p.kind.refuses_before_lookups())
+        {
+            resolution_cost = resolution_cost.not_reached();
+        }
         let mut notes = layouts.notes;
         notes.extend(facts.notes);
         results.push(KernelCheck {
@@ -417,4 +426,26 @@ fn add_candidate_lines(k: &Kernel, report: &mut CheckReport) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A module file's ELF bytes: a `.ko`, or a `.ko.xz`/`.ko.zst`/`.ko.gz` decompressed (known by
+/// its magic, not its name) as modprobe or the kernel (CONFIG_MODULE_DECOMPRESS) does before
+/// the module loader reads it. At most `limit` bytes either way.
+pub(crate) fn read_module(
+    path: &Path,
+    limit: u64,
+    rs: &mut Resched,
+) -> std::result::Result<Vec<u8>, klpsym_io::LoadError> {
+    let raw = klpsym_io::read_bounded(path, limit, rs)?;
+    let plain = match klpsym_io::decompressed(&raw, path, limit, rs)? {
+        std::borrow::Cow::Owned(v) => Some(v),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    match plain {
+        Some(v) => {
+            bulk::free_with_points(raw, rs)?;
+            Ok(v)
+        }
+        None => Ok(raw),
+    }
 }

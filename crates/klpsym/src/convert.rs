@@ -102,7 +102,7 @@ pub fn convert(
     let opts = kernel.options();
     let mut rs = opts.resched();
     let rs = &mut rs;
-    let bytes = klpsym_io::read_bounded(input, opts.max_input_size, rs)?;
+    let bytes = crate::check::read_module(input, opts.max_input_size, rs)?;
     let layouts = Layouts::for_kernel(&copts.target, kernel)?;
     let mut notes = layouts.notes.clone();
     // The module's objects, and the objects pins name, may be modules that are not loaded:
@@ -157,6 +157,11 @@ pub fn convert(
         }
     }
     let exported = |n: &str| facts.exported_by_vmlinux(n);
+    // The target's architecture when known: a module for another is refused.
+    let arch = facts
+        .machine()
+        .and_then(klpsym_livepatch::Arch::from_machine)
+        .unwrap_or(arch);
     let result = facts.with_target(arch, &[], |t| {
         convert_with(&bytes, t, &copts.pins, &exported, rs)
     });
@@ -164,7 +169,11 @@ pub fn convert(
         Ok((out, report)) => {
             // The output keeps the input's mode (a module is often 0644, tempfiles are 0600).
             let mode = std::fs::metadata(input).ok().map(|m| m.permissions());
-            klpsym_io::write_atomically_with(output, mode, |w| write_in_steps(w, &out, rs))?;
+            // Compressed when the output's name says so (`-o lp.ko.xz`), as kbuild does.
+            let compression = klpsym_io::ModuleCompression::for_path(output);
+            klpsym_io::write_atomically_with(output, mode, |w| {
+                klpsym_io::write_module(w, compression, |e| write_in_steps(e, &out, rs))
+            })?;
             bulk::free_with_points(out, rs)?;
             notes.extend(report.warnings.iter().map(|w| Note::warning(w.clone())));
             bulk::free_with_points(bytes, rs)?;

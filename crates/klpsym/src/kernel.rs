@@ -124,6 +124,48 @@ impl Kernel {
         klpsym_io::is_live(&self.inner.path)
     }
 
+    /// Why this kernel loads no livepatch at all, when something says so: its configuration
+    /// (the package's, `config-RELEASE` beside the image, `/boot` or `/proc/config.gz` for the
+    /// running kernel) has CONFIG_MODULES or CONFIG_LIVEPATCH not set, or, with no
+    /// configuration, a whole vmlinux table without `klp_enable_patch`. `None` when it can or
+    /// when nothing tells. Lookups still answer as the code would; this says no patch will ask.
+    pub fn livepatch_unsupported(&self) -> Option<String> {
+        let inner = &self.inner;
+        let read;
+        let config = match inner.package.as_ref().and_then(|p| p.config.as_ref()) {
+            Some(c) => Some(c),
+            None => {
+                read = klpsym_io::find_config(inner)
+                    .and_then(|p| klpsym_io::read_config(&p, &mut self.opts.resched()).ok());
+                read.as_ref()
+            }
+        };
+        if let Some(c) = config {
+            return ["CONFIG_MODULES", "CONFIG_LIVEPATCH"]
+                .into_iter()
+                .find(|o| !c.enabled(o))
+                .map(|o| {
+                    format!(
+                        "{o} is not set ({}): this kernel loads no livepatch",
+                        c.path.display()
+                    )
+                });
+        }
+        let t = &inner.table;
+        // A module or a few symbols given as the kernel says nothing either way.
+        if t.object_info(klpsym_core::ObjectId::VMLINUX).symbol_count > 1000
+            && t.by_name_in("klp_enable_patch", klpsym_core::ObjectId::VMLINUX)
+                .next()
+                .is_none()
+        {
+            return Some(
+                "vmlinux does not define klp_enable_patch (no CONFIG_LIVEPATCH): this kernel loads no livepatch"
+                    .to_string(),
+            );
+        }
+        None
+    }
+
     /// The options it was opened with.
     pub fn options(&self) -> &Options {
         &self.opts

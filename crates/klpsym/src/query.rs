@@ -222,6 +222,9 @@ pub struct LookupAnswer {
     pub object: String,
     /// Every definition of the name in the object, in kallsyms order.
     pub candidates: Vec<Candidate>,
+    /// Set when this kernel loads no livepatch at all ([`Kernel::livepatch_unsupported`]):
+    /// the answer is what the lookup code would return, but no patch will ask it.
+    pub livepatch_unsupported: Option<String>,
 }
 
 /// Candidates sized by walking the table (one walk each, usually a few records); more build
@@ -319,9 +322,7 @@ impl Kernel {
             file_note: file_miss,
             object_loaded: o.object_id.is_some(),
             variants: if o.candidates.is_empty() {
-                t.variants_of(q.name)
-                    .map(|s| format!("{} [{}]", s.name, t.object_info(s.object).name))
-                    .collect()
+                self.variants(q.name)
             } else {
                 Vec::new()
             },
@@ -334,6 +335,7 @@ impl Kernel {
             }),
             object: o.object,
             candidates: cands,
+            livepatch_unsupported: self.livepatch_unsupported(),
         })
     }
 }
@@ -350,9 +352,23 @@ pub struct Definitions {
     pub all: usize,
     /// Positions restart at 1 in each object, in kallsyms order.
     pub candidates: Vec<Candidate>,
+    /// When the name has no definition: its compiler-made variants (`NAME.isra.0 [OBJECT]`),
+    /// as [`LookupAnswer::variants`].
+    pub variants: Vec<String>,
+    /// As [`LookupAnswer::livepatch_unsupported`].
+    pub livepatch_unsupported: Option<String>,
 }
 
 impl Kernel {
+    /// The compiler-made variants of a name (`NAME.isra.0 [OBJECT]`), for a name without a
+    /// definition of its own.
+    fn variants(&self, name: &str) -> Vec<String> {
+        let t = &self.inner.table;
+        t.variants_of(name)
+            .map(|s| format!("{} [{}]", s.name, t.object_info(s.object).name))
+            .collect()
+    }
+
     /// Every definition of `name` with its position (`old_sympos`), address, type, size,
     /// object, and source file and line where the source tells: in `object` only when given,
     /// in `file` only when given.
@@ -395,7 +411,13 @@ impl Kernel {
             kernel: self.inner.path.display().to_string(),
             count: cands.len(),
             all,
+            variants: if all == 0 {
+                self.variants(name)
+            } else {
+                Vec::new()
+            },
             candidates: cands,
+            livepatch_unsupported: self.livepatch_unsupported(),
         })
     }
 }

@@ -202,6 +202,11 @@ impl<'k> TargetFacts<'k> {
         self.inputs.config.as_ref()
     }
 
+    /// The target's ELF machine (62 x86-64, 183 arm64), when something says.
+    pub fn machine(&self) -> Option<u16> {
+        self.inputs.machine.as_ref().map(|f| f.value)
+    }
+
     /// The CRC and namespace of an exported symbol, when known.
     pub fn export_info(&self, name: &str) -> Option<ExportInfo> {
         self.inputs.export_info(name)
@@ -325,6 +330,7 @@ pub fn knows_exports(table: &SymbolTable, rs: &mut Resched) -> Result<bool, Canc
 /// export table is borrowed, not copied).
 #[derive(Debug, Default)]
 struct LoaderInputs<'k> {
+    machine: Option<Fact<u16>>,
     vermagic: Option<Fact<String>>,
     config: Option<KernelConfig>,
     exports: Option<Cow<'k, Exports>>,
@@ -392,6 +398,7 @@ impl<'k> LoaderInputs<'k> {
         if k.is_running() {
             out.sig_enforce_live = klpsym_io::live_sig_enforce();
         }
+        out.machine = machine_of(k, out.config.as_ref(), out.vermagic.as_ref());
         // vmlinux defines klp_enable_patch exactly when CONFIG_LIVEPATCH is set; a table with
         // only a few vmlinux symbols (a module given as the kernel) says nothing.
         if inner.table.object_info(ObjectId::VMLINUX).symbol_count > 1000 {
@@ -465,8 +472,39 @@ impl<'k> LoaderInputs<'k> {
                 .map(|e| Fact::new(exports, e.source.clone())),
             force_load: from_cfg("CONFIG_MODULE_FORCE_LOAD"),
             sig_force,
+            machine: self.machine.clone(),
         }
     }
+}
+
+/// The target's ELF machine, when something says: its source (an image's or a vmlinux's
+/// architecture), its configuration (CONFIG_X86_64, CONFIG_ARM64), or its vermagic (arm64's
+/// ends in `aarch64`, MODULE_ARCH_VERMAGIC; x86's has no such token).
+fn machine_of(
+    k: &Kernel,
+    config: Option<&KernelConfig>,
+    vermagic: Option<&Fact<String>>,
+) -> Option<Fact<u16>> {
+    let by_name = |a: &str| match a {
+        "x86_64" => Some(62u16),
+        "aarch64" => Some(183u16),
+        _ => None,
+    };
+    if let Some(m) = k.facts().arch.as_deref().and_then(by_name) {
+        return Some(Fact::new(m, format!("{}", k.path().display())));
+    }
+    if let Some(c) = config {
+        for (option, m) in [("CONFIG_X86_64", 62u16), ("CONFIG_ARM64", 183)] {
+            if c.enabled(option) {
+                return Some(Fact::new(m, format!("{option} in {}", c.path.display())));
+            }
+        }
+    }
+    let v = vermagic?;
+    v.value
+        .trim_end()
+        .ends_with("aarch64")
+        .then(|| Fact::new(183, format!("the vermagic ({})", v.source)))
 }
 
 /// The vermagic of the kernel a module tree belongs to: every in-tree module carries it.

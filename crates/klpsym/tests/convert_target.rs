@@ -217,3 +217,54 @@ fn the_targets_config_is_read() {
         run.notes
     );
 }
+
+/// Debian ships modules as `.ko.xz` (and kbuild can write `.ko.zst` and `.ko.gz`); the module
+/// loader sees the decompressed ELF. `check` and `convert` read a compressed module as that
+/// ELF (they refused it: "not an ELF file"); convert's output is a plain `.ko`, or compressed
+/// as its name says.
+#[test]
+fn compressed_modules_are_read_and_written_by_their_names() {
+    let spec = ModSpec {
+        text_refs: vec![("static_helper", R_X86_64_PLT32, -4)],
+        ..ModSpec::default()
+    };
+    let plain = build_module(&spec);
+    let t = Target::new(true);
+    let kernel = t.kernel();
+    let mut xz = Vec::new();
+    klpsym_io::write_module(&mut xz, klpsym_io::ModuleCompression::Xz, |w| {
+        w.write_all(&plain)
+    })
+    .unwrap();
+    std::fs::write(t.path("lp.ko.xz"), &xz).unwrap();
+
+    // check: the same patch as the plain file.
+    let patch = klpsym::Patch::read(t.path("lp.ko.xz"), kernel.options()).unwrap();
+    assert_eq!(patch.objects(), ["vmlinux"]);
+
+    // convert: each output name gives its form; every one decompresses to the same module.
+    let mut outputs = Vec::new();
+    for name in ["out.ko", "out.ko.zst", "out.ko.gz", "out.ko.xz"] {
+        let out = t.path(name);
+        let run = klpsym::convert(
+            &t.path("lp.ko.xz"),
+            &out,
+            &kernel,
+            &ConvertOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(klp_names(&run), [".klp.sym.vmlinux.static_helper,0"]);
+        let bytes = std::fs::read(&out).unwrap();
+        let elf = klpsym_io::decompressed(&bytes, &out, 1 << 30, &mut klpsym_core::Resched::none())
+            .unwrap()
+            .into_owned();
+        assert_eq!(&elf[..4], b"\x7fELF", "{name}");
+        assert_eq!(
+            name == "out.ko",
+            bytes == elf,
+            "{name}: compressed exactly when its name says so"
+        );
+        outputs.push(elf);
+    }
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+}

@@ -229,7 +229,12 @@ fn print_report(
         }
     }
     if !r.objects.is_empty() {
-        println!("objects:");
+        if res.resolution_cost.is_reached() {
+            println!("objects:");
+        } else {
+            // The kernel never gets to its lookups: what they would find, not a verdict.
+            println!("objects (not reached: what the lookups would find):");
+        }
         for o in &r.objects {
             let state = match o.state {
                 ObjectState::Loaded => "loaded",
@@ -301,6 +306,10 @@ fn print_report(
 
 /// The resolution cost in one line.
 fn cost_line(c: &ResolutionCost) -> String {
+    if !c.is_reached() {
+        return "resolution: none: the module loader refuses the module before the first lookup"
+            .to_string();
+    }
     format!(
         "resolution: {} lookups, {} kallsyms entries visited, longest unbroken {} ({:?} preemption): ~{:.1} ms CPU, longest hold ~{:.1} ms",
         c.lookups,
@@ -355,7 +364,12 @@ fn print_matrix(run: &CheckRun, rs: &mut Resched) -> Result<(), Cancelled> {
         } else {
             kinds.join(",")
         };
-        let hold = format!("{:.1} ms", r.resolution_cost.estimated_longest_hold_ms);
+        let hold = if r.resolution_cost.is_reached() {
+            format!("{:.1} ms", r.resolution_cost.estimated_longest_hold_ms)
+        } else {
+            // Refused before any lookup: no cost to show.
+            "-".to_string()
+        };
         println!("  {:<width$}  {verdict:<14}  {hold:>12}  {cell}", r.kernel);
     }
     Ok(())

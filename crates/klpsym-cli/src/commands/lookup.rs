@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use klpsym::{LookupAnswer, LookupQuery, Queries, Verdict};
 
-use super::print_candidates;
+use super::{print_candidates, print_variants, warn_livepatch_unsupported};
 use crate::cli::LookupArgs;
 use crate::options::open_kernels;
 use crate::output::{print_json, CliError, Outcome};
@@ -29,6 +29,9 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
         .iter()
         .map(|k| k.lookup(&q))
         .collect::<Result<Vec<_>, _>>()?;
+    for r in &results {
+        warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
+    }
     let all_found = results.iter().all(|r| r.verdict == Verdict::Found);
     let object_name = results.last().map_or("", |r| r.object.as_str());
     if args.source.json {
@@ -81,9 +84,7 @@ pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
                     println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");
                 } else if r.candidates.is_empty() {
                     println!("  note: no symbol named '{}' in {object_name}", args.name);
-                    for v in &r.variants {
-                        println!("  note: compiler-made variant: {v}");
-                    }
+                    print_variants(&r.variants, "  ");
                 } else {
                     println!(
                         "  {} has {} definition(s) in {object_name}; choose one with --sympos N (the patch's old_sympos):",

@@ -54,6 +54,21 @@ pub fn print_candidates(cands: &[Candidate], indent: &str) {
     }
 }
 
+/// Says once, on stderr, that a kernel loads no livepatch at all (lookup and sympos still
+/// answer as the code would).
+pub fn warn_livepatch_unsupported(kernel: &str, why: Option<&str>) {
+    if let Some(why) = why {
+        eprintln!("klpsym: warning: {kernel}: {why}; the answers below are what the lookup code would return");
+    }
+}
+
+/// The compiler-made variants of a missing name, one per line.
+pub fn print_variants(variants: &[String], indent: &str) {
+    for v in variants {
+        println!("{indent}note: compiler-made variant: {v} (a patch names it with its suffix)");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use klpsym::layers::core::file_matches;

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use klpsym::{Definitions, Queries};
 
-use super::print_candidates;
+use super::{print_candidates, print_variants, warn_livepatch_unsupported};
 use crate::cli::SymposArgs;
 use crate::options::open_kernels;
 use crate::output::{print_json, CliError, Outcome};
@@ -21,6 +21,9 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
         .iter()
         .map(|k| k.sympos(&args.name, args.object.as_deref(), args.file.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
+    for r in &results {
+        warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
+    }
     let ok = results.iter().all(|r| !r.candidates.is_empty());
     if args.source.json {
         print_json(&SymposJson {
@@ -47,6 +50,7 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
                     .as_ref()
                     .map_or(String::new(), |f| format!(" defined in {f}"))
             );
+            print_variants(&r.variants, "  ");
             continue;
         }
         match &args.file {

@@ -58,6 +58,11 @@ pub fn check_with(
         t.build_name_index(resched)?;
     }
     let mut c = Ctx::new(module, target, resched);
+    // A file the module loader refuses by its ELF header (another architecture) is not
+    // read further by the kernel: nothing after it is reported, not even as not reached.
+    if c.elf_header_refused() {
+        return c.finish();
+    }
     c.module_load()?;
     c.patch_enable()?;
     c.modules_coming()?;
@@ -82,6 +87,9 @@ struct Ctx<'m, 'd, 't, 'r> {
     loader_checks: Vec<LoaderCheck>,
     /// Whether the kernel reaches the next loader check (no earlier failure of the load).
     loader_reached: bool,
+    /// The ELF header check's line when it passed (listed after the signature, as the kernel
+    /// runs it).
+    header_check: Option<LoaderCheck>,
     /// Section bytes as relocations write them (unknown values written as 0xff).
     overlay: HashMap<u32, Vec<u8>>,
     failed: HashSet<String>,
@@ -129,6 +137,7 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
             objects: Vec::with_capacity(objects),
             loader_checks: Vec::with_capacity(8),
             loader_reached: true,
+            header_check: None,
             overlay: HashMap::new(),
             failed: HashSet::new(),
             deferred: Vec::new(),

@@ -49,9 +49,73 @@ fn loader_check_with(
         exports: Some(Fact::new(&lookup as ExportLookup<'_>, "test")),
         force_load: Some(Fact::new(force_load, "test")),
         sig_force: Some(Fact::new(false, "test")),
+        machine: Some(Fact::new(62, "test")),
     };
     let t = target(&k).with_exports(&exported).with_loader(facts);
     check(&m, &t)
+}
+
+/// A module for another architecture is refused by its ELF header, before anything of it is
+/// read: -ENOEXEC with the line each version prints, no symbol, CRC or vermagic problem, no
+/// lookup. (Before the header check, an x86-64 module on an arm64 kernel was reported as a
+/// module_layout CRC mismatch with advice to convert __fentry__.)
+#[test]
+fn a_module_for_another_architecture_is_refused_by_its_header() {
+    let spec = ModSpec {
+        arch: Arch::Aarch64,
+        text_refs: refs(&[("static_helper", elf::R_AARCH64_CALL26, 0)]).text_refs,
+        ..ModSpec::default()
+    };
+    let bytes = build_module(&spec);
+    let m = LivepatchModule::parse(&bytes).unwrap();
+    let k = kernel();
+    let facts = || LoaderFacts {
+        modules: Some(Fact::new(true, "test")),
+        machine: Some(Fact::new(62, "the image")),
+        ..LoaderFacts::default()
+    };
+    for (version, line) in [
+        ((6, 1), "Invalid architecture in ELF header: 183"),
+        ((7, 2), "Invalid architecture in ELF header: 183"),
+        ((5, 10), "Module has invalid ELF structures"),
+    ] {
+        let t = Target::new(
+            &k,
+            KernelRules::for_version(version.0, version.1),
+            Arch::X86_64,
+        )
+        .with_loader(facts());
+        let r = check(&m, &t);
+        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{version:?}");
+        assert_eq!(r.verdict.errno, Some(8), "ENOEXEC");
+        let p = only_problem(&r);
+        assert_eq!(p.kind, ProblemKind::ElfHeader);
+        assert_eq!(p.log, [line.to_string()], "{version:?}");
+        assert!(
+            r.problems.iter().all(|p| p.kind == ProblemKind::ElfHeader),
+            "{:#?}",
+            r.problems
+        );
+        assert!(r.objects.is_empty() && r.relocations.is_empty());
+        assert_eq!(status(&r, "elf_header"), CheckStatus::Failed);
+        assert!(
+            r.loader_checks.iter().all(|c| c.check != "vermagic"),
+            "{:#?}",
+            r.loader_checks
+        );
+    }
+    // The right machine: the header check passes and is listed.
+    let t =
+        Target::new(&k, KernelRules::for_version(6, 1), Arch::Aarch64).with_loader(LoaderFacts {
+            machine: Some(Fact::new(183, "the image")),
+            ..LoaderFacts::default()
+        });
+    let r = check(&m, &t);
+    assert_eq!(status(&r, "elf_header"), CheckStatus::Passed);
+    // An unknown machine: no header line at all (never "ok" without the fact).
+    let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::Aarch64);
+    let r = check(&m, &t);
+    assert!(r.loader_checks.iter().all(|c| c.check != "elf_header"));
 }
 
 fn status(r: &CheckReport, check: &str) -> CheckStatus {
@@ -504,4 +568,25 @@ fn klp_build_layout_is_read_and_checked() {
     let p = only_problem(&r);
     assert_eq!(p.log, vec!["livepatch_fix: nothing to patch!".to_string()]);
     assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+}
+
+/// The hint for an unknown symbol follows from its cause: a symbol the target defines but does
+/// not export can be reached by a klp relocation (convert); a symbol the target has nowhere
+/// (`_printk` on 5.10, which calls it `printk`) means the module was compiled for another
+/// kernel, and converting it would only move the failure.
+#[test]
+fn an_unknown_symbol_hint_follows_from_its_cause() {
+    let unexported = ordinary(&refs(&[("static_helper", elf::R_X86_64_PLT32, -4)]), None);
+    let p = only_problem(&unexported);
+    assert_eq!(p.kind, ProblemKind::UnknownSymbol);
+    assert!(p.hint.contains("klpsym convert"), "{}", p.hint);
+
+    let absent = ordinary(&refs(&[("_printk", elf::R_X86_64_PLT32, -4)]), None);
+    let p = only_problem(&absent);
+    assert_eq!(p.kind, ProblemKind::UnknownSymbol);
+    assert!(
+        p.hint.contains("rebuild it against the target's headers") && !p.hint.contains("convert"),
+        "{}",
+        p.hint
+    );
 }

@@ -1,0 +1,59 @@
+//! What `lookup` and `sympos` say beside the kernel's answer: that a kernel loads no livepatch
+//! at all, and the compiler-made variants of a missing name (the same hint from both).
+
+use klpsym::{CacheDir, LookupQuery, Options, Verdict};
+
+/// A kallsyms text of a whole kernel (more than the 1000 vmlinux symbols below which a table
+/// says nothing of the kernel's configuration), with or without `klp_enable_patch`.
+fn kernel(livepatch: bool) -> (tempfile::TempDir, klpsym::Kernel) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("ffffffff81000000 T _text\n");
+    for i in 0..1500u64 {
+        text += &format!("{:016x} t fn_{i}\n", 0xffff_ffff_8100_1000 + i * 0x40);
+    }
+    text += "ffffffff81200000 t init_once.isra.0\n";
+    if livepatch {
+        text += "ffffffff81300000 T klp_enable_patch\n";
+    }
+    let path = dir.path().join("kallsyms");
+    std::fs::write(&path, text).unwrap();
+    let k = klpsym::open(&path, &Options::new().cache(CacheDir::Off)).unwrap();
+    (dir, k)
+}
+
+#[test]
+fn a_kernel_without_livepatch_is_said_to_load_no_patch() {
+    let (_d, k) = kernel(false);
+    let a = k.lookup(&LookupQuery::new("fn_7")).unwrap();
+    assert_eq!(a.verdict, Verdict::Found);
+    let why = a.livepatch_unsupported.expect("said");
+    assert!(why.contains("klp_enable_patch"), "{why}");
+    assert!(k
+        .sympos("fn_7", None, None)
+        .unwrap()
+        .livepatch_unsupported
+        .is_some());
+
+    let (_d, k) = kernel(true);
+    assert_eq!(
+        k.lookup(&LookupQuery::new("fn_7"))
+            .unwrap()
+            .livepatch_unsupported,
+        None
+    );
+    assert_eq!(
+        k.sympos("fn_7", None, None).unwrap().livepatch_unsupported,
+        None
+    );
+}
+
+#[test]
+fn sympos_and_lookup_give_the_same_variant_hint() {
+    let (_d, k) = kernel(true);
+    let a = k.lookup(&LookupQuery::new("init_once")).unwrap();
+    assert_eq!(a.verdict, Verdict::NotFound);
+    let d = k.sympos("init_once", None, None).unwrap();
+    assert!(d.candidates.is_empty());
+    assert_eq!(a.variants, vec!["init_once.isra.0 [vmlinux]".to_string()]);
+    assert_eq!(d.variants, a.variants);
+}
