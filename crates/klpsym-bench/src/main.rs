@@ -66,6 +66,11 @@ enum Cmd {
         /// Replaced functions in the patch.
         #[arg(long, default_value_t = 1_000)]
         funcs: usize,
+        /// Time only klpsym's lookups, over N passes, and print the fastest and the median
+        /// pass per lookup: the figure that compares two builds of the core lookup (run them
+        /// in turn, several times; the other strategies take seconds).
+        #[arg(long, value_name = "N")]
+        klpsym_only: Option<usize>,
     },
     /// Longest stretch between reschedule points for each operation on real inputs, over
     /// several runs; exits 1 when an operation is over the bound in every run.
@@ -145,7 +150,8 @@ fn main() -> std::process::ExitCode {
             kernel,
             relocs,
             funcs,
-        } => resolve::run(&kernel, relocs, funcs),
+            klpsym_only,
+        } => resolve::run(&kernel, relocs, funcs, klpsym_only),
         Cmd::Resched {
             kernel,
             image,

@@ -164,8 +164,9 @@ pub fn resolve_in_object(
     let mut count: u64 = 0;
     let mut last: Option<(SymbolId, u64)> = None;
     // Records only: a name is read once per probe of the index, never per match.
+    let recs = table.records();
     for i in table.ids_by_name_in(name, object) {
-        last = Some((SymbolId(i), table.addr_of(i)));
+        last = Some((SymbolId(i), recs[i as usize].addr));
         count += 1;
         if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
             break;
