@@ -227,6 +227,16 @@ pub struct SearchArgs {
     /// List at most this many names (the count of all matches is printed anyway).
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub limit: usize,
+    /// Only names defined more than once: the ones a patch must give a position for.
+    #[arg(long)]
+    pub duplicates: bool,
+    /// List in name order (default: the order kallsyms first lists them).
+    #[arg(long)]
+    pub sort: bool,
+    /// Fold `__pfx_NAME` (function padding) and `__cfi_NAME` (kCFI) into NAME when it matches
+    /// too; the twins are listed after the objects.
+    #[arg(long)]
+    pub fold: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -234,8 +244,15 @@ pub struct SearchArgs {
 /// `klpsym addr`.
 #[derive(Debug, Args)]
 pub struct AddrArgs {
-    /// Addresses in hex, with or without 0x. None: read standard input, one per line.
+    /// Addresses in hex (with or without 0x), or `name+0xoff[/0xsize] [module]`. None: read
+    /// standard input, a pasted oops or trace as it is: every line is printed in order, each
+    /// stack entry in it (`[<ffffffff81...>]`, `? name+0x10/0xa0 [mod]`, `RIP: 0010:name+...`,
+    /// a bare address) followed by ` => ` and what it is in this kernel.
     pub addrs: Vec<String>,
+    /// With standard input: a line that holds no stack entry is an error (exit 2), not passed
+    /// through.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -284,8 +301,9 @@ pub struct CheckArgs {
     pub explain: bool,
     /// Exit 1 unless everything that decides the load was checked: a deferred object without
     /// its module's .ko, a module-loader check whose target fact is unknown (vermagic, CRCs,
-    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), or a module
-    /// that is not a livepatch. For CI.
+    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), a module
+    /// that is not a livepatch, or, against a built-for kernel, a binding nothing proves (no
+    /// source file on either side). For CI.
     #[arg(long)]
     pub strict: bool,
     /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
@@ -296,6 +314,13 @@ pub struct CheckArgs {
     /// estimates (default: 50, an x86_64 figure not yet calibrated on real hardware).
     #[arg(long, value_name = "NS")]
     pub visit_ns: Option<f64>,
+    /// The kernel the patch was built for (an image with its -dbg package, a vmlinux, a
+    /// folder of one release's packages): every replaced function and klp relocation symbol
+    /// is checked to bind, on each kernel, the definition it binds there (same source file,
+    /// same copy in it). One that loads but binds another definition exits 1. Default: the
+    /// kernel given with --kernel whose release the patch's vermagic names, if any.
+    #[arg(long, value_name = "KERNEL")]
+    pub built_for: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -30,10 +30,16 @@ fn main() -> ExitCode {
         Command::Cache(a) => commands::cache::run(&a),
     };
     match result {
+        // An input that could not be read was reported; the others' answers were given.
+        Ok(_) if output::an_input_failed() => ExitCode::from(2),
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::KernelSaysNo) => ExitCode::from(1),
         Err(e) => {
             output::print_error(&e);
+            // A script reading --json's stdout gets JSON either way.
+            if std::env::args_os().any(|a| a == "--json") {
+                output::print_error_json(&e);
+            }
             ExitCode::from(2)
         }
     }

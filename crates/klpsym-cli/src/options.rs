@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use klpsym::{CacheDir, Kernel, Note, Opened, Options, PointPolicy, Progress, Queries};
+use klpsym::{
+    CacheDir, Kernel, KernelFailure, Note, Opened, Options, PointPolicy, Progress, Queries,
+};
 
 use crate::cli::{SourceArgs, YesNo};
 use crate::output::CliError;
@@ -45,6 +47,7 @@ impl SourceArgs {
             queries,
             progress: progress_bar(),
             package_modules: false,
+            debug_packages: true,
         }
     }
 }
@@ -95,17 +98,58 @@ pub fn print_notes(notes: &[Note]) {
     }
 }
 
-/// Opens every kernel the arguments name (or the running one), failing on the first that
-/// cannot be opened, and prints what was said while opening.
+/// Opens every kernel the arguments name (or the running one) and prints what was said while
+/// opening. A kernel that cannot be opened is reported on stderr (`klpsym: error: ...`) and
+/// the run ends with exit 2, while the others still answer; when none opens, its error is the
+/// command's.
 pub fn open_kernels(args: &SourceArgs, opts: &Options) -> Result<Vec<Kernel>, CliError> {
+    let (kernels, failed) = open_kernels_each(args, opts)?;
+    for f in &failed {
+        eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
+    }
+    Ok(kernels)
+}
+
+/// [`open_kernels`] giving the kernels that could not be opened to the caller (check makes a
+/// matrix row of each) instead of printing them. Either way the run ends with exit 2.
+pub fn open_kernels_each(
+    args: &SourceArgs,
+    opts: &Options,
+) -> Result<(Vec<Kernel>, Vec<KernelFailure>), CliError> {
     let opened = klpsym::open_all(&args.kernels, opts)?;
     let mut out = Vec::with_capacity(opened.len());
-    for Opened { kernel, .. } in opened {
-        let k = kernel?;
-        out.push(k);
+    let mut failed = Vec::new();
+    let mut first_error = None;
+    for Opened { kernel, source } in opened {
+        match kernel {
+            Ok(k) => out.push(k),
+            Err(e) => {
+                let text = source.display().to_string();
+                // The error names the file already when it is about that file.
+                let f = KernelFailure::new(text.clone(), &e);
+                let f = if f.error.contains(&text) {
+                    KernelFailure {
+                        error: f.error.replace(&format!("{text}: "), ""),
+                        ..f
+                    }
+                } else {
+                    f
+                };
+                failed.push(f);
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if out.is_empty() {
+        if let Some(e) = first_error {
+            return Err(e.into());
+        }
+    }
+    if !failed.is_empty() {
+        crate::output::some_input_failed();
     }
     for k in &out {
         print_notes(k.notes());
     }
-    Ok(out)
+    Ok((out, failed))
 }

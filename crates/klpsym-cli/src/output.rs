@@ -22,8 +22,47 @@ impl Outcome {
     }
 }
 
+/// Set when some input could not be read while the others were answered: the run then
+/// ends with exit 2 whatever its verdicts.
+static INPUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that an input failed (its error was printed, the others went on).
+pub fn some_input_failed() {
+    INPUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when [`some_input_failed`] was called.
+pub fn an_input_failed() -> bool {
+    INPUT_FAILED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A user-facing error (exit 2).
 pub type CliError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Prints an error as the one JSON document of a `--json` run, on stdout:
+/// `{"error": {"kind", "message"}}`.
+pub fn print_error_json(e: &CliError) {
+    let kind = match e.downcast_ref::<klpsym::Error>().map(klpsym::Error::kind) {
+        Some(klpsym::ErrorKind::NotFound) => "not_found",
+        Some(klpsym::ErrorKind::BadInput) => "bad_input",
+        Some(klpsym::ErrorKind::TooLarge) => "too_large",
+        Some(klpsym::ErrorKind::Io) => "io",
+        Some(klpsym::ErrorKind::Usage) => "usage",
+        Some(klpsym::ErrorKind::Cancelled) => "cancelled",
+        _ => "other",
+    };
+    let mut message = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(&format!(": {text}"));
+        }
+        src = s.source();
+    }
+    let doc = serde_json::json!({"error": {"kind": kind, "message": message}});
+    println!("{doc}");
+}
 
 /// Prints an error and its causes to stderr.
 pub fn print_error(e: &CliError) {

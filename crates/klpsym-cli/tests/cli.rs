@@ -190,26 +190,32 @@ fn addr_symbolizes_like_percent_ps_and_reports_outside() {
     assert_eq!(o.status.code(), Some(1), "0x10 is outside");
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "ffffffff81000150 do_thing+0x10/0xc0");
+    assert_eq!(lines[0], "ffffffff81000150 => do_thing+0x10/0xc0");
     assert_eq!(
         lines[1],
-        "ffffffffc0000044 nft_do_chain+0x4/0x40 [nf_tables]"
+        "0xffffffffc0000044 => nft_do_chain+0x4/0x40 [nf_tables]"
     );
     assert_eq!(
         lines[2],
-        "ffffffffc0201000 ftrace_trampoline+0x0 [__builtin__ftrace]"
+        "ffffffffc0201000 => ftrace_trampoline+0x0 [__builtin__ftrace]"
     );
     assert!(lines[3].contains("below the first symbol"));
     // stdin, one per line
     let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nffffffff81000301\n");
     let out = stdout(&o);
-    assert!(out.contains("ffffffff81000300 _etext+0x0\n"), "{out}");
+    assert!(out.contains("ffffffff81000300 => _etext+0x0\n"), "{out}");
     assert!(
-        out.contains("ffffffff81000301 ?? (outside every symbol"),
+        out.contains("ffffffff81000301 => ?? (outside every symbol"),
         "{out}"
     );
-    // bad input is a usage error naming the line
+    // A line without an entry passes through; with --strict it is an error naming the line.
     let o = run_stdin(&["addr", "-k", &k], "ffffffff81000300\nnot-hex\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).ends_with("\nnot-hex\n"), "{}", stdout(&o));
+    let o = run_stdin(
+        &["addr", "-k", &k, "--strict"],
+        "ffffffff81000300\nnot-hex\n",
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("standard input line 2"),
@@ -438,33 +444,55 @@ fn a_closed_pipe_ends_output_quietly() {
     }
 }
 
-/// Regression: one unreadable line made `addr` give up on all of standard input.
+/// Regression: one unreadable line made `addr` give up on all of standard input; a pasted
+/// oops exited 2 with an error for every line that was not an address, and stack lines came
+/// out in two styles without their timestamps. Now every line passes through in order, each
+/// stack entry followed by ` => ` and what it is here.
 #[test]
-fn addr_reads_each_line_on_its_own_and_what_people_paste() {
+fn addr_passes_a_pasted_oops_through_and_decodes_its_entries() {
     let f = Fixture::new();
     let k = sample(&f);
-    let input = "not an address\n\
+    let input = "[  242.1] INFO: task kworker/0:1:33 blocked for more than 120 seconds.\n\
+                 [  242.2] Call Trace:\n\
+                 [  242.2]  <TASK>\n\
                  ffffffff81000104\n\
                  [  12.3] ? init_once+0x4/0x40 [nf_tables]\n\
                  [<ffffffff81000144>] do_thing+0x4/0xc0\n\
-                 RIP: 0010:do_thing+0x10/0xc0\n";
+                 RIP: 0010:do_thing+0x10/0xc0\n\
+                 RIP: 0033:0x7f3a1c2b4d2e\n\
+                 RSP: 002b:00007ffd2c1e6c48 EFLAGS: 00000246\n\
+                 [  242.3]  </TASK>\n";
     let o = run_stdin(&["addr", "--kernel", &k], input);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("standard input line 1"),
-        "{}",
-        stderr(&o)
-    );
-    assert!(out.contains("ffffffff81000104 init_once+0x4/0x40"), "{out}");
-    assert!(
-        out.contains("init_once+0x4/0x40 [nf_tables] -> ffffffffc0000004 [nf_tables]"),
-        "{out}"
-    );
-    assert!(out.contains("ffffffff81000144 do_thing+0x4/0xc0"), "{out}");
-    assert!(
-        out.contains("do_thing+0x10/0xc0 -> ffffffff81000150 [vmlinux]"),
-        "{out}"
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let want = "[  242.1] INFO: task kworker/0:1:33 blocked for more than 120 seconds.\n\
+                [  242.2] Call Trace:\n\
+                [  242.2]  <TASK>\n\
+                ffffffff81000104 => init_once+0x4/0x40\n\
+                [  12.3] ? init_once+0x4/0x40 [nf_tables] => ffffffffc0000004 [nf_tables]\n\
+                [<ffffffff81000144>] do_thing+0x4/0xc0 => do_thing+0x4/0xc0\n\
+                RIP: 0010:do_thing+0x10/0xc0 => ffffffff81000150 [vmlinux]\n\
+                RIP: 0033:0x7f3a1c2b4d2e\n\
+                RSP: 002b:00007ffd2c1e6c48 EFLAGS: 00000246\n\
+                [  242.3]  </TASK>\n";
+    assert_eq!(out, want);
+    // JSON: one record per entry, with its line.
+    let o = run_stdin(&["addr", "--kernel", &k, "--json"], input);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = v["results"][0]["addresses"].as_array().unwrap();
+    assert_eq!(a.len(), 4, "{v}");
+    assert_eq!(a[1]["line"], 5);
+    assert_eq!(a[1]["address"], "0xffffffffc0000004");
+    // --strict: a line without an entry is an error, quoted once.
+    let o = run_stdin(&["addr", "--kernel", &k, "--strict"], input);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("standard input line 1"), "{err}");
+    assert_eq!(
+        err.lines().next().unwrap().matches("blocked for").count(),
+        1,
+        "{err}"
     );
     // All readable: exit 0; JSON carries the input and the address.
     let o = run_stdin(&["addr", "--kernel", &k, "--json"], "do_thing+0x8\n");
@@ -666,4 +694,136 @@ fn lookup_and_sympos_say_when_a_kernel_loads_no_livepatch() {
             "{verb}: {v}"
         );
     }
+}
+
+/// One kernel that cannot be read does not sink the others: they answer, it is reported on
+/// stderr, and the run ends with exit 2. `check` gives it a row of its own in the matrix.
+#[test]
+fn a_broken_kernel_among_good_ones_gets_its_error_and_the_others_answer() {
+    let f = Fixture::new();
+    let good = f.file("good.txt", SAMPLE.as_bytes()).display().to_string();
+    let good2 = f.file("good2.txt", SAMPLE.as_bytes()).display().to_string();
+    let bad = f.file("notes.txt", b"not a kernel\n").display().to_string();
+
+    let o = run(&["lookup", "do_thing", "-k", &good, "-k", &bad]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stdout(&o).contains("do_thing"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("notes.txt"), "{}", stderr(&o));
+
+    use klpsym_testkit::module::{build_module, ModSpec};
+    let lp = f.file("lp.ko", &build_module(&ModSpec::default()));
+    let o = run(&[
+        "check",
+        lp.to_str().unwrap(),
+        "-k",
+        &good,
+        "-k",
+        &bad,
+        "-k",
+        &good2,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let out = stdout(&o);
+    let matrix = &out[out.find("compatibility:").expect("a matrix")..];
+    assert_eq!(matrix.lines().count(), 5, "{matrix}");
+    let row = matrix
+        .lines()
+        .find(|l| l.contains("notes.txt"))
+        .expect("a row for the broken kernel");
+    assert!(row.contains("error"), "{row}");
+    assert_eq!(matrix.matches("good").count(), 2, "{matrix}");
+
+    let o = run(&[
+        "check",
+        lp.to_str().unwrap(),
+        "-k",
+        &good,
+        "-k",
+        &bad,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 1);
+    assert!(v["failed"][0]["kernel"]
+        .as_str()
+        .unwrap()
+        .ends_with("notes.txt"));
+}
+
+/// `search` answers the author's other questions: only the names a patch must give a
+/// position for (`--duplicates`), in name order (`--sort`), without the `__pfx_`/`__cfi_`
+/// twins every function has on kernels built with padding or kCFI (`--fold`).
+#[test]
+fn search_lists_duplicates_sorted_and_folds_twins() {
+    let f = Fixture::new();
+    let text = "\
+ffffffff81000000 T _text
+ffffffff81000100 t __pfx_zeta
+ffffffff81000110 t zeta
+ffffffff81000200 t __cfi_alpha
+ffffffff81000210 t alpha
+ffffffff81000300 t __pfx_zeta
+ffffffff81000310 t zeta
+ffffffff81000400 t alpha_unique
+";
+    let k = f.file("k.txt", text.as_bytes()).display().to_string();
+    let o = run(&["search", "*", "-k", &k, "--duplicates", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["results"][0]["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["__pfx_zeta", "zeta"]);
+    let o = run(&["search", "*", "-k", &k, "--duplicates", "--fold", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &v["results"][0]["matches"];
+    assert_eq!(m.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(m[0]["name"], "zeta");
+    assert_eq!(m[0]["twins"][0], "__pfx_zeta");
+    let o = run(&["search", "*a*", "-k", &k, "--sort", "--fold"]);
+    let out = stdout(&o);
+    let listed: Vec<&str> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(listed, ["alpha", "alpha_unique", "zeta"], "{out}");
+    assert!(out.contains("(+ __cfi_alpha)"), "{out}");
+}
+
+/// Every `--json` run prints JSON on stdout, an error too (`status --json` printed nothing).
+#[test]
+fn a_json_error_is_json() {
+    let f = Fixture::new();
+    for args in [
+        vec!["status", "--json", "--sysfs", "/nonexistent/livepatch"],
+        vec!["lookup", "x", "--json", "-k", "/nonexistent/kallsyms"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&o)));
+        assert!(v["error"]["message"].as_str().is_some(), "{v}");
+        assert!(!stderr(&o).is_empty());
+    }
+    let k = f.file("k.txt", SAMPLE.as_bytes()).display().to_string();
+    let o = run(&[
+        "lookup",
+        "x",
+        "--json",
+        "-k",
+        "/nonexistent/kallsyms",
+        "-k",
+        &k,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["results"].as_array().unwrap().len(),
+        1,
+        "the readable kernel answered"
+    );
+    assert_eq!(v["error"], serde_json::Value::Null);
 }

@@ -384,6 +384,25 @@ fn cli_md_examples_are_real_output() {
     let mut failures = Vec::new();
     let mut rest = md.as_str();
     let mut ran = 0;
+    // The examples are real output of one build (named in CLI.md); on another build in the
+    // lab's first slot they are held to what does not change with the build: they run, and
+    // give the documented verdict.
+    let documented = md
+        .lines()
+        .find_map(|l| l.strip_prefix("<!-- examples-from: "))
+        .and_then(|l| l.strip_suffix(" -->"))
+        .expect("CLI.md names the build its examples come from")
+        .to_string();
+    let release = common::lab_kernels()
+        .first()
+        .map(|k| k.value("RELEASE").to_string())
+        .unwrap_or_default();
+    let same_build = release == documented;
+    if !same_build {
+        eprintln!(
+            "CLI.md's examples are {documented}'s output; the lab's first kernel is {release}: each is held to running and to its verdict only"
+        );
+    }
     while let Some(at) = rest.find("```console\n") {
         out.push_str(&rest[..at + 11]);
         rest = &rest[at + 11..];
@@ -403,14 +422,33 @@ fn cli_md_examples_are_real_output() {
             fold(&text(&o.stdout)),
             fold(&text(&o.stderr))
         );
-        if got != block {
-            failures.push(format!("--- CLI.md:\n{block}--- klpsym now:\n{got}"));
+        if same_build {
+            if got != block {
+                failures.push(format!("--- CLI.md:\n{block}--- klpsym now:\n{got}"));
+            }
+        } else {
+            // Another build in the lab's first slot: its numbers, CRCs and paths differ from
+            // the documented ones; the example must still run, and give the documented verdict.
+            let verdict = |t: &str| -> Option<String> {
+                t.lines().nth(2).map(|l| {
+                    l.split(['(', ':'])
+                        .next()
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
+                })
+            };
+            if o.status.code() == Some(2) || verdict(block) != verdict(&got) {
+                failures.push(format!(
+                    "--- CLI.md (documented on {documented}):\n{block}--- klpsym now, on {release}:\n{got}"
+                ));
+            }
         }
         out.push_str(&got);
         ran += 1;
     }
     out.push_str(rest);
-    if std::env::var_os("KLPSYM_BLESS").is_some() {
+    if std::env::var_os("KLPSYM_BLESS").is_some() && same_build {
         std::fs::write(&md_path, out).unwrap();
         return;
     }

@@ -16,8 +16,11 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// A fresh directory of this test process; each call its own (tests run in parallel).
 fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("klpsym-pkg-{}-{name}", std::process::id()));
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("klpsym-pkg-{}-{n}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -74,6 +77,23 @@ fn a_folder_of_one_kernels_packages_answers_the_authors_question() {
     let strip = |v: &serde_json::Value| v["results"][0]["candidates"].clone();
     assert_eq!(strip(&v), strip(&want));
     assert!(strip(&v)[0]["line"].as_u64().is_some());
+    // With the image cached alone (and its -dbg package, were it cached), the folder is
+    // still one kernel with the -dbg package's source files.
+    let cache = s(&dir.join("cache"));
+    for p in [&image, &dbg] {
+        let o = run(&["info", "--kernel", &s(p), "--cache-dir", &cache]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    let listed = json(&run(&["cache", "--cache-dir", &cache, "--json"]));
+    assert!(
+        !listed["entries"].as_array().unwrap().is_empty(),
+        "{listed}"
+    );
+    let o = run(&[&args[..], &["--kernel", &s(&dir), "--cache-dir", &cache]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["results"].as_array().unwrap().len(), 1, "one kernel: {v}");
+    assert_eq!(strip(&v), strip(&want));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -358,5 +378,101 @@ fn a_folder_of_two_kernels_is_a_matrix_and_cached() {
     assert_eq!(listed["entries"].as_array().unwrap().len(), 2, "{listed}");
     let info = text(&run(&["info", "--kernel", &s(&folder), "--cache-dir", &cache]).stdout);
     assert_eq!(info.matches("(table from the cache)").count(), 2, "{info}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The folder users have: the lab's image package with its `-dbg` and headers packages, an
+/// arm64 image package, and a package cut short. `check` gives every readable kernel its
+/// verdict (the amd64 kernel accepts the case module, the arm64 kernel's module loader refuses
+/// it by its ELF header), the broken package its own row, and exits 2; the `-dbg` package
+/// (about 1 GiB, over the input limit) is not read at all. Before, the folder failed as a
+/// whole on the first package it could not read.
+#[test]
+fn a_folder_of_packages_with_a_broken_one_gives_every_readable_kernel_a_verdict() {
+    let (Some(deb), Some(dbg), Some(lp)) = (
+        lab("KLPSYM_TEST_IMAGE_DEB"),
+        lab("KLPSYM_TEST_DBG_DEB"),
+        lab("KLPSYM_TEST_LIVEPATCH_DIR"),
+    ) else {
+        return;
+    };
+    let arm64 = common::lab_kernels()
+        .into_iter()
+        .find(|k| k.value("ARCH") == "arm64" && !k.value("IMAGE_DEB").is_empty());
+    let Some(arm64) = arm64 else {
+        klpsym_testkit::lab::skip(
+            "a folder of packages with an arm64 kernel",
+            "no arm64 lab kernel with an image package",
+        );
+        return;
+    };
+    let dir = tempdir("broken-folder");
+    let folder = dir.join("debs");
+    std::fs::create_dir_all(&folder).unwrap();
+    let link = |p: &Path| {
+        std::os::unix::fs::symlink(p, folder.join(p.file_name().unwrap())).unwrap();
+    };
+    link(&deb);
+    link(&dbg);
+    link(&arm64.path("IMAGE_DEB"));
+    // The headers package of the same release, beside its image (Debian's folder).
+    let headers = deb
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace("linux-image-", "linux-headers-");
+    let headers = deb.with_file_name(headers);
+    if headers.is_file() {
+        link(&headers);
+    }
+    let bytes = std::fs::read(&deb).unwrap();
+    std::fs::write(
+        folder.join("linux-image-9.9.9-1-amd64_9.9.9-1_amd64.deb"),
+        &bytes[..4096],
+    )
+    .unwrap();
+    let ko = s(&lp.join("unique/klp_unique.ko"));
+    let o = run(&[
+        "check",
+        &ko,
+        "--kernel",
+        &s(&folder),
+        "--no-cache",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let v = json(&o);
+    let results = v["results"].as_array().unwrap();
+    let verdict = |arch: &str| {
+        results
+            .iter()
+            .find(|r| r["report"]["arch"] == arch)
+            .map(|r| r["report"]["verdict"]["kind"].as_str().unwrap().to_string())
+    };
+    assert_eq!(verdict("x86_64").as_deref(), Some("accepted"), "{v}");
+    let refused = results
+        .iter()
+        .find(|r| r["kernel"].as_str().unwrap().contains("arm64"))
+        .expect("the arm64 kernel's verdict");
+    assert_eq!(refused["report"]["verdict"]["kind"], "refused_at_load");
+    assert!(
+        refused["report"]["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "elf_header" && p["reached"] == true),
+        "{refused}"
+    );
+    let failed = v["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0]["kernel"].as_str().unwrap().contains("9.9.9"),
+        "{failed:?}"
+    );
+    assert!(
+        !text(&o.stderr).contains("-dbg"),
+        "the -dbg package is not read: {}",
+        text(&o.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -349,6 +349,27 @@ fn judge(
             }
             *visits_checked += 1;
         }
+        // The definition each replaced vmlinux function binds: the one the kernel patched.
+        if oracle.verdict == "accepted" {
+            for ((obj, name), want) in oracle.addrs.iter().filter(|((o, _), _)| o == "vmlinux") {
+                let got = v["results"][0]["bindings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|b| {
+                        b["source"] == "function"
+                            && b["object"] == obj.as_str()
+                            && b["name"] == name.as_str()
+                    })
+                    .and_then(|b| b["bound"]["address"].as_str())
+                    .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+                if got != Some(*want) {
+                    failures.push(format!(
+                        "{case}: klpsym check binds {obj}:{name} at {got:x?}, the kernel patched {want:#x}"
+                    ));
+                }
+            }
+        }
         // `klpsym status` against what sysfs showed while the patch was loaded: the patch and
         // its functions at the addresses the kernel resolved.
         if oracle.verdict == "accepted" && !oracle.addrs.is_empty() {
@@ -536,4 +557,69 @@ fn not_applicable(dir: &Path) -> usize {
                 .is_ok_and(|t| t.lines().any(|l| l.starts_with("skipped=not applicable: ")))
         })
         .count()
+}
+
+/// Identity needs source files: against each lab kernel's debug vmlinux (its -dbg package's),
+/// every replaced vmlinux function of the ambiguous cases binds the definition the kernel
+/// patched, names its source file, and is as built against the same kernel. Position 1 and 2
+/// of `m_show` are two definitions in two files: their identities differ.
+#[test]
+fn bindings_name_the_source_file_of_what_the_kernel_patched() {
+    let mut judged = 0;
+    for k in livepatch_kernels() {
+        let Some(dbg) = k.get("VMLINUX_DBG").filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let dir = k.path("LIVEPATCH_DIR");
+        let mut files = Vec::new();
+        for case in ["ambiguous-pos1", "ambiguous-pos2"] {
+            let cdir = dir.join(case);
+            let oracle = read_oracle(&cdir);
+            if oracle.verdict != "accepted" {
+                continue;
+            }
+            let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
+            let patch = index
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(case))
+                .and_then(|l| l.split_whitespace().find_map(|x| x.strip_prefix("patch=")))
+                .expect("the case's patch in index.txt")
+                .to_string();
+            let ko = cdir.join(format!("{patch}.ko"));
+            let args: Vec<&std::ffi::OsStr> = vec![
+                ko.as_os_str(),
+                "-k".as_ref(),
+                dbg.as_ref(),
+                "--built-for".as_ref(),
+                dbg.as_ref(),
+            ];
+            let (_, v) = check(&args);
+            let b = v["results"][0]["bindings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["source"] == "function" && b["name"] == "m_show")
+                .cloned()
+                .unwrap_or_else(|| panic!("{}: {case}: no binding of m_show: {v}", k.name));
+            let want = oracle.addrs[&("vmlinux".to_string(), "m_show".to_string())];
+            let got = b["bound"]["address"].as_str().unwrap_or_default();
+            assert_eq!(got, format!("{want:#x}"), "{}: {case}: {b}", k.name);
+            let file = b["identity"]["file"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}: {case}: no identity: {b}", k.name));
+            assert!(file.ends_with(".c"), "{file}");
+            assert_eq!(b["as_built"]["status"], "same", "{}: {case}: {b}", k.name);
+            files.push(file.to_string());
+        }
+        if files.len() == 2 {
+            assert_ne!(files[0], files[1], "{}: two definitions, two files", k.name);
+        }
+        judged += 1;
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip(
+            "bindings against a debug vmlinux",
+            "no lab kernel with a livepatch oracle and a -dbg vmlinux",
+        );
+    }
 }

@@ -48,9 +48,9 @@ pub use loaded::{
     is_live, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact, DEFAULT_SOURCE,
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
-pub use options::LoadOptions;
+pub use options::{is_debug_package, LoadOptions};
 pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
-pub use package::{is_package, load_packages};
+pub use package::{is_package, load_packages, PackageKernel};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};
 pub use symvers_cache::read_symvers_cached;

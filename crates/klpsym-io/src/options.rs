@@ -19,6 +19,9 @@ pub struct LoadOptions {
     /// never consult them (a lookup, a dump), which then see none. Decoding never skips them;
     /// only reading a cached kernel does (tens of thousands of records).
     pub export_facts: bool,
+    /// Read debug packages among several packages (see [`is_debug_package`]); false: pass
+    /// them over unread, for verbs that need no source files.
+    pub debug_packages: bool,
 }
 
 impl Default for LoadOptions {
@@ -30,6 +33,18 @@ impl Default for LoadOptions {
             package_modules: false,
             cache: None,
             export_facts: true,
+            debug_packages: true,
         }
     }
+}
+
+/// True when a package's file name says it holds debug info only: Debian's `-dbg_` and
+/// `-dbgsym_`, RPM's `-debuginfo-`. Told by the name, so a 1 GiB package can be passed over
+/// without reading it.
+pub fn is_debug_package(path: &std::path::Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.contains("-dbg_") || name.contains("-dbgsym_") || name.contains("-debuginfo-")
 }

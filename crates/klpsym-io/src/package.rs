@@ -58,62 +58,106 @@ pub(crate) fn load_one(
 ) -> Result<LoadedKernel, LoadError> {
     let p = read(path, bytes, opts, rs)?;
     let mut ks = kernels_of(vec![(path.to_path_buf(), p)], opts, rs)?;
-    Ok(ks.remove(0))
+    ks.remove(0).1
 }
+
+/// One kernel of packages given together, by the first package of its release, or the error
+/// of a package that could not be read.
+pub type PackageKernel = (PathBuf, Result<LoadedKernel, LoadError>);
 
 /// Packages given together: grouped by the kernel release their paths name (packages naming
 /// none join the first group), one kernel per release, in the order of first appearance.
+///
+/// Each kernel comes back with its own result: a package that cannot be read (over a limit,
+/// damaged, not a kernel package) is an error for its path alone, and the kernels of the
+/// others still load. Debug packages are passed over unread when `opts.debug_packages` is
+/// false. Only a cancellation is everybody's error.
 pub fn load_packages(
     paths: &[PathBuf],
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<Vec<LoadedKernel>, LoadError> {
+) -> Result<Vec<PackageKernel>, LoadError> {
+    let cancelled = |e: &LoadError| matches!(e, LoadError::Cancelled);
     // Cached kernels first (image packages read without their modules): each stands alone
     // unless a package read below names the same release, which then joins it anew.
     let cache = opts.cache.as_ref().filter(|_| !opts.package_modules);
     let mut hits: Vec<(PathBuf, LoadedKernel)> = Vec::new();
     let mut read_all = Vec::new();
     let mut hashes = Vec::new();
+    let mut out: Vec<PackageKernel> = Vec::new();
+    // Debug packages are passed over only beside others (a debug package alone is the kernel).
+    let is_debug = crate::options::is_debug_package;
+    let skip_debug = !opts.debug_packages && paths.iter().any(|p| !is_debug(p));
     for p in paths {
-        if let Some(k) = cache.map(|c| c.get(p, opts, rs)).transpose()?.flatten() {
-            hits.push((p.clone(), k));
+        if skip_debug && is_debug(p) {
             continue;
         }
+        match cache.map(|c| c.get(p, opts, rs)).transpose() {
+            Ok(Some(Some(k))) => {
+                hits.push((p.clone(), k));
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) if cancelled(&e) => return Err(e),
+            // A cache entry that cannot be read is read anew from the package.
+            Err(_) => {}
+        }
         let meta = std::fs::metadata(p).ok();
-        let bytes = read_bounded(p, opts.max_input_size, rs)?;
-        let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
-        hashes.push((p.clone(), meta, h));
-        read_all.push((p.clone(), read(p, &bytes, opts, rs)?));
+        let read_one = |rs: &mut Resched| -> Result<_, LoadError> {
+            let bytes = read_bounded(p, opts.max_input_size, rs)?;
+            let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
+            Ok((h, read(p, &bytes, opts, rs)?))
+        };
+        match read_one(rs) {
+            Ok((h, pkg)) => {
+                hashes.push((p.clone(), meta, h));
+                read_all.push((p.clone(), pkg));
+            }
+            Err(e) if cancelled(&e) => return Err(e),
+            Err(e) => out.push((p.clone(), Err(e))),
+        }
     }
     let release_of_hit = |k: &LoadedKernel| k.package.as_ref().and_then(|p| p.release.clone());
-    let mut out = Vec::new();
-    for (p, k) in hits {
-        let r = release_of_hit(&k);
-        if r.is_some()
-            && read_all
+    let hit_releases: Vec<Option<String>> = hits.iter().map(|(_, k)| release_of_hit(k)).collect();
+    for (i, (p, k)) in hits.into_iter().enumerate() {
+        let r = &hit_releases[i];
+        // Another package of its release (read, or itself a hit: an image and its -dbg
+        // package each cached alone) makes one kernel with it.
+        let shared = r.is_some()
+            && (read_all
                 .iter()
                 .any(|(_, pkg)| pkg.release() == r.as_deref())
-        {
-            let bytes = read_bounded(&p, opts.max_input_size, rs)?;
-            read_all.push((p.clone(), read(&p, &bytes, opts, rs)?));
+                || hit_releases
+                    .iter()
+                    .enumerate()
+                    .any(|(j, o)| j != i && o == r));
+        if shared {
+            match read_bounded(&p, opts.max_input_size, rs).and_then(|b| read(&p, &b, opts, rs)) {
+                Ok(pkg) => read_all.push((p.clone(), pkg)),
+                Err(e) if cancelled(&e) => return Err(e),
+                // The cached kernel still stands on its own.
+                Err(_) => out.push((p.clone(), Ok(k))),
+            }
         } else {
-            out.push(k);
+            out.push((p.clone(), Ok(k)));
         }
     }
-    for k in kernels_of(read_all, opts, rs)? {
-        // A kernel made of one package alone is kept for next time.
-        if let (Some(c), [only]) = (
-            cache,
-            k.package.as_ref().map_or(&[][..], |p| &p.packages[..]),
-        ) {
-            if let Some((_, Some(meta), h)) = hashes.iter().find(|(p, _, _)| p == only) {
-                let _ = c.put(only, meta, *h, &k, opts, rs);
+    for (first, k) in kernels_of(read_all, opts, rs)? {
+        if let Ok(k) = &k {
+            // A kernel made of one package alone is kept for next time.
+            if let (Some(c), [only]) = (
+                cache,
+                k.package.as_ref().map_or(&[][..], |p| &p.packages[..]),
+            ) {
+                if let Some((_, Some(meta), h)) = hashes.iter().find(|(p, _, _)| p == only) {
+                    let _ = c.put(only, meta, *h, k, opts, rs);
+                }
             }
         }
-        out.push(k);
+        out.push((first, k));
     }
     // In the order the packages were given (hits were set aside first).
-    out.sort_by_key(|k| paths.iter().position(|p| *p == k.path));
+    out.sort_by_key(|(p, _)| paths.iter().position(|x| x == p));
     Ok(out)
 }
 
@@ -124,11 +168,12 @@ fn label(pkg: &Path, member: &str) -> PathBuf {
 /// The packages of one kernel release, each with its path.
 type Group = Vec<(PathBuf, Package)>;
 
+/// The kernels of `packages`, one per release, each with the first package of its group.
 fn kernels_of(
     packages: Vec<(PathBuf, Package)>,
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<Vec<LoadedKernel>, LoadError> {
+) -> Result<Vec<PackageKernel>, LoadError> {
     let mut groups: Vec<(Option<String>, Group)> = Vec::new();
     for (path, p) in packages {
         let r = p.release().map(str::to_string);
@@ -147,7 +192,11 @@ fn kernels_of(
     }
     let mut out = Vec::new();
     for (release, group) in groups {
-        out.push(kernel_of(release, group, opts, rs)?);
+        let first = group.first().map(|(p, _)| p.clone()).unwrap_or_default();
+        match kernel_of(release, group, opts, rs) {
+            Err(LoadError::Cancelled) => return Err(LoadError::Cancelled),
+            k => out.push((first, k)),
+        }
     }
     Ok(out)
 }

@@ -48,9 +48,11 @@ impl Fixture {
     }
 
     /// Add a symbol; `bind` 'l' local, 'g' global, 'w' weak; `kind` 'f' function,
-    /// 'o' object, 'n' notype.
+    /// 'o' object, 'F' source file (STT_FILE: the locals after it are that file's), 'n'
+    /// notype.
     pub fn sym(&mut self, name: &str, at: At, value: u64, bind: char, kind: char) {
         let section = match at {
+            _ if kind == 'F' => SymbolSection::None,
             At::Sec(id) => SymbolSection::Section(id),
             At::Undef => SymbolSection::Undefined,
             At::Abs => SymbolSection::Absolute,
@@ -62,6 +64,7 @@ impl Fixture {
             kind: match kind {
                 'f' => SymbolKind::Text,
                 'o' => SymbolKind::Data,
+                'F' => SymbolKind::File,
                 _ => SymbolKind::Label,
             },
             scope: if bind == 'l' {

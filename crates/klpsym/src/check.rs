@@ -12,7 +12,8 @@ use klpsym_livepatch::{
     ResolutionCost, StructLayouts, VerdictKind,
 };
 
-use crate::error::{Error, Result};
+use crate::binding::{AsBuilt, Binding};
+use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
 use crate::target::{Layouts, TargetFacts, TargetOptions};
 
@@ -47,6 +48,21 @@ impl Patch {
             bytes,
             objects,
         })
+    }
+
+    /// The release its vermagic names (`6.1.0-57-amd64`): the kernel it was built for.
+    pub fn built_for_release(&self) -> Option<String> {
+        let mut rs = Resched::none();
+        let m = parse(
+            &self.path,
+            &self.bytes,
+            &StructLayouts::fallback(6, 1),
+            &mut rs,
+        )
+        .ok()?;
+        m.modinfo("vermagic")
+            .and_then(|v| v.split_whitespace().next())
+            .map(str::to_string)
     }
 
     /// The file it was read from.
@@ -116,6 +132,11 @@ pub struct CheckOptions {
     pub hold_warn_ms: f64,
     /// Nanoseconds the target spends per kallsyms entry its lookups visit.
     pub visit_ns: Option<f64>,
+    /// The kernel the patch was built for (any source klpsym reads; the packages of one
+    /// release in a folder): each binding is compared with the definition it binds there.
+    /// `None`: the kernel among those checked whose release the patch's vermagic names, if
+    /// any.
+    pub built_for: Option<PathBuf>,
 }
 
 impl Default for CheckOptions {
@@ -127,6 +148,7 @@ impl Default for CheckOptions {
             explain: false,
             hold_warn_ms: 100.0,
             visit_ns: None,
+            built_for: None,
         }
     }
 }
@@ -143,6 +165,10 @@ pub struct KernelCheck {
     /// What resolving the patch's symbols costs this kernel (lookups, entries visited, the
     /// longest hold without a reschedule point).
     pub resolution_cost: ResolutionCost,
+    /// The definition each symbol of the patch binds here (its replaced functions, then its
+    /// klp relocation symbols), with its identity and, when the built-for kernel is known,
+    /// whether it is the definition the patch was built for.
+    pub bindings: Vec<Binding>,
     /// What was said while gathering this kernel's facts.
     #[serde(skip)]
     pub notes: Vec<Note>,
@@ -156,6 +182,42 @@ impl KernelCheck {
             VerdictKind::RefusedAtLoad | VerdictKind::RefusedWhenModuleLoads
         )
     }
+
+    /// True when the patch loads here but some symbol binds another definition than on the
+    /// kernel it was built for: the silent failure.
+    pub fn binds_another(&self) -> bool {
+        !self.refused()
+            && self
+                .bindings
+                .iter()
+                .any(|b| b.as_built.as_ref().is_some_and(AsBuilt::binds_another))
+    }
+}
+
+/// A kernel that could not be checked (its facts could not be read: a broken BTF,
+/// configuration or Module.symvers), or opened: the others still are.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelFailure {
+    /// The kernel's source.
+    pub kernel: String,
+    /// Why, as the error says it.
+    pub error: String,
+}
+
+impl KernelFailure {
+    /// `kernel` could not be opened or checked because of `error`.
+    pub fn new(kernel: impl Into<String>, error: &Error) -> KernelFailure {
+        KernelFailure {
+            kernel: kernel.into(),
+            error: error.to_string(),
+        }
+    }
+}
+
+/// True for an error that concerns one kernel only (not a cancellation, not a usage mistake
+/// that concerns them all).
+fn one_kernels(e: &Error) -> bool {
+    !matches!(e.kind(), ErrorKind::Cancelled | ErrorKind::Usage)
 }
 
 /// A patch checked against every kernel given.
@@ -163,8 +225,11 @@ impl KernelCheck {
 pub struct CheckRun {
     /// The patch's path.
     pub patch: String,
-    /// One answer per kernel, in the order given.
+    /// One answer per kernel that could be checked, in the order given.
     pub results: Vec<KernelCheck>,
+    /// The kernels that could not be checked, each with why (a caller adds those it could
+    /// not open, [`crate::Opened`]).
+    pub failed: Vec<KernelFailure>,
     /// True when sections were placed (ordinary relocations are then exact).
     #[serde(skip)]
     pub placed: bool,
@@ -174,6 +239,12 @@ impl CheckRun {
     /// True when some kernel refuses the patch.
     pub fn refused(&self) -> bool {
         self.results.iter().any(KernelCheck::refused)
+    }
+
+    /// True when on some kernel the patch loads and binds another definition than on the
+    /// kernel it was built for.
+    pub fn binds_another(&self) -> bool {
+        self.results.iter().any(KernelCheck::binds_another)
     }
 
     /// True when something that decides a load was not checked on some kernel.
@@ -214,14 +285,37 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         Some(p) => Some(Layouts::from_btf_file(p, true, first.options())?),
         None => None,
     };
+    // The kernel the patch was built for: named, or the one checked whose release the
+    // patch's vermagic names.
+    let built_opened = match &copts.built_for {
+        Some(p) => Some(open_built_for(p, first.options())?),
+        None => None,
+    };
+    let built_for: Option<&Kernel> = match &built_opened {
+        Some(k) => Some(k),
+        None => patch.built_for_release().and_then(|r| {
+            kernels
+                .iter()
+                .copied()
+                .find(|k| k.release().as_deref() == Some(&r))
+        }),
+    };
     // The module as the last kernel's layouts read it (kernels of one series share them).
     let mut parsed: Option<(StructLayouts, LivepatchModule<'_>)> = None;
     let mut bases: Vec<(u32, u64)> = Vec::new();
     let mut results = Vec::new();
+    let mut failed = Vec::new();
     for &k in kernels {
         let layouts = match &named {
             Some(l) => l.clone(),
-            None => Layouts::for_kernel(&copts.target, k)?,
+            None => match Layouts::for_kernel(&copts.target, k) {
+                Ok(l) => l,
+                Err(e) if one_kernels(&e) => {
+                    failed.push(KernelFailure::new(k.path().display().to_string(), &e));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
         };
         if parsed.as_ref().is_none_or(|(l, _)| *l != layouts.layouts) {
             if let Some((_, m)) = parsed.take() {
@@ -233,7 +327,14 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         }
         let module = &parsed.as_ref().expect("parsed just above").1;
         let objects = objects_of(module);
-        let facts = TargetFacts::gather(k, &copts.target, layouts.layouts, &objects, rs)?;
+        let facts = match TargetFacts::gather(k, &copts.target, layouts.layouts, &objects, rs) {
+            Ok(f) => f,
+            Err(e) if one_kernels(&e) => {
+                failed.push(KernelFailure::new(k.path().display().to_string(), &e));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let mut report = facts.with_target(module.arch, &bases, |t| {
             klpsym_livepatch::check_with(module, t, rs)
         })?;
@@ -256,11 +357,31 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         {
             resolution_cost = resolution_cost.not_reached();
         }
+        let wanted = crate::binding::wanted(module, report.ksym_name_len);
+        let mut bindings = crate::binding::bindings(k, &wanted, built_for)?;
+        // An object whose module is neither loaded nor given is already not checked as a
+        // whole (unchecked() says so once); its symbols bind nothing until it loads.
+        for b in bindings
+            .iter_mut()
+            .filter(|b| report.verdict.unchecked_modules.contains(&b.object))
+        {
+            b.as_built = None;
+        }
         let mut notes = layouts.notes;
         notes.extend(facts.notes);
+        let mut unchecked = unchecked(&report);
+        for b in &bindings {
+            if let Some(AsBuilt::Unproven { why }) = &b.as_built {
+                unchecked.push(format!(
+                    "binding of {}:{},{}: not proven against the built-for kernel: {why}",
+                    b.object, b.name, b.sympos
+                ));
+            }
+        }
         results.push(KernelCheck {
             kernel: k.path().display().to_string(),
-            unchecked: unchecked(&report),
+            unchecked,
+            bindings,
             report,
             resolution_cost,
             notes,
@@ -272,6 +393,7 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
     Ok(CheckRun {
         patch: patch.path.display().to_string(),
         results,
+        failed,
         placed: !bases.is_empty(),
     })
 }
@@ -448,4 +570,27 @@ pub(crate) fn read_module(
         }
         None => Ok(raw),
     }
+}
+
+/// Opens `--built-for`: one kernel (a folder or several packages must form exactly one),
+/// with its debug package read (source files give definitions their identity).
+fn open_built_for(path: &Path, opts: &crate::Options) -> Result<Kernel> {
+    let opts = crate::Options {
+        debug_packages: true,
+        progress: None,
+        ..opts.clone()
+    };
+    let mut opened =
+        crate::open_all(&[path.to_path_buf()], &opts).map_err(|e| e.context("--built-for"))?;
+    if opened.len() != 1 {
+        return Err(Error::usage(format!(
+            "--built-for {}: names {} kernels; give the one the patch was built for",
+            path.display(),
+            opened.len()
+        )));
+    }
+    opened
+        .remove(0)
+        .kernel
+        .map_err(|e| e.context("--built-for"))
 }

@@ -69,6 +69,8 @@ pub struct Kernel {
     /// Opened because no source was named (the running kernel by default): its module tree
     /// defaults to `/lib/modules/$(uname -r)`.
     pub(crate) by_default: bool,
+    /// [`Kernel::livepatch_unsupported`], found once.
+    unsupported: OnceLock<Option<String>>,
 }
 
 impl Kernel {
@@ -81,6 +83,7 @@ impl Kernel {
             notes: Vec::new(),
             opts,
             by_default: false,
+            unsupported: OnceLock::new(),
         }
     }
 
@@ -130,6 +133,12 @@ impl Kernel {
     /// configuration, a whole vmlinux table without `klp_enable_patch`. `None` when it can or
     /// when nothing tells. Lookups still answer as the code would; this says no patch will ask.
     pub fn livepatch_unsupported(&self) -> Option<String> {
+        self.unsupported
+            .get_or_init(|| self.find_livepatch_unsupported())
+            .clone()
+    }
+
+    fn find_livepatch_unsupported(&self) -> Option<String> {
         let inner = &self.inner;
         let read;
         let config = match inner.package.as_ref().and_then(|p| p.config.as_ref()) {

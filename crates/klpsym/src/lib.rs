@@ -64,6 +64,7 @@
 
 #![deny(missing_docs)]
 
+mod binding;
 mod cache;
 mod check;
 mod convert;
@@ -77,8 +78,9 @@ mod status;
 mod symbolize;
 mod target;
 
+pub use binding::{AsBuilt, Binding, BindingSource, Identity};
 pub use cache::{cache_listing, input_present, CacheListing};
-pub use check::{check, CheckOptions, CheckRun, KernelCheck, Patch};
+pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
 pub use error::{Error, ErrorKind, Result};
 pub use info::{KernelInfo, ObjectSummary};
@@ -87,7 +89,7 @@ pub use open::{open, open_all, open_running, Opened, RUNNING_KERNEL};
 pub use options::{CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
 pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
-    SearchAnswer,
+    SearchAnswer, SearchQuery,
 };
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
 pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, Query};

@@ -267,10 +267,10 @@ fn open_kernels(
         _ => open_parallel(&files, opts, &one),
     };
     if !packages.is_empty() {
-        for k in klpsym_io::load_packages(&packages, load, rs)? {
-            let source = k.path.clone();
+        // Each release is a kernel of its own: one that cannot be read is its error alone.
+        for (source, k) in klpsym_io::load_packages(&packages, load, rs)? {
             out.push(Opened {
-                kernel: finish(k, rs),
+                kernel: k.map_err(Error::from).and_then(|k| finish(k, rs)),
                 source,
             });
         }

@@ -126,6 +126,11 @@ pub struct Options {
     /// reading stops once the image, its config and System.map, or a debug vmlinux are
     /// found.
     pub package_modules: bool,
+    /// Read debug packages given with an image (`-dbg`, `-dbgsym`, `debuginfo` in the file
+    /// name): the source files and declaration lines of `sympos`, `lookup --file` and
+    /// symbolized lines. Verbs that need none (check, convert, status) set it false, and such
+    /// a package is then passed over unread (a Debian `-dbg` package is about 1 GiB).
+    pub debug_packages: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -145,6 +150,7 @@ impl std::fmt::Debug for Options {
             .field("queries", &self.queries)
             .field("progress", &self.progress.is_some())
             .field("package_modules", &self.package_modules)
+            .field("debug_packages", &self.debug_packages)
             .finish()
     }
 }
@@ -166,6 +172,7 @@ impl Default for Options {
             queries: Queries::Many,
             progress: None,
             package_modules: false,
+            debug_packages: true,
         }
     }
 }
@@ -251,6 +258,7 @@ impl Options {
             package_modules: self.package_modules,
             cache: self.cache_dir().map(|dir| klpsym_io::Cache { dir }),
             export_facts: self.queries != Queries::Few,
+            debug_packages: self.debug_packages,
         }
     }
 }

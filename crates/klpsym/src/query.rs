@@ -2,6 +2,8 @@
 //! verdicts and messages, every definition with its position (`old_sympos`) and source file,
 //! names by pattern, compiler-made variants.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use klpsym_core::{
@@ -360,6 +362,31 @@ pub struct Definitions {
 }
 
 impl Kernel {
+    /// Every definition of `name` (in `object` only when given), positions restarting at 1 in
+    /// each object, without declaration lines (DWARF is read once for many, by
+    /// [`Kernel::add_lines`]).
+    pub(crate) fn definitions(&self, name: &str, object: Option<&str>) -> Vec<Candidate> {
+        let t = &self.inner.table;
+        let want: Option<String> = object.map(normalize_module_name);
+        // The matches by object, objects in table order.
+        let mut per_object: Vec<(ObjectId, Vec<SymbolId>)> = Vec::new();
+        for s in t.by_name(name) {
+            let oname = &t.object_info(s.object).name;
+            if want.as_ref().is_some_and(|w| w != oname) {
+                continue;
+            }
+            match per_object.iter_mut().find(|(o, _)| *o == s.object) {
+                Some((_, v)) => v.push(s.id),
+                None => per_object.push((s.object, vec![s.id])),
+            }
+        }
+        per_object.sort_by_key(|(o, _)| *o);
+        per_object
+            .iter()
+            .flat_map(|(_, ids)| candidates(t, ids))
+            .collect()
+    }
+
     /// The compiler-made variants of a name (`NAME.isra.0 [OBJECT]`), for a name without a
     /// definition of its own.
     fn variants(&self, name: &str) -> Vec<String> {
@@ -378,25 +405,7 @@ impl Kernel {
         object: Option<&str>,
         file: Option<&str>,
     ) -> Result<Definitions> {
-        let t = &self.inner.table;
-        let want: Option<String> = object.map(normalize_module_name);
-        // The matches by object, objects in table order.
-        let mut per_object: Vec<(ObjectId, Vec<SymbolId>)> = Vec::new();
-        for s in t.by_name(name) {
-            let oname = &t.object_info(s.object).name;
-            if want.as_ref().is_some_and(|w| w != oname) {
-                continue;
-            }
-            match per_object.iter_mut().find(|(o, _)| *o == s.object) {
-                Some((_, v)) => v.push(s.id),
-                None => per_object.push((s.object, vec![s.id])),
-            }
-        }
-        per_object.sort_by_key(|(o, _)| *o);
-        let mut cands: Vec<Candidate> = per_object
-            .iter()
-            .flat_map(|(_, ids)| candidates(t, ids))
-            .collect();
+        let mut cands = self.definitions(name, object);
         let all = cands.len();
         if let Some(f) = file {
             self.require_files()?;
@@ -442,6 +451,41 @@ pub struct NameMatch {
     pub count: usize,
     /// The objects defining it, in kallsyms order, each once.
     pub objects: Vec<String>,
+    /// With [`SearchQuery::fold_twins`]: the `__pfx_NAME` and `__cfi_NAME` entries folded
+    /// into this name (the compiler's padding and CFI twins of a function).
+    pub twins: Vec<String>,
+}
+
+/// A search: [`Kernel::search_by`].
+#[derive(Debug, Clone, Copy)]
+pub struct SearchQuery<'a> {
+    /// The names to find.
+    pub pattern: &'a NamePattern,
+    /// Only this object.
+    pub object: Option<&'a str>,
+    /// List at most this many (all are counted).
+    pub limit: usize,
+    /// Only names defined more than once (the ones a patch must give a position for).
+    pub duplicates: bool,
+    /// In name order instead of the order kallsyms first lists them.
+    pub sort_by_name: bool,
+    /// Fold `__pfx_NAME` and `__cfi_NAME` (function padding, kCFI) into `NAME` when it
+    /// matches too.
+    pub fold_twins: bool,
+}
+
+impl<'a> SearchQuery<'a> {
+    /// All names matching `pattern`, up to 200 listed, in kallsyms order.
+    pub fn new(pattern: &'a NamePattern) -> Self {
+        SearchQuery {
+            pattern,
+            object: None,
+            limit: 200,
+            duplicates: false,
+            sort_by_name: false,
+            fold_twins: false,
+        }
+    }
 }
 
 impl Kernel {
@@ -453,10 +497,20 @@ impl Kernel {
         object: Option<&str>,
         limit: usize,
     ) -> Result<SearchAnswer> {
-        let object = object.map(|o| self.object(o)).transpose()?;
+        self.search_by(&SearchQuery {
+            object,
+            limit,
+            ..SearchQuery::new(pattern)
+        })
+    }
+
+    /// [`Kernel::search`] with the choices of a [`SearchQuery`]: only duplicated names, name
+    /// order, `__pfx_`/`__cfi_` twins folded into their function.
+    pub fn search_by(&self, q: &SearchQuery<'_>) -> Result<SearchAnswer> {
+        let object = q.object.map(|o| self.object(o)).transpose()?;
         let t = &self.inner.table;
         let mut rs = self.opts.resched();
-        let mut all: Vec<NameMatch> = search_names(t, pattern, object, &mut rs)?
+        let mut all: Vec<NameMatch> = search_names(t, q.pattern, object, &mut rs)?
             .into_iter()
             .map(|x| NameMatch {
                 name: x.name.to_string(),
@@ -466,10 +520,41 @@ impl Kernel {
                     .iter()
                     .map(|&o| t.object_info(o).name.clone())
                     .collect(),
+                twins: Vec::new(),
             })
             .collect();
+        if q.fold_twins {
+            let present: std::collections::HashSet<String> =
+                all.iter().map(|m| m.name.clone()).collect();
+            let twin_of = |n: &str| {
+                ["__pfx_", "__cfi_"]
+                    .iter()
+                    .find_map(|p| n.strip_prefix(p))
+                    .filter(|f| present.contains(*f))
+                    .map(str::to_string)
+            };
+            let mut folded: HashMap<String, Vec<String>> = HashMap::new();
+            all.retain(|m| match twin_of(&m.name) {
+                Some(f) => {
+                    folded.entry(f).or_default().push(m.name.clone());
+                    false
+                }
+                None => true,
+            });
+            for m in &mut all {
+                if let Some(t) = folded.remove(&m.name) {
+                    m.twins = t;
+                }
+            }
+        }
+        if q.duplicates {
+            all.retain(|m| m.count > 1);
+        }
+        if q.sort_by_name {
+            all.sort_by(|a, b| a.name.cmp(&b.name));
+        }
         let names = all.len();
-        all.truncate(limit);
+        all.truncate(q.limit);
         Ok(SearchAnswer {
             kernel: self.inner.path.display().to_string(),
             names,

@@ -103,6 +103,8 @@ pub fn parse_query(line: &str) -> Result<Query, String> {
 pub struct AddrAnswer {
     /// The argument or input line, as given.
     pub input: String,
+    /// Its line on standard input (the caller sets it; `None` for an argument).
+    pub line: Option<usize>,
     /// Why the input could not be read or resolved (then the other fields are null).
     pub error: Option<String>,
     /// The address (for `name+0xoff` input: the address it stands for).
@@ -131,6 +133,7 @@ impl AddrAnswer {
     fn failed(input: &str, error: String) -> AddrAnswer {
         AddrAnswer {
             input: input.to_string(),
+            line: None,
             error: Some(error),
             address: None,
             addresses: Vec::new(),

@@ -23,17 +23,12 @@ struct KernelAddrs {
     addresses: Vec<AddrAnswer>,
 }
 
-fn human(k: &Kernel, addr: u64, out: &mut impl Write) -> std::io::Result<bool> {
+/// `INPUT => ANSWER` for an address: `%pS` of it, or why there is none.
+fn human(k: &Kernel, input: &str, addr: u64, out: &mut impl Write) -> std::io::Result<bool> {
     let t = k.table();
-    match k.symbolize(addr) {
-        SymbolizeOutcome::Found(s) => {
-            writeln!(out, "{addr:016x} {s}")?;
-            Ok(true)
-        }
-        SymbolizeOutcome::BeforeFirst => {
-            writeln!(out, "{addr:016x} ?? (below the first symbol)")?;
-            Ok(false)
-        }
+    let (text, found) = match k.symbolize(addr) {
+        SymbolizeOutcome::Found(s) => (s.to_string(), true),
+        SymbolizeOutcome::BeforeFirst => ("?? (below the first symbol)".to_string(), false),
         SymbolizeOutcome::Outside { nearest, size } => {
             let obj = &t.object_info(nearest.object).name;
             let why = if size == SIZE_UNKNOWN {
@@ -48,11 +43,12 @@ fn human(k: &Kernel, addr: u64, out: &mut impl Write) -> std::io::Result<bool> {
                     nearest.addr + size
                 )
             };
-            writeln!(out, "{addr:016x} ?? (outside every symbol: {why})")?;
-            Ok(false)
+            (format!("?? (outside every symbol: {why})"), false)
         }
-        SymbolizeOutcome::AddressesHidden => Ok(false),
-    }
+        SymbolizeOutcome::AddressesHidden => return Ok(false),
+    };
+    writeln!(out, "{input} => {text}")?;
+    Ok(found)
 }
 
 fn answer_human(
@@ -64,10 +60,15 @@ fn answer_human(
     match q {
         Err(e) => {
             out.flush()?;
-            eprintln!("klpsym: error: {input:?}: {e}");
+            // The message quotes the input already, once.
+            if e.contains(input.trim()) {
+                eprintln!("klpsym: error: {e}");
+            } else {
+                eprintln!("klpsym: error: {input:?}: {e}");
+            }
             Ok(Ended::Unreadable)
         }
-        Ok(Query::Address(a)) => Ok(if human(k, *a, out)? {
+        Ok(Query::Address(a)) => Ok(if human(k, input, *a, out)? {
             Ended::Found
         } else {
             Ended::NotFound
@@ -93,7 +94,7 @@ fn answer_human(
                     String::new()
                 };
                 for (a, obj) in &hits {
-                    writeln!(out, "{} -> {a:016x} [{obj}]{many}", input.trim())?;
+                    writeln!(out, "{input} => {a:016x} [{obj}]{many}")?;
                 }
                 Ok(Ended::Found)
             }
@@ -101,9 +102,23 @@ fn answer_human(
     }
 }
 
+/// One line of what was given: a query (an argument, or a stdin line holding a stack
+/// entry), or a stdin line without one, passed through as it is.
+enum Item {
+    Query {
+        /// As given (a whole line, timestamp and `?` kept).
+        input: String,
+        /// Its line on standard input.
+        line: Option<usize>,
+        query: Result<Query, String>,
+    },
+    Text(String),
+}
+
 pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
-    // Every query keeps its text; a line that cannot be read is reported and the rest go on.
-    let queries: Vec<(String, Result<Query, String>)> = if args.addrs.is_empty() {
+    // Every query keeps its text; a line that cannot be read is passed through (or, with
+    // --strict, reported) and the rest go on.
+    let items: Vec<Item> = if args.addrs.is_empty() {
         let stdin = std::io::stdin();
         let mut v = Vec::new();
         for (i, line) in stdin.lock().split(b'\n').enumerate() {
@@ -112,16 +127,29 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
                 .trim_end_matches('\r')
                 .to_string();
             if line.trim().is_empty() {
+                if !args.strict {
+                    v.push(Item::Text(line));
+                }
                 continue;
             }
-            let q = parse_query(&line).map_err(|e| format!("standard input line {}: {e}", i + 1));
-            v.push((line, q));
+            match parse_query(&line) {
+                Err(_) if !args.strict => v.push(Item::Text(line)),
+                q => v.push(Item::Query {
+                    query: q.map_err(|e| format!("standard input line {}: {e}", i + 1)),
+                    input: line,
+                    line: Some(i + 1),
+                }),
+            }
         }
         v
     } else {
         args.addrs
             .iter()
-            .map(|a| (a.clone(), parse_query(a)))
+            .map(|a| Item::Query {
+                input: a.clone(),
+                line: None,
+                query: parse_query(a),
+            })
             .collect()
     };
     let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
@@ -142,16 +170,21 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
         }
     };
     if args.source.json {
+        // One record per stack entry; lines passed through are not entries.
         let results = kernels
             .iter()
             .map(|k| KernelAddrs {
                 kernel: k.path().display().to_string(),
-                addresses: queries
+                addresses: items
                     .iter()
-                    .map(|(input, q)| {
-                        let (r, e) = k.answer(input, q);
-                        note(e);
-                        r
+                    .filter_map(|item| match item {
+                        Item::Query { input, line, query } => {
+                            let (mut r, e) = k.answer(input, query);
+                            r.line = *line;
+                            note(e);
+                            Some(r)
+                        }
+                        Item::Text(_) => None,
                     })
                     .collect(),
             })
@@ -164,8 +197,13 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
             if kernels.len() > 1 {
                 writeln!(out, "== {}", k.path().display())?;
             }
-            for (input, q) in &queries {
-                note(answer_human(k, input, q, &mut out)?);
+            for item in &items {
+                match item {
+                    Item::Query { input, query, .. } => {
+                        note(answer_human(k, input, query, &mut out)?)
+                    }
+                    Item::Text(t) => writeln!(out, "{t}")?,
+                }
             }
         }
         out.flush()?;

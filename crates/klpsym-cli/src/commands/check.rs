@@ -5,12 +5,12 @@ use serde::Serialize;
 
 use klpsym::Cancelled;
 use klpsym::{
-    errno_name, hex, CheckReport, CheckRun, CheckStatus, KernelCheck, ObjectState, Patch, Problem,
-    Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
+    errno_name, hex, AsBuilt, BindingSource, CheckReport, CheckRun, CheckStatus, KernelCheck,
+    ObjectState, Patch, Problem, Queries, RelocationReport, ResolutionCost, Stage, VerdictKind,
 };
 
 use crate::cli::CheckArgs;
-use crate::options::{open_kernels, print_notes};
+use crate::options::{open_kernels_each, print_notes};
 use crate::output::{print_json_with, CliError, Outcome};
 use klpsym::Resched;
 
@@ -18,10 +18,13 @@ use klpsym::Resched;
 struct CheckJson<'a> {
     patch: &'a str,
     results: &'a [KernelCheck],
+    failed: &'a [klpsym::KernelFailure],
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     let mut opts = args.source.options(Queries::Names);
+    // No source file decides a load: a debug package beside the image is passed over.
+    opts.debug_packages = false;
     let copts = klpsym::CheckOptions {
         target: args.target.options(),
         section_bases: args.section_bases.clone(),
@@ -29,16 +32,27 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         explain: args.explain,
         hold_warn_ms: args.hold_warn_ms,
         visit_ns: args.visit_ns,
+        built_for: args.built_for.clone(),
     };
     let patch = Patch::read(&args.patch, &opts)?;
     // A package's modules are read (the whole package) only when the patch has objects in
     // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
     opts.package_modules = patch.needs_modules();
-    let kernels = open_kernels(&args.source, &opts)?;
+    // A kernel that cannot be opened or checked gets its own row (exit 2 at the end); the
+    // others still get their verdicts.
+    let (kernels, unopened) = open_kernels_each(&args.source, &opts)?;
     let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
-    let run = klpsym::check(&patch, &refs, &copts)?;
+    let mut run = klpsym::check(&patch, &refs, &copts)?;
+    run.failed.splice(0..0, unopened);
+    if !run.failed.is_empty() {
+        crate::output::some_input_failed();
+    }
     let mut rs = opts.resched();
     let rs = &mut rs;
+    // Each kernel's error on stderr, also under --json (where "failed" carries it too).
+    for f in &run.failed {
+        eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
+    }
     let refused = run.refused();
     let incomplete = run.incomplete();
     if args.source.json {
@@ -49,6 +63,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             &CheckJson {
                 patch: &run.patch,
                 results: &run.results,
+                failed: &run.failed,
             },
             rs,
         )?;
@@ -57,7 +72,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             print_notes(&r.notes);
             print_report(r, args.explain, run.placed, rs)?;
         }
-        if run.results.len() > 1 {
+        if run.results.len() + run.failed.len() > 1 {
             print_matrix(&run, rs)?;
         }
     }
@@ -66,9 +81,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
             "klpsym: error: --strict: not everything that decides the load was checked (see above)"
         );
     }
+    let misbinds = run.binds_another();
     run.free(rs)?;
     let strict_failed = args.strict && incomplete;
-    Ok(Outcome::all_ok(!(refused || strict_failed)))
+    Ok(Outcome::all_ok(!(refused || misbinds || strict_failed)))
 }
 
 fn stage_label(p: &Problem) -> String {
@@ -228,6 +244,7 @@ fn print_report(
             println!("  {:<20} {status:<12} {}", c.check, c.detail);
         }
     }
+    print_bindings(res, rs)?;
     if !r.objects.is_empty() {
         if res.resolution_cost.is_reached() {
             println!("objects:");
@@ -304,6 +321,54 @@ fn print_report(
     Ok(())
 }
 
+/// The definition each symbol binds, with its identity and how it compares with the built-for
+/// kernel: shown when something is known of it (a source file here, or a built-for kernel).
+fn print_bindings(res: &KernelCheck, rs: &mut Resched) -> Result<(), Cancelled> {
+    let b = &res.bindings;
+    // Nothing to tell: no source file known and nothing other than "as built" (which one
+    // build's table against itself always is).
+    if b.iter()
+        .all(|x| x.identity.is_none() && matches!(x.as_built, None | Some(AsBuilt::Same)))
+    {
+        return Ok(());
+    }
+    println!("bindings (the definition each symbol binds; identity: its source file, and which copy in it):");
+    for x in b {
+        rs.tick()?;
+        let what = match x.source {
+            BindingSource::Function => "function",
+            BindingSource::Relocation => "relocation",
+        };
+        let bound = match &x.bound {
+            Some(c) => format!("{} (position {} of {})", c.text, c.position, x.definitions),
+            None => format!("none ({} definitions)", x.definitions),
+        };
+        let identity = x
+            .identity
+            .as_ref()
+            .map_or("no source file known".to_string(), |i| i.to_string());
+        let compared = match &x.as_built {
+            None => String::new(),
+            Some(AsBuilt::Same) => "  as built".to_string(),
+            Some(AsBuilt::Moved {
+                built_for,
+                intended_position,
+            }) => format!(
+                "  BINDS ANOTHER DEFINITION: built for {built_for}, which is position {intended_position} here"
+            ),
+            Some(AsBuilt::Gone { built_for }) => format!(
+                "  BINDS ANOTHER DEFINITION: built for {built_for}, which this kernel does not have"
+            ),
+            Some(AsBuilt::Unproven { why }) => format!("  not proven: {why}"),
+        };
+        println!(
+            "  {what:<10} {}:{},{} -> {bound}, {identity}{compared}",
+            x.object, x.name, x.sympos
+        );
+    }
+    Ok(())
+}
+
 /// The resolution cost in one line.
 fn cost_line(c: &ResolutionCost) -> String {
     if !c.is_reached() {
@@ -331,6 +396,7 @@ fn print_matrix(run: &CheckRun, rs: &mut Resched) -> Result<(), Cancelled> {
     let width = results
         .iter()
         .map(|r| r.kernel.chars().count())
+        .chain(run.failed.iter().map(|f| f.kernel.chars().count()))
         .max()
         .unwrap_or(6)
         .max(6);
@@ -350,10 +416,15 @@ fn print_matrix(run: &CheckRun, rs: &mut Resched) -> Result<(), Cancelled> {
                 );
             }
         }
+        if r.binds_another() {
+            kinds.push("binds_another_definition".to_string());
+        }
         if !r.unchecked.is_empty() {
             kinds.push(format!("{} not checked", r.unchecked.len()));
         }
         let verdict = match r.report.verdict.kind {
+            // Loads, but patches another function than the one it was built for.
+            VerdictKind::Accepted if r.binds_another() => "WRONG BINDING",
             VerdictKind::Accepted => "accepted",
             VerdictKind::RefusedAtLoad => "refused",
             VerdictKind::RefusedWhenModuleLoads => "refused later",
@@ -371,6 +442,12 @@ fn print_matrix(run: &CheckRun, rs: &mut Resched) -> Result<(), Cancelled> {
             "-".to_string()
         };
         println!("  {:<width$}  {verdict:<14}  {hold:>12}  {cell}", r.kernel);
+    }
+    for f in &run.failed {
+        println!(
+            "  {:<width$}  {:<14}  {:>12}  {}",
+            f.kernel, "error", "-", f.error
+        );
     }
     Ok(())
 }

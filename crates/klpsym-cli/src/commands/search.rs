@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use klpsym::{NamePattern, Queries, SearchAnswer};
+use klpsym::{NamePattern, Queries, SearchAnswer, SearchQuery};
 
 use crate::cli::SearchArgs;
 use crate::options::open_kernels;
@@ -24,7 +24,16 @@ pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
     let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
     let results = kernels
         .iter()
-        .map(|k| k.search(&m, args.object.as_deref(), args.limit))
+        .map(|k| {
+            k.search_by(&SearchQuery {
+                object: args.object.as_deref(),
+                limit: args.limit,
+                duplicates: args.duplicates,
+                sort_by_name: args.sort,
+                fold_twins: args.fold,
+                ..SearchQuery::new(&m)
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let any = results.iter().any(|r| r.names > 0);
     if args.source.json {
@@ -48,17 +57,27 @@ pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
             .unwrap_or(4)
             .clamp(4, 60);
         println!(
-            "{} name(s) matching {} '{}'",
+            "{} name(s) matching {} '{}'{}",
             r.names,
             m.mode(),
-            args.pattern
+            args.pattern,
+            if args.duplicates {
+                ", defined more than once"
+            } else {
+                ""
+            }
         );
         if !r.matches.is_empty() {
             println!("  {:<width$}  {:>5}  OBJECTS", "NAME", "COUNT");
         }
         for x in &r.matches {
+            let twins = if x.twins.is_empty() {
+                String::new()
+            } else {
+                format!("  (+ {})", x.twins.join(" "))
+            };
             println!(
-                "  {:<width$}  {:>5}  {}",
+                "  {:<width$}  {:>5}  {}{twins}",
                 x.name,
                 x.count,
                 x.objects.join(" ")

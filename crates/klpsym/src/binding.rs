@@ -1,0 +1,311 @@
+//! Which definition each symbol of a patch binds on a kernel, and whether it is the one the
+//! patch was built for.
+//!
+//! The kernel counts positions (`old_sympos`, the `,N` of a klp symbol); it cannot know which
+//! definition the author meant. On another build of the same series a position can still be
+//! in range and name another function: the patch loads and patches the wrong code. A
+//! definition's identity here is its source file and its rank among the name's definitions in
+//! that file, in kallsyms order (`fs/inode.c`, first). Line numbers are not part of it: they
+//! move between point releases while the definition stays the same. Two copies in one file
+//! (a `static inline` in a header compiled twice into one unit) are told apart by their rank.
+//! A definition without a source file (an image's kallsyms names none; a vmlinux with DWARF,
+//! a `-dbg` package or a `.ko`'s STT_FILE entries do) has no identity: its binding cannot be
+//! proven either way, and says so.
+
+use serde::Serialize;
+
+use klpsym_livepatch::{parse_klp_symbol, LivepatchModule};
+
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::query::Candidate;
+
+/// Where a patch names a symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingSource {
+    /// A `klp_func`: the function it replaces (`old_name`, `old_sympos`).
+    Function,
+    /// A klp relocation symbol (`.klp.sym.OBJ.NAME,POS`).
+    Relocation,
+}
+
+/// A definition's identity: its source file and its rank among the name's definitions in
+/// that file (1 for the first, in kallsyms order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Identity {
+    /// The source file (`fs/inode.c` from DWARF, `inode.c` from STT_FILE).
+    pub file: String,
+    /// 1-based rank among the name's definitions in that file.
+    pub rank: usize,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.rank == 1 {
+            write!(f, "{}", self.file)
+        } else {
+            write!(f, "{} (copy {} in it)", self.file, self.rank)
+        }
+    }
+}
+
+/// How a binding compares with the one on the kernel the patch was built for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AsBuilt {
+    /// The same definition.
+    Same,
+    /// Another definition: the one the patch was built for is at `intended_position` here.
+    Moved {
+        /// The definition on the built-for kernel.
+        built_for: Identity,
+        /// Its position on this kernel.
+        intended_position: usize,
+    },
+    /// The definition the patch was built for is not on this kernel (another file, inlined
+    /// away, renamed by the compiler).
+    Gone {
+        /// The definition on the built-for kernel.
+        built_for: Identity,
+    },
+    /// Nothing proves it either way.
+    Unproven {
+        /// Why.
+        why: String,
+    },
+}
+
+impl AsBuilt {
+    /// True when the kernel binds another definition than the built-for kernel does.
+    pub fn binds_another(&self) -> bool {
+        matches!(self, AsBuilt::Moved { .. } | AsBuilt::Gone { .. })
+    }
+}
+
+/// What one symbol of the patch binds on one kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct Binding {
+    /// A replaced function or a klp relocation symbol.
+    pub source: BindingSource,
+    /// The object (`vmlinux` or a module).
+    pub object: String,
+    /// The name.
+    pub name: String,
+    /// The position the patch gives (0: the only definition).
+    pub sympos: u64,
+    /// Every definition of the name in the object here, in kallsyms order.
+    pub definitions: usize,
+    /// The definition the kernel binds; `None` when it binds none (not found, ambiguous,
+    /// position out of range, the object not in this table).
+    pub bound: Option<Candidate>,
+    /// The bound definition's identity, when its source file is known.
+    pub identity: Option<Identity>,
+    /// Against the built-for kernel, when one is known.
+    pub as_built: Option<AsBuilt>,
+}
+
+/// The symbols a patch names: its replaced functions and its klp relocation symbols, each
+/// once, in that order.
+pub(crate) fn wanted(
+    module: &LivepatchModule<'_>,
+    ksym_name_len: usize,
+) -> Vec<(BindingSource, String, String, u64)> {
+    let mut out: Vec<(BindingSource, String, String, u64)> = Vec::new();
+    if let Ok(p) = &module.patch {
+        for o in &p.objects {
+            for f in &o.funcs {
+                if let Some(n) = &f.old_name {
+                    out.push((
+                        BindingSource::Function,
+                        o.object_name().to_string(),
+                        n.clone(),
+                        f.old_sympos,
+                    ));
+                }
+            }
+        }
+    }
+    for s in &module.elf.symbols {
+        if let Some(k) = s
+            .name
+            .starts_with(".klp.sym.")
+            .then(|| parse_klp_symbol(s.name.as_bytes(), ksym_name_len))
+            .flatten()
+        {
+            out.push((BindingSource::Relocation, k.object, k.name, k.sympos));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|w| seen.insert(w.clone()));
+    out
+}
+
+/// The identity of `defs[i]` among `defs` (one name's definitions in one object).
+fn identity(defs: &[Candidate], i: usize) -> Option<Identity> {
+    let file = defs[i].file.clone()?;
+    let rank = defs[..=i]
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(file.as_str()))
+        .count();
+    Some(Identity { file, rank })
+}
+
+/// Where `want` is among `defs`: the position (1-based) of the definition with that identity.
+/// A file from DWARF (`fs/inode.c`) and one from STT_FILE (`inode.c`) match on a path suffix.
+fn position_of(defs: &[Candidate], want: &Identity) -> Option<usize> {
+    let mut rank = 0;
+    for (i, d) in defs.iter().enumerate() {
+        if d.file.as_deref().is_some_and(|f| {
+            klpsym_core::file_matches(f, &want.file) || klpsym_core::file_matches(&want.file, f)
+        }) {
+            rank += 1;
+            if rank == want.rank {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
+/// What each of `wanted` binds on `k`, compared with `built_for`'s when given.
+pub(crate) fn bindings(
+    k: &Kernel,
+    wanted: &[(BindingSource, String, String, u64)],
+    built_for: Option<&Kernel>,
+) -> Result<Vec<Binding>> {
+    let mut out = Vec::with_capacity(wanted.len());
+    for (source, object, name, sympos) in wanted {
+        let (defs, bound) = bound_on(k, object, name, *sympos)?;
+        let identity = bound.and_then(|i| identity(&defs, i));
+        let as_built = match built_for {
+            // Where the target binds nothing the kernel refuses the patch (its own verdict
+            // says why): there is no binding to compare.
+            None => None,
+            Some(_) if bound.is_none() => None,
+            // One build's table against itself: every position binds what it bound.
+            Some(b) if same_build(k, b) => Some(AsBuilt::Same),
+            Some(b) => Some(compare(b, object, name, *sympos, &defs, bound)?),
+        };
+        out.push(Binding {
+            source: *source,
+            object: object.clone(),
+            name: name.clone(),
+            sympos: *sympos,
+            definitions: defs.len(),
+            identity,
+            bound: bound.map(|i| defs[i].clone()),
+            as_built,
+        });
+    }
+    // Declaration lines of the bound definitions, in one pass over the DWARF.
+    let mut bound: Vec<Candidate> = out.iter().filter_map(|b| b.bound.clone()).collect();
+    k.add_lines(&mut bound)?;
+    let mut lines = bound.into_iter();
+    for b in out.iter_mut().filter(|b| b.bound.is_some()) {
+        b.bound = lines.next();
+    }
+    Ok(out)
+}
+
+/// True when `a` and `b` are one build: the same kernel, or the same GNU build id.
+fn same_build(a: &Kernel, b: &Kernel) -> bool {
+    std::ptr::eq(a, b)
+        || a.path() == b.path()
+        || matches!((&a.facts().build_id, &b.facts().build_id), (Some(x), Some(y)) if x == y)
+}
+
+/// The name's definitions in the object on `k`, and the index of the one the kernel binds.
+fn bound_on(
+    k: &Kernel,
+    object: &str,
+    name: &str,
+    sympos: u64,
+) -> Result<(Vec<Candidate>, Option<usize>)> {
+    let defs = k.definitions(name, Some(object));
+    // klp_find_object_symbol(): position 0 binds the only definition; N the N-th.
+    let bound = match sympos {
+        0 if defs.len() == 1 => Some(0),
+        0 => None,
+        n => usize::try_from(n - 1).ok().filter(|&i| i < defs.len()),
+    };
+    Ok((defs, bound))
+}
+
+fn compare(
+    b: &Kernel,
+    object: &str,
+    name: &str,
+    sympos: u64,
+    defs: &[Candidate],
+    bound: Option<usize>,
+) -> Result<AsBuilt> {
+    let (bdefs, bbound) = bound_on(b, object, name, sympos)?;
+    let unproven = |why: String| Ok(AsBuilt::Unproven { why });
+    let Some(bi) = bbound else {
+        return unproven("the built-for kernel binds no definition of it".into());
+    };
+    let Some(want) = identity(&bdefs, bi) else {
+        return unproven("the built-for kernel does not say its source file".into());
+    };
+    if defs.iter().all(|d| d.file.is_none()) {
+        return unproven("this kernel does not say its definitions' source files".into());
+    }
+    Ok(match position_of(defs, &want) {
+        None => AsBuilt::Gone { built_for: want },
+        Some(p) if bound == Some(p - 1) => AsBuilt::Same,
+        Some(p) => AsBuilt::Moved {
+            built_for: want,
+            intended_position: p,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(position: usize, file: Option<&str>) -> Candidate {
+        Candidate {
+            position,
+            address: None,
+            kind: "t".into(),
+            size: None,
+            object: "vmlinux".into(),
+            unplaced: false,
+            relative: false,
+            file: file.map(str::to_string),
+            line: None,
+            decl_file: None,
+            id: klpsym_core::SymbolId(0),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn identity_is_file_and_rank_and_matches_across_file_name_forms() {
+        let defs = [
+            def(1, Some("fs/inode.c")),
+            def(2, Some("fs/dcache.c")),
+            def(3, Some("fs/inode.c")),
+        ];
+        let id = identity(&defs, 2).unwrap();
+        assert_eq!(
+            id,
+            Identity {
+                file: "fs/inode.c".into(),
+                rank: 2
+            }
+        );
+        // Another build whose source is STT_FILE: basenames, and a new copy in front.
+        let other = [
+            def(1, Some("super.c")),
+            def(2, Some("inode.c")),
+            def(3, Some("dcache.c")),
+            def(4, Some("inode.c")),
+        ];
+        assert_eq!(position_of(&other, &id), Some(4));
+        let gone = [def(1, Some("inode.c"))];
+        assert_eq!(position_of(&gone, &id), None);
+    }
+}

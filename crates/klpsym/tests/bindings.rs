@@ -1,0 +1,95 @@
+//! Which definition each symbol of a patch binds, and whether it is the one the patch was
+//! built for: a position still in range on another build can name another function, and the
+//! patch then loads and patches the wrong code. Two builds of a module here differ as point
+//! releases do: the second has one more copy of a static function, in a file compiled first.
+
+use klpsym::{AsBuilt, CacheDir, CheckOptions, Identity, Options, Patch};
+use klpsym_testkit::elf::{At, Fixture};
+use klpsym_testkit::module::{build_module, ModSpec, ObjSpec};
+use object::{Architecture, SectionKind};
+
+/// A module `nf_tables` whose static `helper` is defined once in each of `files`, in order.
+fn build(files: &[&str]) -> Vec<u8> {
+    let mut f = Fixture::new(Architecture::X86_64);
+    f.section(".modinfo", SectionKind::ReadOnlyData, b"name=nf_tables\0");
+    let text = f.section(".text", SectionKind::Text, &[]);
+    for (i, file) in files.iter().enumerate() {
+        f.sym(file, At::Abs, 0, 'l', 'F');
+        f.sym("helper", At::Sec(text), 0x40 * i as u64, 'l', 'f');
+    }
+    f.sym("nft_export_fn", At::Sec(text), 0x800, 'g', 'f');
+    f.bytes()
+}
+
+fn patch(sympos: u64) -> Vec<u8> {
+    build_module(&ModSpec {
+        objects: vec![ObjSpec {
+            name: Some("nf_tables"),
+            funcs: vec![("helper", sympos)],
+        }],
+        ..ModSpec::default()
+    })
+}
+
+#[test]
+fn a_position_that_names_another_definition_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::new().cache(CacheDir::Off);
+    let built = dir.path().join("built.ko");
+    std::fs::write(&built, build(&["a.c", "b.c"])).unwrap();
+    let next = dir.path().join("next.ko");
+    std::fs::write(&next, build(&["c.c", "a.c", "b.c"])).unwrap();
+    let lp = dir.path().join("lp.ko");
+    // Built for b.c's helper: position 2 on the built-for module.
+    std::fs::write(&lp, patch(2)).unwrap();
+    let p = Patch::read(&lp, &opts).unwrap();
+    let target = klpsym::open(&next, &opts).unwrap();
+    let same = klpsym::open(&built, &opts).unwrap();
+    let copts = CheckOptions {
+        built_for: Some(built.clone()),
+        ..CheckOptions::default()
+    };
+    let run = klpsym::check(&p, &[&same, &target], &copts).unwrap();
+
+    let b = &run.results[0].bindings[0];
+    assert_eq!(
+        b.identity,
+        Some(Identity {
+            file: "b.c".into(),
+            rank: 1
+        })
+    );
+    assert_eq!(b.as_built, Some(AsBuilt::Same));
+
+    // On the next build position 2 is a.c's helper: the patch would load and replace it.
+    let b = &run.results[1].bindings[0];
+    assert_eq!(b.bound.as_ref().unwrap().position, 2);
+    assert_eq!(b.identity.as_ref().unwrap().file, "a.c");
+    assert_eq!(
+        b.as_built,
+        Some(AsBuilt::Moved {
+            built_for: Identity {
+                file: "b.c".into(),
+                rank: 1
+            },
+            intended_position: 3
+        })
+    );
+    assert!(run.results[1].binds_another());
+    assert!(run.binds_another());
+
+    // A build without b.c: the definition is gone, though position 2 is still in range.
+    let gone = dir.path().join("gone.ko");
+    std::fs::write(&gone, build(&["c.c", "a.c"])).unwrap();
+    let k = klpsym::open(&gone, &opts).unwrap();
+    let run = klpsym::check(&p, &[&k], &copts).unwrap();
+    assert!(matches!(
+        run.results[0].bindings[0].as_built,
+        Some(AsBuilt::Gone { .. })
+    ));
+
+    // Without a built-for kernel nothing is compared, and nothing is said to be wrong.
+    let run = klpsym::check(&p, &[&target], &CheckOptions::default()).unwrap();
+    assert_eq!(run.results[0].bindings[0].as_built, None);
+    assert!(!run.binds_another());
+}
