@@ -10,6 +10,11 @@
 #   lookup init_once --sympos 1 --kernel VMLINUX            (stripped vmlinux: tables found
 #                                                            without decompression)
 #   lookup init_once --sympos 1 --kernel IMAGE.deb          (the Debian image package)
+#   sympos init_once --file fs/inode.c -k IMAGE.deb -k DBG.deb
+#                                                           (the -dbg package's source files
+#                                                            and declaration lines)
+#   check module-after.ko --kernel IMAGE.deb                (the patch's module, dummy, read
+#                                                            from the image package)
 #   check CASE.ko --kernel VMLINUZ --modules DIR            (the lab's livepatch case
 #                                                            module-missing-after, on every
 #                                                            lab kernel that has it, then
@@ -23,7 +28,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 log() { printf '[bench-cache] %s\n' "$*" >&2; }
 
-VMLINUZ="" VMLINUX="" MODULES_DIR="" IMAGE_DEB=""
+VMLINUZ="" VMLINUX="" MODULES_DIR="" IMAGE_DEB="" DBG_DEB="" LIVEPATCH_DIR=""
 while IFS='=' read -r key value; do
 	case "$key" in
 	VMLINUZ) VMLINUZ="$value" ;;
@@ -32,6 +37,12 @@ while IFS='=' read -r key value; do
 	IMAGE_DEB) IMAGE_DEB="$value" ;;
 	esac
 done < <(bash "$ROOT/lab/fetch-kernel.sh")
+# The -dbg package and the livepatch cases of the primary kernel, when the lab has them.
+LAB_ENV="$(grep -lx "VMLINUZ=$VMLINUZ" "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}"/*/lab.env 2>/dev/null | head -n1 || true)"
+if [ -n "$LAB_ENV" ]; then
+	DBG_DEB="$(sed -n 's/^DBG_DEB=//p' "$LAB_ENV")"
+	LIVEPATCH_DIR="$(sed -n 's/^LIVEPATCH_DIR=//p' "$LAB_ENV")"
+fi
 # KLPSYM_BENCH_CASE=CASE.ko: that case on the primary kernel only.
 CASE="${KLPSYM_BENCH_CASE:-}"
 
@@ -76,6 +87,12 @@ echo "| --- | ---: | ---: | ---: |"
 run_pair "lookup, vmlinuz (XZ)" lookup init_once --sympos 1 --kernel "$VMLINUZ"
 run_pair "lookup, stripped vmlinux" lookup init_once --sympos 1 --kernel "$VMLINUX"
 [ -n "$IMAGE_DEB" ] && run_pair "lookup, image .deb" lookup init_once --sympos 1 --kernel "$IMAGE_DEB"
+if [ -n "$IMAGE_DEB" ] && [ -f "$DBG_DEB" ]; then
+	run_pair "sympos --file, image .deb + -dbg .deb" sympos init_once --file fs/inode.c -k "$IMAGE_DEB" -k "$DBG_DEB"
+fi
+if [ -n "$IMAGE_DEB" ] && [ -f "$LIVEPATCH_DIR/module-after/klp_module_after.ko" ]; then
+	run_pair "check, its module from the image .deb" check "$LIVEPATCH_DIR/module-after/klp_module_after.ko" --kernel "$IMAGE_DEB"
+fi
 # The livepatch case on every lab kernel that built it (each with its own image, module tree
 # and case module), then the sums: a release engineer's matrix run, kernel by kernel.
 : >"$WORK/sums"

@@ -32,6 +32,8 @@ fuzz_target!(|data: &[u8]| {
         max_decompressed_size: 64 << 20,
         kallsyms_all: None,
         package_modules: true,
+        debug_packages: true,
+        package_module_names: None,
         cache: None,
         export_facts: true,
     };

@@ -47,6 +47,7 @@ impl SourceArgs {
             queries,
             progress: progress_bar(),
             package_modules: false,
+            package_module_names: None,
             debug_packages: true,
         }
     }

@@ -578,9 +578,16 @@ fn errors_name_the_argument_that_was_wrong() {
         "{}",
         stderr(&o)
     );
+    // A folder as the patch is named as such (it once advised --modules, which is for a
+    // kernel's module tree).
     let o = run(&["check", f.dir.path().to_str().unwrap(), "--kernel", &k]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--modules"), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("PATCH: ") && e.contains("is a directory; the patch is one module file"),
+        "{e}"
+    );
+    assert!(!e.contains("--modules"), "{e}");
     let o = run(&["info", "--kernel", &k, "--max-input-size", "10"]);
     assert!(stderr(&o).contains("--max-input-size"), "{}", stderr(&o));
 }

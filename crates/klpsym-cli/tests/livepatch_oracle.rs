@@ -11,7 +11,7 @@ mod common;
 use common::livepatch_kernels;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What the kernel did in one case.
@@ -183,6 +183,17 @@ fn check(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
     (out.status.code().unwrap_or(-1), v)
 }
 
+/// The patch file the guest loaded: `NAME.ko`, or `NAME.ko.xz` for a case that loads it
+/// compressed (compress=xz), which klpsym is then given as it is.
+fn patch_file(cdir: &Path, name: &str) -> PathBuf {
+    let xz = cdir.join(format!("{name}.ko.xz"));
+    if xz.is_file() {
+        xz
+    } else {
+        cdir.join(format!("{name}.ko"))
+    }
+}
+
 #[test]
 fn check_predicts_what_every_lab_kernel_did() {
     let kernels = livepatch_kernels();
@@ -284,7 +295,7 @@ fn judge(
         }
         let cdir = dir.join(case);
         let patch_name = f.iter().find_map(|x| x.strip_prefix("patch=")).unwrap();
-        let ko = cdir.join(format!("{patch_name}.ko"));
+        let ko = patch_file(&cdir, patch_name);
         let oracle = read_oracle(&cdir);
         if !oracle.broken.is_empty() {
             failures.extend(oracle.broken.iter().map(|b| format!("{case}: {b}")));
@@ -585,7 +596,7 @@ fn bindings_name_the_source_file_of_what_the_kernel_patched() {
                 .and_then(|l| l.split_whitespace().find_map(|x| x.strip_prefix("patch=")))
                 .expect("the case's patch in index.txt")
                 .to_string();
-            let ko = cdir.join(format!("{patch}.ko"));
+            let ko = patch_file(&cdir, &patch);
             let args: Vec<&std::ffi::OsStr> = vec![
                 ko.as_os_str(),
                 "-k".as_ref(),

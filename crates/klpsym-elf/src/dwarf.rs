@@ -210,8 +210,9 @@ fn read_lines(
     out: &mut [Option<DeclLine>],
     resched: &mut Resched,
 ) -> Result<(), Stop> {
-    // The units owning the addresses: unit offset -> indexes into `addrs`.
-    let mut units: Vec<(usize, Vec<usize>)> = Vec::new();
+    // The units owning the addresses: unit offset -> indexes into `addrs` (all of a kernel's
+    // functions at once when a line index is made: hashed, not searched).
+    let mut units: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
     let mut sorted: Vec<usize> = (0..addrs.len()).collect();
     sorted.sort_unstable_by_key(|&i| addrs[i]);
     let mut headers = dwarf.debug_aranges.headers();
@@ -223,15 +224,15 @@ fn read_lines(
             let (start, end) = (e.address(), e.address().saturating_add(e.length()));
             let first = sorted.partition_point(|&i| addrs[i] < start);
             for &i in sorted[first..].iter().take_while(|&&i| addrs[i] < end) {
-                let off = h.debug_info_offset().0;
-                match units.iter_mut().find(|(o, _)| *o == off) {
-                    Some((_, v)) => v.push(i),
-                    None => units.push((off, vec![i])),
-                }
+                units.entry(h.debug_info_offset().0).or_default().push(i);
             }
         }
     }
     for (off, wanted) in units {
+        let mut at: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+        for &i in &wanted {
+            at.entry(addrs[i]).or_default().push(i);
+        }
         let header = dwarf
             .debug_info
             .header_from_offset(gimli::DebugInfoOffset(off))?;
@@ -251,12 +252,11 @@ fn read_lines(
             let Some(pc) = dwarf.attr_address(&unit, v)? else {
                 continue;
             };
-            let hits: Vec<usize> = wanted.iter().copied().filter(|&i| addrs[i] == pc).collect();
-            if hits.is_empty() {
+            let Some(hits) = at.get(&pc) else {
                 continue;
-            }
+            };
             let decl = declaration(dwarf, &unit, entry.clone(), comp_dir.as_deref())?;
-            for i in hits {
+            for &i in hits {
                 // The first entry that tells wins; a later one with the same address (a
                 // declaration-only copy) does not take it back.
                 if out[i].is_none() {

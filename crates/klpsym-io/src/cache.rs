@@ -31,7 +31,7 @@ use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -70,6 +70,10 @@ struct Meta {
     kind: SourceKind,
     facts: SourceFacts,
     package: Option<PackageMeta>,
+    /// The declaration lines of a package's debug vmlinux (the package is not read again
+    /// for them).
+    #[serde(default)]
+    lines: Option<crate::LineIndex>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -91,8 +95,26 @@ fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
         Some(false) => 1,
         Some(true) => 2,
     });
-    // A package read with its modules is a different kernel (and never cached).
+    // A package read with its modules is a different kernel: cached only with the modules a
+    // check named, which the key names.
     k.push(opts.package_modules as u8);
+    if let Some(names) = opts
+        .package_modules
+        .then_some(())
+        .and(opts.package_module_names.as_ref())
+    {
+        let mut names: Vec<String> = names
+            .iter()
+            .map(|n| klpsym_core::normalize_module_name(n))
+            .collect();
+        names.sort();
+        names.dedup();
+        k.push(1);
+        for n in names {
+            k.extend_from_slice(n.as_bytes());
+            k.push(0);
+        }
+    }
     k
 }
 
@@ -206,11 +228,18 @@ impl Cache {
             bytes: meta.len(),
             index_time: Duration::ZERO,
             debug: None,
+            lines: entry_meta.lines.map(std::sync::Arc::new),
             package: entry_meta.package.map(|p| PackageParts {
                 packages: p.packages,
                 release: p.release,
                 config: p.config,
                 symvers: p.symvers,
+                modules: parsed.modules.as_ref().map(|m| {
+                    crate::modules::ModuleTree::from_members(
+                        path,
+                        m.iter().map(|(p, d)| (p.to_string(), d.to_vec())),
+                    )
+                }),
                 ..PackageParts::default()
             }),
         }))
@@ -266,15 +295,26 @@ impl Cache {
         opts: &LoadOptions,
         rs: &mut Resched,
     ) -> Result<(), String> {
+        // A package's debug vmlinux is kept with its declaration lines (made now from the
+        // bytes at hand), not its bytes.
+        let elf = k.package.as_ref().and_then(|p| p.elf.as_deref());
+        let named = opts.package_modules && opts.package_module_names.is_some();
         if k.module.is_some()
             || k.debug.is_some()
             || k.package
                 .as_ref()
-                .is_some_and(|p| p.modules.is_some() || p.elf.is_some())
+                .is_some_and(|p| p.modules.is_some() && !named)
             || !matches!(k.kind, SourceKind::KernelImage | SourceKind::VmlinuxElf)
         {
             return Ok(());
         }
+        let lines = match (&k.lines, elf) {
+            (Some(l), _) => Some((**l).clone()),
+            (None, Some(elf)) => {
+                Some(crate::LineIndex::make(elf, &k.table, rs).map_err(|e| e.to_string())?)
+            }
+            (None, None) => None,
+        };
         let key = fast_key(input_meta, opts);
         // The facts but their exports (tens of thousands of entries, kept as records below).
         let f = &k.facts;
@@ -311,6 +351,7 @@ impl Cache {
                 config: p.config.clone(),
                 symvers: p.symvers.clone(),
             }),
+            lines,
         };
         let meta = serde_json::to_vec(&meta).map_err(|e| e.to_string())?;
         let mut table = Vec::new();
@@ -359,6 +400,22 @@ impl Cache {
         out.resize(out.len() + pad, 0);
         out.extend_from_slice(&(names.len() as u64).to_le_bytes());
         klpsym_core::bulk::extend_from_slice(&mut out, &names, rs).map_err(|e| e.to_string())?;
+        // The named modules a check read from the package, as stored in it.
+        match k.package.as_ref().and_then(|p| p.modules.as_ref()) {
+            Some(tree) => {
+                let members = tree.members();
+                out.push(1);
+                out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+                for (path, data) in members {
+                    out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+                    out.extend_from_slice(path.as_bytes());
+                    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+                    klpsym_core::bulk::extend_from_slice(&mut out, data, rs)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            None => out.push(0),
+        }
         let trailer = hash_in_steps(&out, rs).map_err(|e| e.to_string())?;
         out.extend_from_slice(&trailer.to_le_bytes());
         if out.len() as u64 > input_meta.size() {
@@ -409,6 +466,9 @@ struct Parsed<'a> {
     table: &'a [u8],
     /// The table's name index, when the entry holds one.
     names: Option<&'a [u8]>,
+    /// The package's modules kept with it (member path, bytes as stored), when it was read
+    /// with named modules.
+    modules: Option<Vec<(&'a str, &'a [u8])>>,
 }
 
 /// The parts of an entry of this format whose trailer checks out, whatever its key.
@@ -448,6 +508,21 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     split(&mut b, pad)?;
     let nlen = usize::try_from(u64_at(&mut b)?).ok()?;
     let names = Some(split(&mut b, nlen)?).filter(|n| !n.is_empty());
+    let modules = match split(&mut b, 1)?[0] {
+        0 => None,
+        1 => {
+            let n = u32_at(&mut b)? as usize;
+            let mut m = Vec::new();
+            for _ in 0..n {
+                let plen = u32_at(&mut b)? as usize;
+                let path = std::str::from_utf8(split(&mut b, plen)?).ok()?;
+                let dlen = usize::try_from(u64_at(&mut b)?).ok()?;
+                m.push((path, split(&mut b, dlen)?));
+            }
+            Some(m)
+        }
+        _ => return None,
+    };
     b.is_empty().then_some((
         key,
         Parsed {
@@ -457,6 +532,7 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
             exports,
             table,
             names,
+            modules,
         },
     ))
 }

@@ -70,6 +70,7 @@ impl LoadedKernel {
             index_time: Duration::ZERO,
             debug: None,
             package: None,
+            lines: None,
             cached: None,
         }
     }

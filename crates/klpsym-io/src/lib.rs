@@ -18,6 +18,7 @@ mod entry;
 mod error;
 mod facts;
 mod lines;
+pub use lines::LineIndex;
 mod load;
 mod loaded;
 mod modules;

@@ -126,6 +126,9 @@ pub struct LoadedKernel {
     pub debug: Option<Box<LoadedKernel>>,
     /// What the kernel's packages held besides its table, when it came from packages.
     pub package: Option<PackageParts>,
+    /// Its functions' declaration lines, when a cache entry kept them (a `-dbg` package's
+    /// vmlinux: see [`crate::LineIndex`]).
+    pub lines: Option<std::sync::Arc<crate::LineIndex>>,
     /// The cache entry the table was read from, when it was (see [`crate::Cache`]).
     pub cached: Option<PathBuf>,
 }

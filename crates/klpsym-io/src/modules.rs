@@ -242,6 +242,25 @@ impl ModuleTree {
         self.by_name.is_empty()
     }
 
+    /// The package members it holds: (member path, bytes as stored), in name order; empty for
+    /// a tree of files.
+    pub(crate) fn members(&self) -> Vec<(&str, &[u8])> {
+        let prefix = format!("{}:", self.root.display());
+        self.by_name
+            .values()
+            .filter_map(|f| match f {
+                ModuleFile::Member { label, data } => {
+                    let l = label.to_str()?;
+                    Some((
+                        l.strip_prefix(prefix.as_str()).unwrap_or(l),
+                        data.as_slice(),
+                    ))
+                }
+                ModuleFile::Path(_) => None,
+            })
+            .collect()
+    }
+
     /// The file of module `name` (any spelling).
     pub fn file(&self, name: &str) -> Option<&ModuleFile> {
         self.by_name.get(&normalize_module_name(name))

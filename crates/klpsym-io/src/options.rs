@@ -15,6 +15,11 @@ pub struct LoadOptions {
     /// Debian image package), for verbs that check a patch; else only the image, its config
     /// and System.map, or a debug package's vmlinux (reading stops once they are found).
     pub package_modules: bool,
+    /// With `package_modules`: keep only the modules of these names (as the kernel names
+    /// them: `-` is `_`), the objects of the patch being checked; `None` keeps every module.
+    /// A package kernel read with named modules is cached with them (their bytes, a few
+    /// kilobytes to megabytes), so a warm check does not read the package again.
+    pub package_module_names: Option<Vec<String>>,
     /// Read the export facts (CRCs, namespaces) kept in a cache entry: false for verbs that
     /// never consult them (a lookup, a dump), which then see none. Decoding never skips them;
     /// only reading a cached kernel does (tens of thousands of records).
@@ -31,6 +36,7 @@ impl Default for LoadOptions {
             max_decompressed_size: 1 << 30,
             kallsyms_all: None,
             package_modules: false,
+            package_module_names: None,
             cache: None,
             export_facts: true,
             debug_packages: true,

@@ -80,11 +80,21 @@ pub fn load_packages(
     let cancelled = |e: &LoadError| matches!(e, LoadError::Cancelled);
     // Cached kernels first (image packages read without their modules): each stands alone
     // unless a package read below names the same release, which then joins it anew.
-    let cache = opts.cache.as_ref().filter(|_| !opts.package_modules);
+    // A kernel with all its package's modules is not cached; with the few a check names it is.
+    let cache = opts
+        .cache
+        .as_ref()
+        .filter(|_| !opts.package_modules || opts.package_module_names.is_some());
     let mut hits: Vec<(PathBuf, LoadedKernel)> = Vec::new();
     let mut read_all = Vec::new();
     let mut hashes = Vec::new();
     let mut out: Vec<PackageKernel> = Vec::new();
+    // A package's bytes read, with its identity (see [`crate::input_identity`]).
+    let read_one = |p: &Path, rs: &mut Resched| -> Result<(u128, Package), LoadError> {
+        let bytes = read_bounded(p, opts.max_input_size, rs)?;
+        let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
+        Ok((h, read(p, &bytes, opts, rs)?))
+    };
     // Debug packages are passed over only beside others (a debug package alone is the kernel).
     let is_debug = crate::options::is_debug_package;
     let skip_debug = !opts.debug_packages && paths.iter().any(|p| !is_debug(p));
@@ -103,12 +113,7 @@ pub fn load_packages(
             Err(_) => {}
         }
         let meta = std::fs::metadata(p).ok();
-        let read_one = |rs: &mut Resched| -> Result<_, LoadError> {
-            let bytes = read_bounded(p, opts.max_input_size, rs)?;
-            let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
-            Ok((h, read(p, &bytes, opts, rs)?))
-        };
-        match read_one(rs) {
+        match read_one(p, rs) {
             Ok((h, pkg)) => {
                 hashes.push((p.clone(), meta, h));
                 read_all.push((p.clone(), pkg));
@@ -118,22 +123,45 @@ pub fn load_packages(
         }
     }
     let release_of_hit = |k: &LoadedKernel| k.package.as_ref().and_then(|p| p.release.clone());
-    let hit_releases: Vec<Option<String>> = hits.iter().map(|(_, k)| release_of_hit(k)).collect();
-    for (i, (p, k)) in hits.into_iter().enumerate() {
-        let r = &hit_releases[i];
-        // Another package of its release (read, or itself a hit: an image and its -dbg
-        // package each cached alone) makes one kernel with it.
-        let shared = r.is_some()
-            && (read_all
+    // A cached -dbg package's vmlinux (a package kernel read from an ELF) is the debug part of
+    // the image of its release, whether that image was cached too or is read now.
+    let is_debug_part =
+        |k: &LoadedKernel| k.kind == crate::loaded::SourceKind::VmlinuxElf && k.package.is_some();
+    let image_read = |r: &str| {
+        read_all.iter().any(|(_, pkg): &(PathBuf, Package)| {
+            pkg.release() == Some(r) && pkg.members.iter().any(|m| m.kind == MemberKind::Image)
+        })
+    };
+    let (candidates, mut rest): (Vec<_>, Vec<_>) =
+        hits.into_iter().partition(|(_, k)| is_debug_part(k));
+    let mut debug_hits = Vec::new();
+    for (p, k) in candidates {
+        let r = release_of_hit(&k).unwrap_or_default();
+        let image_hit = rest.iter().any(|(_, o): &(PathBuf, LoadedKernel)| {
+            !is_debug_part(o) && release_of_hit(o).as_deref() == Some(r.as_str())
+        });
+        if !r.is_empty() && (image_read(&r) || image_hit) {
+            debug_hits.push((p, k));
+        } else {
+            rest.push((p, k));
+        }
+    }
+    for (p, k) in rest {
+        let r = release_of_hit(&k);
+        // Another package of its release read now (an image's headers, say) makes one
+        // kernel with it: the cached one is read anew to join it.
+        if r.is_some()
+            && read_all
                 .iter()
                 .any(|(_, pkg)| pkg.release() == r.as_deref())
-                || hit_releases
-                    .iter()
-                    .enumerate()
-                    .any(|(j, o)| j != i && o == r));
-        if shared {
-            match read_bounded(&p, opts.max_input_size, rs).and_then(|b| read(&p, &b, opts, rs)) {
-                Ok(pkg) => read_all.push((p.clone(), pkg)),
+        {
+            let meta = std::fs::metadata(&p).ok();
+            match read_one(&p, rs) {
+                Ok((h, pkg)) => {
+                    // Its identity too: the kernel it joins may be kept part by part.
+                    hashes.push((p.clone(), meta, h));
+                    read_all.push((p.clone(), pkg));
+                }
                 Err(e) if cancelled(&e) => return Err(e),
                 // The cached kernel still stands on its own.
                 Err(_) => out.push((p.clone(), Ok(k))),
@@ -142,23 +170,100 @@ pub fn load_packages(
             out.push((p.clone(), Ok(k)));
         }
     }
-    for (first, k) in kernels_of(read_all, opts, rs)? {
-        if let Ok(k) = &k {
-            // A kernel made of one package alone is kept for next time.
-            if let (Some(c), [only]) = (
-                cache,
-                k.package.as_ref().map_or(&[][..], |p| &p.packages[..]),
-            ) {
-                if let Some((_, Some(meta), h)) = hashes.iter().find(|(p, _, _)| p == only) {
-                    let _ = c.put(only, meta, *h, k, opts, rs);
-                }
-            }
+    for (first, mut k) in kernels_of(read_all, opts, rs)? {
+        if let (Ok(k), Some(c)) = (&mut k, cache) {
+            keep(c, k, &hashes, opts, rs);
         }
         out.push((first, k));
+    }
+    // Each cached debug part joins the image of its release.
+    for (p, d) in debug_hits {
+        let r = release_of_hit(&d);
+        let image = out.iter_mut().find_map(|(_, k)| {
+            k.as_mut().ok().filter(|k| {
+                k.debug.is_none()
+                    && k.kind == crate::loaded::SourceKind::KernelImage
+                    && k.package.as_ref().is_some_and(|pp| pp.release == r)
+            })
+        });
+        match image {
+            Some(k) => {
+                if let Some(pp) = k.package.as_mut() {
+                    pp.packages.push(p.clone());
+                }
+                k.facts.notes.extend(
+                    d.facts
+                        .notes
+                        .iter()
+                        .filter(|n| n.starts_with("package "))
+                        .cloned(),
+                );
+                k.debug = Some(Box::new(d));
+            }
+            None => out.push((p, Ok(d))),
+        }
     }
     // In the order the packages were given (hits were set aside first).
     out.sort_by_key(|(p, _)| paths.iter().position(|x| x == p));
     Ok(out)
+}
+
+/// Keeps what a kernel made of packages read now can give the next run: the kernel when it
+/// is one package; for an image with its -dbg package (and nothing else), each part under its
+/// own package, the debug part with its declaration lines. Failing to keep is not an error.
+fn keep(
+    c: &crate::Cache,
+    k: &mut LoadedKernel,
+    hashes: &[(PathBuf, Option<std::fs::Metadata>, u128)],
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) {
+    let hash_of = |p: &Path| {
+        hashes
+            .iter()
+            .find(|(q, _, _)| q == p)
+            .and_then(|(_, m, h)| Some((m.as_ref()?, *h)))
+    };
+    let packages = k
+        .package
+        .as_ref()
+        .map_or(Vec::new(), |p| p.packages.clone());
+    match &packages[..] {
+        [only] if k.debug.is_none() => {
+            if let Some((meta, h)) = hash_of(only) {
+                let _ = c.put(only, meta, h, k, opts, rs);
+            }
+        }
+        // In either order (a cached image read anew to join comes after).
+        [a, b]
+            if k.debug
+                .as_ref()
+                .is_some_and(|d| d.path == *a || d.path == *b) =>
+        {
+            let dbg_is_a = k.debug.as_ref().is_some_and(|d| d.path == *a);
+            let (image, dbg) = if dbg_is_a { (b, a) } else { (a, b) };
+            if let Some((im, ih)) = hash_of(image) {
+                let d = k.debug.take();
+                if let Some(pp) = k.package.as_mut() {
+                    pp.packages = vec![image.clone()];
+                }
+                let _ = c.put(image, im, ih, k, opts, rs);
+                if let Some(pp) = k.package.as_mut() {
+                    pp.packages = packages.clone();
+                }
+                k.debug = d;
+            }
+            // The release joins it to its image when both come from the cache.
+            let release = k.package.as_ref().and_then(|p| p.release.clone());
+            if let (Some((dm, dh)), Some(d)) = (hash_of(dbg), k.debug.as_deref_mut()) {
+                if let Some(dp) = d.package.as_mut() {
+                    dp.release = dp.release.take().or(release);
+                }
+                let _ = c.put(dbg, dm, dh, d, opts, rs);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn label(pkg: &Path, member: &str) -> PathBuf {
@@ -290,7 +395,15 @@ fn kernel_of(
         let mut root = None;
         for (p, pkg) in &mut group {
             for m in std::mem::take(&mut pkg.members) {
-                if m.kind == MemberKind::Module {
+                let named = |path: &str| {
+                    opts.package_module_names.as_ref().is_none_or(|names| {
+                        let n = klpsym_core::normalize_module_name(path);
+                        names
+                            .iter()
+                            .any(|w| klpsym_core::normalize_module_name(w) == n)
+                    })
+                };
+                if m.kind == MemberKind::Module && named(&m.path) {
                     root.get_or_insert_with(|| p.clone());
                     mods.push((m.path, m.data));
                 }

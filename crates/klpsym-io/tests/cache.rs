@@ -396,3 +396,89 @@ fn every_lab_image_entry_keeps_its_name_index() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// The bytes of module `name` in `k`'s package modules, when it has it.
+fn module_bytes(k: &LoadedKernel, name: &str) -> Option<Vec<u8>> {
+    match k.package.as_ref()?.modules.as_ref()?.file(name)? {
+        klpsym_io::ModuleFile::Member { data, .. } => Some(data.to_vec()),
+        klpsym_io::ModuleFile::Path(p) => std::fs::read(p).ok(),
+    }
+}
+
+/// A check's modules from an image package are kept with its entry (only the modules it
+/// names, keyed by those names), so a warm check does not read the package again; a
+/// `-dbg` package's vmlinux is kept with its declaration lines, and joins its image from the
+/// cache. Warm answers equal cold ones.
+#[test]
+fn a_check_s_package_modules_and_a_dbg_package_are_cached() {
+    let (Some(image), Some(dbg)) = (lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_DBG_DEB"))
+    else {
+        return;
+    };
+    let dir = tempdir("package-parts");
+    let rs = &mut Resched::none();
+    let named = |names: &[&str]| LoadOptions {
+        package_modules: true,
+        package_module_names: Some(names.iter().map(|s| s.to_string()).collect()),
+        ..opts(&dir)
+    };
+    let one = |o: &LoadOptions, rs: &mut Resched| {
+        let mut v = klpsym_io::load_packages(std::slice::from_ref(&image), o, rs).unwrap();
+        assert_eq!(v.len(), 1);
+        v.remove(0).1.unwrap()
+    };
+    let cold = one(&named(&["dummy"]), rs);
+    assert!(cold.cached.is_none());
+    let tree = cold.package.as_ref().unwrap().modules.as_ref().unwrap();
+    assert_eq!(tree.len(), 1, "only the named module is kept");
+    let warm = one(&named(&["dummy"]), rs);
+    assert!(warm.cached.is_some(), "the second check reads the entry");
+    assert_eq!(view(&warm), view(&cold));
+    assert_eq!(module_bytes(&warm, "dummy"), module_bytes(&cold, "dummy"));
+    assert!(module_bytes(&warm, "dummy").is_some());
+    // Other names are another entry, never the first one's modules.
+    let other = one(&named(&["dummy", "veth"]), rs);
+    assert!(other.cached.is_none());
+    assert!(module_bytes(&other, "veth").is_some());
+
+    // The image with its -dbg package: cold, the debug part reads lines from the package;
+    // warm, both parts come from the cache and the lines from the entry.
+    let both = [image.clone(), dbg.clone()];
+    let o = opts(&dir);
+    let kernel = |rs: &mut Resched| {
+        let mut v = klpsym_io::load_packages(&both, &o, rs).unwrap();
+        assert_eq!(v.len(), 1, "one kernel of one release");
+        v.remove(0).1.unwrap()
+    };
+    // The image cached alone first (a lookup on it, say): the cold run joins that entry's
+    // package, read anew, with the -dbg package, and keeps both parts.
+    assert!(one(&o, rs).cached.is_none());
+    let cold = kernel(rs);
+    let warm = kernel(rs);
+    let d = warm
+        .debug
+        .as_deref()
+        .expect("the -dbg part joined its image");
+    assert!(
+        warm.cached.is_some() && d.cached.is_some(),
+        "both parts from the cache"
+    );
+    assert!(d.lines.as_ref().is_some_and(|l| l.len() > 10_000));
+    let addrs: Vec<Option<u64>> = cold
+        .debug
+        .as_deref()
+        .unwrap()
+        .table
+        .iter()
+        .filter(|s| matches!(s.kind, 't' | 'T'))
+        .step_by(97)
+        .map(|s| Some(s.addr))
+        .collect();
+    let lines = |k: &LoadedKernel, rs: &mut Resched| k.decl_lines_at(&addrs, 1 << 31, rs).unwrap();
+    let (c, w) = (lines(&cold, rs), lines(&warm, rs));
+    assert!(c.iter().filter(|l| l.is_some()).count() > addrs.len() / 2);
+    assert_eq!(c, w, "the entry's lines are the DWARF's");
+    assert_eq!(view(&warm), view(&cold));
+    assert_eq!(view(d), view(cold.debug.as_deref().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

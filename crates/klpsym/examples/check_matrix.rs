@@ -17,6 +17,7 @@ fn main() -> Result<(), klpsym::Error> {
     let copts = CheckOptions::default();
     let patch = Patch::read(patch, &opts)?;
     opts.package_modules = patch.needs_modules();
+    opts.package_module_names = patch.module_objects();
     for opened in klpsym::open_all(&[folder.into()], &opts)? {
         let record = match opened.kernel {
             Ok(kernel) => {

@@ -31,6 +31,14 @@ impl Patch {
     /// naming it. (It is parsed again against each kernel, with that kernel's struct layouts.)
     pub fn read(path: impl AsRef<Path>, opts: &crate::Options) -> Result<Patch> {
         let path = path.as_ref();
+        // A folder is not a patch (the message for a kernel source's folder would point at
+        // --modules).
+        if path.is_dir() {
+            return Err(Error::usage(format!(
+                "PATCH: {}: is a directory; the patch is one module file (.ko, .ko.xz, .ko.zst or .ko.gz)",
+                path.display()
+            )));
+        }
         let mut rs = opts.resched();
         let bytes = read_module(path, opts.max_input_size, &mut rs)
             .map_err(|e| Error::from(e).context("PATCH"))?;
@@ -80,6 +88,20 @@ impl Patch {
     /// it patches a module, or its objects could not be read.
     pub fn needs_modules(&self) -> bool {
         self.objects.is_empty() || self.objects.iter().any(|o| o != "vmlinux")
+    }
+
+    /// The modules a check of this patch reads from a package
+    /// ([`crate::Options::package_module_names`]):
+    /// its objects but vmlinux; `None` (every module) for a module that is not a livepatch,
+    /// whose references any module may export.
+    pub fn module_objects(&self) -> Option<Vec<String>> {
+        (!self.objects.is_empty()).then(|| {
+            self.objects
+                .iter()
+                .filter(|o| *o != "vmlinux")
+                .cloned()
+                .collect()
+        })
     }
 }
 

@@ -126,6 +126,10 @@ pub struct Options {
     /// reading stops once the image, its config and System.map, or a debug vmlinux are
     /// found.
     pub package_modules: bool,
+    /// With `package_modules`: only the modules of these names are kept (a patch's module
+    /// objects, [`crate::Patch::module_objects`]), and such a kernel is cached with them;
+    /// `None` keeps every module.
+    pub package_module_names: Option<Vec<String>>,
     /// Read debug packages given with an image (`-dbg`, `-dbgsym`, `debuginfo` in the file
     /// name): the source files and declaration lines of `sympos`, `lookup --file` and
     /// symbolized lines. Verbs that need none (check, convert, status) set it false, and such
@@ -150,6 +154,7 @@ impl std::fmt::Debug for Options {
             .field("queries", &self.queries)
             .field("progress", &self.progress.is_some())
             .field("package_modules", &self.package_modules)
+            .field("package_module_names", &self.package_module_names)
             .field("debug_packages", &self.debug_packages)
             .finish()
     }
@@ -172,6 +177,7 @@ impl Default for Options {
             queries: Queries::Many,
             progress: None,
             package_modules: false,
+            package_module_names: None,
             debug_packages: true,
         }
     }
@@ -256,6 +262,7 @@ impl Options {
             max_decompressed_size: self.max_decompressed_size,
             kallsyms_all: self.kallsyms_all,
             package_modules: self.package_modules,
+            package_module_names: self.package_module_names.clone(),
             cache: self.cache_dir().map(|dir| klpsym_io::Cache { dir }),
             export_facts: self.queries != Queries::Few,
             debug_packages: self.debug_packages,

@@ -38,6 +38,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     // A package's modules are read (the whole package) only when the patch has objects in
     // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
     opts.package_modules = patch.needs_modules();
+    opts.package_module_names = patch.module_objects();
     // A kernel that cannot be opened or checked gets its own row (exit 2 at the end); the
     // others still get their verdicts.
     let (kernels, unopened) = open_kernels_each(&args.source, &opts)?;
