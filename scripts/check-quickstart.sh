@@ -20,7 +20,8 @@ want="$(target/ci/klpsym lookup init_once --sympos "$pos" --kernel "$deb" --json
 [ "$addr" = "$want" ] || fail "lookup init_once,$pos: the example says '$addr', klpsym lookup '$want'"
 sym="$(sed -n 's/^symbolize \(0x[0-9a-f]*\): //p' <<<"$out")"
 at="$(sed -n 's/^symbolize \(0x[0-9a-f]*\): .*/\1/p' <<<"$out")"
-want="$(target/ci/klpsym addr "$at" --kernel "$deb" | cut -d' ' -f2-)"
+want="$(target/ci/klpsym addr "$at" --kernel "$deb" --json |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["addresses"][0]["text"])')"
 [ "$sym" = "$want" ] || fail "symbolize $at: the example says '$sym', klpsym addr '$want'"
 verdict="$(sed -n 's/^check: //p' <<<"$out")"
 want="$(target/ci/klpsym check "$ko" --kernel "$deb" --json |

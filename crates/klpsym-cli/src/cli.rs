@@ -321,6 +321,23 @@ pub struct CheckArgs {
     /// kernel given with --kernel whose release the patch's vermagic names, if any.
     #[arg(long, value_name = "KERNEL")]
     pub built_for: Option<PathBuf>,
+    /// A fleet, one kernel at a time: each kernel is opened, checked and freed before the
+    /// next (memory bounded by one kernel, whatever the number of kernels), and printed as
+    /// soon as it is checked, one JSON object per line (JSON Lines: the object of --json's
+    /// "results" or "failed", with "patch"). Packages of one version and architecture are
+    /// one kernel. Merge runs with `cat *.jsonl | jq -s`.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Only the I-th of N parts of the kernels (`--shard 2/4`): kernel k (in the order of
+    /// --kernel, a folder's files in name order) is in part (k mod N) + 1, so N machines (a
+    /// CI matrix, a Kubernetes indexed Job) given the same sources check each kernel once.
+    /// Implies --jsonl.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// With --jsonl or --shard: check this many kernels at once (memory: that many
+    /// kernels). Lines come in the order kernels finish.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
     #[command(flatten)]
     pub source: SourceArgs,
 }

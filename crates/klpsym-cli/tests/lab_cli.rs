@@ -674,3 +674,95 @@ fn files_come_from_the_debug_vmlinux_of_the_same_build() {
     assert_eq!(ids[0], ids[1]);
     assert_eq!(ids[0].len(), 40);
 }
+
+/// A fleet: `--jsonl` checks every lab kernel one at a time with the verdicts of the matrix
+/// (`--json`), a file that is no kernel gets its own error line (exit 2), and `--shard I/N`
+/// splits the kernels into parts that cover them once.
+#[test]
+fn a_fleet_is_checked_one_kernel_at_a_time_and_shards_split_it() {
+    let Some(l) = the_lab() else { return };
+    let patch = ko(&l, "unique", "klp_unique");
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = tmp.path().join("broken.txt");
+    std::fs::write(&broken, "not a kernel\n").unwrap();
+    let mut args: Vec<String> = vec!["check".into(), patch.clone()];
+    let kernels: Vec<String> = klpsym_testkit::lab::lab_kernels()
+        .iter()
+        .map(|k| k.path("VMLINUZ").display().to_string())
+        .collect();
+    assert!(kernels.len() >= 2, "a fleet needs kernels: {kernels:?}");
+    for k in &kernels {
+        args.extend(["-k".into(), k.clone()]);
+    }
+    args.extend(["-k".into(), broken.display().to_string()]);
+    let with = |extra: &[&str]| {
+        let a: Vec<&str> = args
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+            .collect();
+        run(&a)
+    };
+    let lines = |o: &std::process::Output| -> Vec<serde_json::Value> {
+        text(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let matrix = json(&with(&["--json"]));
+    let fleet = with(&["--jsonl"]);
+    assert_eq!(fleet.status.code(), Some(2), "{}", text(&fleet.stderr));
+    let fleet = lines(&fleet);
+    assert_eq!(fleet.len(), kernels.len() + 1, "{fleet:?}");
+    assert!(fleet.iter().all(|v| v["patch"] == patch.as_str()));
+    let verdicts = |v: &[serde_json::Value]| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = v
+            .iter()
+            .filter(|r| r["report"].is_object())
+            .map(|r| {
+                (
+                    r["kernel"].as_str().unwrap().to_string(),
+                    r["report"]["verdict"]["kind"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(
+        verdicts(&fleet),
+        verdicts(matrix["results"].as_array().unwrap())
+    );
+    assert_eq!(verdicts(&fleet).len(), kernels.len());
+    let errors: Vec<&serde_json::Value> = fleet.iter().filter(|v| v["error"].is_string()).collect();
+    assert_eq!(errors.len(), 1, "{fleet:?}");
+    assert!(errors[0]["kernel"].as_str().unwrap().contains("broken.txt"));
+    // Two shards: every line once.
+    let mut parts: Vec<String> = Vec::new();
+    for s in ["1/2", "2/2"] {
+        let o = with(&["--shard", s]);
+        assert_ne!(o.status.code(), Some(101), "{}", text(&o.stderr));
+        parts.extend(
+            lines(&o)
+                .iter()
+                .map(|v| v["kernel"].as_str().unwrap().to_string()),
+        );
+    }
+    let mut all: Vec<String> = fleet
+        .iter()
+        .map(|v| v["kernel"].as_str().unwrap().to_string())
+        .collect();
+    parts.sort();
+    all.sort();
+    assert_eq!(parts, all);
+    // Two at a time: the same lines, in the order kernels finish.
+    let mut two: Vec<String> = lines(&with(&["--jsonl", "--jobs", "2"]))
+        .iter()
+        .map(|v| v["kernel"].as_str().unwrap().to_string())
+        .collect();
+    two.sort();
+    assert_eq!(two, all);
+    let o = with(&["--shard", "3/2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("I/N"), "{}", text(&o.stderr));
+}

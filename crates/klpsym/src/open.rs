@@ -151,7 +151,7 @@ impl BackgroundScan {
 }
 
 /// Every regular file of a folder source, sorted; other sources as given.
-fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {

@@ -39,6 +39,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     // modules; a vmlinux-only patch needs the image, its config and its export CRCs.
     opts.package_modules = patch.needs_modules();
     opts.package_module_names = patch.module_objects();
+    if args.jsonl || args.shard.is_some() {
+        return run_fleet(args, &patch, &opts, &copts);
+    }
     // A kernel that cannot be opened or checked gets its own row (exit 2 at the end); the
     // others still get their verdicts.
     let (kernels, unopened) = open_kernels_each(&args.source, &opts)?;
@@ -86,6 +89,180 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     run.free(rs)?;
     let strict_failed = args.strict && incomplete;
     Ok(Outcome::all_ok(!(refused || misbinds || strict_failed)))
+}
+
+/// One line of `--jsonl`: a kernel's result or its failure, with the patch.
+#[derive(Serialize)]
+struct FleetLine<'a, T: Serialize> {
+    patch: &'a str,
+    #[serde(flatten)]
+    line: &'a T,
+}
+
+/// `check --jsonl` / `--shard`: the kernels one at a time (`--jobs N`: N at a time), each
+/// line printed when its kernel is checked; exit as for the matrix (1 refused or binding
+/// another definition, 2 when a kernel could not be read or checked).
+fn run_fleet(
+    args: &CheckArgs,
+    patch: &Patch,
+    opts: &klpsym::Options,
+    copts: &klpsym::CheckOptions,
+) -> Result<Outcome, CliError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let shard: klpsym::Shard = match &args.shard {
+        Some(s) => s.parse()?,
+        None => klpsym::Shard::ALL,
+    };
+    if args.source.kernels.is_empty() {
+        return Err(klpsym::Error::usage(
+            "--jsonl and --shard check the kernels given with --kernel (files, folders); none was given",
+        )
+        .into());
+    }
+    let units = shard.take(klpsym::kernel_units(&args.source.kernels)?);
+    let next = AtomicUsize::new(0);
+    let (refused, misbinds, incomplete) = (
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+    );
+    let fatal: std::sync::Mutex<Option<CliError>> = std::sync::Mutex::new(None);
+    let worker = || {
+        while fatal.lock().is_ok_and(|f| f.is_none()) {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let Some(unit) = units.get(n) else { break };
+            match fleet_unit(args, patch, opts, copts, unit, (n, units.len())) {
+                Ok((r, m, i)) => {
+                    refused.fetch_or(r, Ordering::Relaxed);
+                    misbinds.fetch_or(m, Ordering::Relaxed);
+                    incomplete.fetch_or(i, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    if let Ok(mut f) = fatal.lock() {
+                        f.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    };
+    let jobs = args.jobs.clamp(1, units.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 1..jobs {
+            s.spawn(worker);
+        }
+        worker();
+    });
+    if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    let (refused, misbinds, incomplete) = (
+        refused.into_inner(),
+        misbinds.into_inner(),
+        incomplete.into_inner(),
+    );
+    if args.strict && incomplete && !refused {
+        eprintln!(
+            "klpsym: error: --strict: not everything that decides the load was checked (see above)"
+        );
+    }
+    Ok(Outcome::all_ok(
+        !(refused || misbinds || (args.strict && incomplete)),
+    ))
+}
+
+/// One unit of a fleet: opened, checked, printed (a line per kernel, written whole) and freed.
+/// Gives (refused, binds another, incomplete).
+fn fleet_unit(
+    args: &CheckArgs,
+    patch: &Patch,
+    opts: &klpsym::Options,
+    copts: &klpsym::CheckOptions,
+    unit: &klpsym::KernelUnit,
+    (n, total): (usize, usize),
+) -> Result<(bool, bool, bool), CliError> {
+    use std::io::{IsTerminal, Write};
+    let patch_name = args.patch.display().to_string();
+    let print = |v: &dyn erased_line::Line| -> Result<(), CliError> {
+        let mut line = Vec::new();
+        v.write(&mut line)?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(&line)?;
+        out.flush()?;
+        Ok(())
+    };
+    if std::io::stderr().is_terminal() {
+        eprintln!("klpsym: [{}/{total}] {}", n + 1, unit.label());
+    }
+    let mut rs = opts.resched();
+    let mut sa = args.source.clone();
+    sa.kernels = unit.sources.clone();
+    let (kernels, unopened) = match open_kernels_each(&sa, opts) {
+        Ok(k) => k,
+        Err(e) => {
+            if e.downcast_ref::<klpsym::Error>()
+                .is_some_and(klpsym::Error::is_cancelled)
+            {
+                return Err(e);
+            }
+            crate::output::some_input_failed();
+            // The error names the file already when it is about that file.
+            let (label, error) = (unit.label(), e.to_string());
+            let error = error
+                .strip_prefix(&format!("{label}: "))
+                .map_or(error.clone(), str::to_string);
+            let f = klpsym::KernelFailure {
+                kernel: label,
+                error,
+            };
+            eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
+            print(&FleetLine {
+                patch: &patch_name,
+                line: &f,
+            })?;
+            return Ok((false, false, false));
+        }
+    };
+    let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
+    let mut run = klpsym::check(patch, &refs, copts)?;
+    run.failed.splice(0..0, unopened);
+    if !run.failed.is_empty() {
+        crate::output::some_input_failed();
+    }
+    for r in &run.results {
+        print_notes(&r.notes);
+        print(&FleetLine {
+            patch: &patch_name,
+            line: r,
+        })?;
+    }
+    for f in &run.failed {
+        eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
+        print(&FleetLine {
+            patch: &patch_name,
+            line: f,
+        })?;
+    }
+    let flags = (run.refused(), run.binds_another(), run.incomplete());
+    // Freed before the next kernel opens: memory is one kernel's (per job).
+    run.free(&mut rs)?;
+    drop(refs);
+    for k in kernels {
+        k.free(&mut rs)?;
+    }
+    Ok(flags)
+}
+
+/// A JSON line of any serializable type, written whole.
+mod erased_line {
+    pub trait Line {
+        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+    }
+    impl<T: serde::Serialize> Line for T {
+        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+            serde_json::to_writer(&mut *out, self)?;
+            writeln!(out)
+        }
+    }
 }
 
 fn stage_label(p: &Problem) -> String {
