@@ -41,6 +41,10 @@ pub enum Command {
     Lookup(LookupArgs),
     /// List every definition of NAME with its position (old_sympos), address, type and object.
     Sympos(SymposArgs),
+    /// How names' definitions differ between builds, without a patch: each definition matched
+    /// by its source file and rank in it (same, moved, gone, new), so a position chosen on the
+    /// first --kernel can be checked on every other.
+    Drift(DriftArgs),
     /// Find names: a glob (`init_*`, `*_show`, `m_sh?w`, `[a-c]*`) or, without glob
     /// characters, a substring; each matching name with its count and objects.
     Search(SearchArgs),
@@ -211,6 +215,19 @@ pub struct SymposArgs {
     /// suffix); needs a source with FILE entries (a vmlinux with .symtab, a module).
     #[arg(long, value_name = "PATH")]
     pub file: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym drift`.
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    /// The names (one or more).
+    #[arg(required = true, num_args = 1..)]
+    pub names: Vec<String>,
+    /// The object (vmlinux or a module name).
+    #[arg(long, value_name = "OBJ", default_value = "vmlinux")]
+    pub object: String,
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -766,3 +766,71 @@ fn a_fleet_is_checked_one_kernel_at_a_time_and_shards_split_it() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("I/N"), "{}", text(&o.stderr));
 }
+
+/// `drift` between two lab kernels' -dbg vmlinux files: every row's definitions are the ones
+/// `sympos` lists at those positions on each build (same source file), an unmatched one is
+/// gone or new, and a build against itself is all the same (exit 0).
+#[test]
+fn drift_matches_definitions_across_builds_by_source_file() {
+    let dbg: Vec<String> = klpsym_testkit::lab::lab_kernels()
+        .iter()
+        .map(|k| k.value("VMLINUX_DBG").to_string())
+        .filter(|p| !p.is_empty() && Path::new(p).is_file())
+        .collect();
+    let [from, to, ..] = dbg.as_slice() else {
+        klpsym_testkit::lab::skip(
+            "drift between two builds",
+            "fewer than two -dbg vmlinux files",
+        );
+        return;
+    };
+    let name = "init_once";
+    let o = run(&["drift", name, "-k", from, "-k", to, "--json"]);
+    let v = json(&o);
+    let d = &v["results"][0];
+    let files = |k: &str| -> Vec<String> {
+        json(&run(&[
+            "sympos", name, "-k", k, "--object", "vmlinux", "--json",
+        ]))["results"][0]["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["file"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (ff, tf) = (files(from), files(to));
+    let rows = d["rows"].as_array().unwrap();
+    assert_eq!(
+        rows.iter().filter(|r| r["from_position"].is_u64()).count(),
+        ff.len()
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r["to_position"].is_u64()).count(),
+        tf.len()
+    );
+    let mut moved = false;
+    for r in rows {
+        let file = r["identity"]["file"].as_str().unwrap();
+        let at = |side: &[String], key: &str| r[key].as_u64().map(|p| side[p as usize - 1].clone());
+        if let Some(f) = at(&ff, "from_position") {
+            assert_eq!(f, file, "{r}");
+        }
+        if let Some(f) = at(&tf, "to_position") {
+            assert_eq!(f, file, "{r}");
+        }
+        let status = r["status"].as_str().unwrap();
+        let want = match (r["from_position"].as_u64(), r["to_position"].as_u64()) {
+            (Some(a), Some(b)) if a == b => "same",
+            (Some(_), Some(_)) => "moved",
+            (Some(_), None) => "gone",
+            (None, Some(_)) => "new",
+            (None, None) => panic!("{r}"),
+        };
+        assert_eq!(status, want, "{r}");
+        moved |= status != "same";
+    }
+    assert_eq!(o.status.code(), Some(if moved { 1 } else { 0 }));
+    let o = run(&["drift", name, "-k", from, "-k", from]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    assert!(!text(&o.stdout).contains("MOVED"));
+}

@@ -261,6 +261,133 @@ fn compare(
     })
 }
 
+/// How one definition of a name fares from one build to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftStatus {
+    /// The same definition at the same position.
+    Same,
+    /// The same definition at another position: a patch built with the first binds another
+    /// definition on the second (or none).
+    Moved,
+    /// On the first build only.
+    Gone,
+    /// On the second build only.
+    New,
+    /// No source file on one side: nothing tells which definition is which.
+    Unknown,
+}
+
+/// One definition's place on both builds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftRow {
+    /// Its source file and rank in it, when known.
+    pub identity: Option<Identity>,
+    /// Its position on the first build (1-based), when there.
+    pub from_position: Option<usize>,
+    /// Its position on the second build, when there.
+    pub to_position: Option<usize>,
+    /// What became of it.
+    pub status: DriftStatus,
+}
+
+/// A name's definitions on two builds, matched by identity (source file and rank in it; see
+/// the module docs): what a patch built for `from` binds on `to`, without a patch.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drift {
+    /// The name.
+    pub name: String,
+    /// The object (`vmlinux` or a module).
+    pub object: String,
+    /// The first build's source.
+    pub from_kernel: String,
+    /// The second build's source.
+    pub to_kernel: String,
+    /// The definitions on the first build, in kallsyms order.
+    pub from: Vec<Candidate>,
+    /// The definitions on the second build.
+    pub to: Vec<Candidate>,
+    /// Each definition of either build once: the first's in order, then those new on the
+    /// second.
+    pub rows: Vec<DriftRow>,
+}
+
+impl Drift {
+    /// True when a position binds another definition, or none, on the second build (a row
+    /// moved, gone or new).
+    pub fn moved(&self) -> bool {
+        self.rows.iter().any(|r| {
+            matches!(
+                r.status,
+                DriftStatus::Moved | DriftStatus::Gone | DriftStatus::New
+            )
+        })
+    }
+}
+
+/// How the definitions of `name` in `object` differ between `from` and `to`.
+pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Drift> {
+    let (a, b) = (
+        from.definitions(name, Some(object)),
+        to.definitions(name, Some(object)),
+    );
+    let known = |d: &[Candidate]| d.iter().any(|c| c.file.is_some());
+    let both = known(&a) && known(&b);
+    let mut rows = Vec::new();
+    let mut matched = vec![false; b.len()];
+    for i in 0..a.len() {
+        let id = identity(&a, i);
+        let row = match (&id, both) {
+            (Some(id), true) => {
+                let to_position = position_of(&b, id);
+                if let Some(p) = to_position {
+                    matched[p - 1] = true;
+                }
+                DriftRow {
+                    identity: Some(id.clone()),
+                    from_position: Some(i + 1),
+                    to_position,
+                    status: match to_position {
+                        None => DriftStatus::Gone,
+                        Some(p) if p == i + 1 => DriftStatus::Same,
+                        Some(_) => DriftStatus::Moved,
+                    },
+                }
+            }
+            _ => DriftRow {
+                identity: id,
+                from_position: Some(i + 1),
+                to_position: None,
+                status: DriftStatus::Unknown,
+            },
+        };
+        rows.push(row);
+    }
+    for (j, m) in matched.iter().enumerate() {
+        if !m {
+            rows.push(DriftRow {
+                identity: identity(&b, j),
+                from_position: None,
+                to_position: Some(j + 1),
+                status: if both {
+                    DriftStatus::New
+                } else {
+                    DriftStatus::Unknown
+                },
+            });
+        }
+    }
+    Ok(Drift {
+        name: name.to_string(),
+        object: object.to_string(),
+        from_kernel: from.path().display().to_string(),
+        to_kernel: to.path().display().to_string(),
+        from: a,
+        to: b,
+        rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

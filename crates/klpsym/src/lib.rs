@@ -79,7 +79,7 @@ mod status;
 mod symbolize;
 mod target;
 
-pub use binding::{AsBuilt, Binding, BindingSource, Identity};
+pub use binding::{drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity};
 pub use cache::{cache_listing, input_present, CacheListing};
 pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};

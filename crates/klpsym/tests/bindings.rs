@@ -93,3 +93,51 @@ fn a_position_that_names_another_definition_is_caught() {
     assert_eq!(run.results[0].bindings[0].as_built, None);
     assert!(!run.binds_another());
 }
+
+/// Without a patch: how a name's definitions move between two builds, matched by identity.
+#[test]
+fn drift_between_two_builds_names_what_moved_and_what_is_new() {
+    use klpsym::DriftStatus::*;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::new().cache(CacheDir::Off);
+    let a = dir.path().join("a.ko");
+    std::fs::write(&a, build(&["a.c", "b.c", "d.c"])).unwrap();
+    let b = dir.path().join("b.ko");
+    std::fs::write(&b, build(&["c.c", "a.c", "b.c"])).unwrap();
+    let (ka, kb) = (
+        klpsym::open(&a, &opts).unwrap(),
+        klpsym::open(&b, &opts).unwrap(),
+    );
+    let d = klpsym::drift(&ka, &kb, "helper", "nf_tables").unwrap();
+    type Row = (
+        Option<String>,
+        Option<usize>,
+        Option<usize>,
+        klpsym::DriftStatus,
+    );
+    let rows: Vec<Row> = d
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.identity.as_ref().map(|i| i.file.clone()),
+                r.from_position,
+                r.to_position,
+                r.status,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (Some("a.c".into()), Some(1), Some(2), Moved),
+            (Some("b.c".into()), Some(2), Some(3), Moved),
+            (Some("d.c".into()), Some(3), None, Gone),
+            (Some("c.c".into()), None, Some(1), New),
+        ]
+    );
+    assert!(d.moved());
+    let same = klpsym::drift(&ka, &ka, "helper", "nf_tables").unwrap();
+    assert!(same.rows.iter().all(|r| r.status == Same));
+    assert!(!same.moved());
+}

@@ -4,6 +4,7 @@ pub mod addr;
 pub mod cache;
 pub mod check;
 pub mod convert;
+pub mod drift;
 pub mod dump;
 pub mod info;
 pub mod lookup;
