@@ -673,6 +673,26 @@ fn files_come_from_the_debug_vmlinux_of_the_same_build() {
         .collect();
     assert_eq!(ids[0], ids[1]);
     assert_eq!(ids[0].len(), 40);
+    // Independent truth: binutils' readelf on the -dbg vmlinux and on the vmlinux the lab
+    // extracted from the image with the standard decompressor.
+    let readelf_id = |p: &str| -> String {
+        let o = std::process::Command::new("readelf")
+            .args(["-n", p])
+            .output()
+            .expect("readelf (binutils) runs");
+        text(&o.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+            .unwrap_or_else(|| panic!("{p}: readelf -n shows no Build ID"))
+    };
+    assert_eq!(readelf_id(&dbg), ids[1], "the -dbg vmlinux");
+    if let Some(stripped) = lab("KLPSYM_TEST_VMLINUX_STRIPPED") {
+        assert_eq!(
+            readelf_id(&stripped.display().to_string()),
+            ids[0],
+            "the image"
+        );
+    }
 }
 
 /// A fleet: `--jsonl` checks every lab kernel one at a time with the verdicts of the matrix

@@ -108,6 +108,20 @@ fn the_vermagic_of_the_image_the_config_and_the_modules_agree() {
             "{}",
             p.display()
         );
+        // Independent truth: kmod's modinfo (it prints the field without the trailing space
+        // VERMAGIC_STRING ends with).
+        let o = std::process::Command::new("modinfo")
+            .args(["-F", "vermagic"])
+            .arg(p)
+            .output()
+            .expect("modinfo (kmod) runs");
+        assert!(o.status.success(), "modinfo {}", p.display());
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim_end(),
+            from_image.trim_end(),
+            "modinfo {}",
+            p.display()
+        );
         seen += 1;
     }
     assert!(seen > 20);
