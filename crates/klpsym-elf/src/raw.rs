@@ -136,15 +136,37 @@ impl<'a> RawElf<'a> {
 /// More than this many name bytes per input byte is refused.
 const NAME_BYTES_PER_INPUT_BYTE: usize = 4;
 
-/// Running total of the name bytes copied, against [`NAME_BYTES_PER_INPUT_BYTE`].
-struct NameBudget {
+/// Running total of the name bytes an ELF reader copies, against
+/// [`NAME_BYTES_PER_INPUT_BYTE`]: one rule for every reader of untrusted objects (this crate's,
+/// and the livepatch module reader's).
+#[derive(Debug)]
+pub struct NameBudget {
     left: usize,
     limit: usize,
     input: usize,
 }
 
+/// A [`NameBudget`] spent: its message says what was refused (the caller adds where).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesTooLarge {
+    limit: usize,
+    input: usize,
+}
+
+impl std::fmt::Display for NamesTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "section and symbol names total more than {} bytes ({}x the {}-byte input): \
+             entries share names far beyond what a linker writes",
+            self.limit, NAME_BYTES_PER_INPUT_BYTE, self.input
+        )
+    }
+}
+
 impl NameBudget {
-    fn new(input: usize) -> Self {
+    /// The budget of an object of `input` bytes.
+    pub fn new(input: usize) -> Self {
         // A floor for tiny objects, so the budget never refuses a small real one.
         let limit = input.saturating_mul(NAME_BYTES_PER_INPUT_BYTE).max(1 << 16);
         NameBudget {
@@ -154,21 +176,23 @@ impl NameBudget {
         }
     }
 
-    fn take(&mut self, name: &[u8], at: impl FnOnce() -> String) -> Result<(), ElfError> {
-        match self.left.checked_sub(name.len()) {
+    /// Spends `len` bytes of names, or says the budget is spent.
+    pub fn spend(&mut self, len: usize) -> Result<(), NamesTooLarge> {
+        match self.left.checked_sub(len) {
             Some(left) => {
                 self.left = left;
                 Ok(())
             }
-            None => Err(ElfError::malformed(
-                format!(
-                    "section and symbol names total more than {} bytes ({}x the {}-byte input): \
-                     entries share names far beyond what a linker writes",
-                    self.limit, NAME_BYTES_PER_INPUT_BYTE, self.input
-                ),
-                at(),
-            )),
+            None => Err(NamesTooLarge {
+                limit: self.limit,
+                input: self.input,
+            }),
         }
+    }
+
+    fn take(&mut self, name: &[u8], at: impl FnOnce() -> String) -> Result<(), ElfError> {
+        self.spend(name.len())
+            .map_err(|e| ElfError::malformed(e.to_string(), at()))
     }
 }
 

@@ -160,50 +160,17 @@ fn err(what: impl Into<String>) -> ParseError {
     ParseError::Malformed(what.into())
 }
 
-/// Section and symbol names are copied out of their string tables. Entries may all point at
-/// one long name (`sh_name`/`st_name` are plain offsets), which would make the copies a
-/// quadratic multiple of the input; in objects a linker writes, names total about the size of
-/// their string tables. More than this many name bytes per input byte is refused.
-const NAME_BYTES_PER_INPUT_BYTE: usize = 4;
-
-/// Running total of the name bytes copied, against [`NAME_BYTES_PER_INPUT_BYTE`].
-struct NameBudget {
-    left: usize,
-    limit: usize,
-    input: usize,
-}
-
-impl NameBudget {
-    fn new(input: usize) -> Self {
-        // A floor for tiny objects, so the budget never refuses a small real one.
-        let limit = input.saturating_mul(NAME_BYTES_PER_INPUT_BYTE).max(1 << 16);
-        NameBudget {
-            left: limit,
-            limit,
-            input,
-        }
-    }
-
-    fn take<'n>(
-        &mut self,
-        name: &'n [u8],
-        at: impl FnOnce() -> String,
-    ) -> Result<&'n [u8], ParseError> {
-        match self.left.checked_sub(name.len()) {
-            Some(left) => {
-                self.left = left;
-                Ok(name)
-            }
-            None => Err(err(format!(
-                "{}: section and symbol names total more than {} bytes ({}x the {}-byte input): \
-                 entries share names far beyond what a linker writes",
-                at(),
-                self.limit,
-                NAME_BYTES_PER_INPUT_BYTE,
-                self.input
-            ))),
-        }
-    }
+/// `name`, once the object's name budget ([`klpsym_elf::NameBudget`]) allows it; the error
+/// says where (`at`).
+fn spend<'n>(
+    budget: &mut klpsym_elf::NameBudget,
+    name: &'n [u8],
+    at: impl FnOnce() -> String,
+) -> Result<&'n [u8], ParseError> {
+    budget
+        .spend(name.len())
+        .map(|()| name)
+        .map_err(|e| err(format!("{}: {e}", at())))
 }
 
 impl<'d> ElfObject<'d> {
@@ -234,14 +201,14 @@ impl<'d> ElfObject<'d> {
         let sections = hdr
             .sections(e, data)
             .map_err(|x| err(format!("section headers: {x}")))?;
-        let mut names = NameBudget::new(data.len());
+        let mut names = klpsym_elf::NameBudget::new(data.len());
         let mut out_sections = Vec::with_capacity(sections.len());
         for (i, s) in sections.iter().enumerate() {
             resched.tick()?;
             let name = sections
                 .section_name(e, s)
                 .map_err(|x| err(format!("section {i}: name: {x}")))
-                .and_then(|n| names.take(n, || format!("section {i}")))
+                .and_then(|n| spend(&mut names, n, || format!("section {i}")))
                 .map(|n| String::from_utf8_lossy(n).into_owned())?;
             out_sections.push(ElfSection {
                 index: i as u32,
@@ -265,7 +232,7 @@ impl<'d> ElfObject<'d> {
             let name = s
                 .name(e, symtab.strings())
                 .map_err(|x| err(format!("symbol {i}: name: {x}")))
-                .and_then(|n| names.take(n, || format!("symbol {i}")))
+                .and_then(|n| spend(&mut names, n, || format!("symbol {i}")))
                 .map(|n| String::from_utf8_lossy(n).into_owned())?;
             symbols.push(ElfSymbol {
                 index: i as u32,
