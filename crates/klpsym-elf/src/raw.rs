@@ -136,9 +136,9 @@ impl<'a> RawElf<'a> {
 /// More than this many name bytes per input byte is refused.
 const NAME_BYTES_PER_INPUT_BYTE: usize = 4;
 
-/// Running total of the name bytes an ELF reader copies, against
-/// [`NAME_BYTES_PER_INPUT_BYTE`]: one rule for every reader of untrusted objects (this crate's,
-/// and the livepatch module reader's).
+/// Running total of the name bytes an ELF reader copies, against a limit of four name bytes
+/// per input byte (at least 64 KiB): one rule for every reader of untrusted objects (this
+/// crate's, and the livepatch module reader's).
 #[derive(Debug)]
 pub struct NameBudget {
     left: usize,

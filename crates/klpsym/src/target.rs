@@ -159,7 +159,7 @@ pub struct TargetFacts<'k> {
 impl<'k> TargetFacts<'k> {
     /// Gathers what `kernel` contributes for a patch with objects `objects` (module names;
     /// "vmlinux" is skipped): rules, the offline tables of modules that are not loaded, the
-    /// loader's inputs. `layouts` come from [`Layouts::find`].
+    /// loader's inputs. `layouts` come from [`Layouts::for_kernel`].
     pub fn gather(
         kernel: &'k Kernel,
         opts: &TargetOptions,
