@@ -168,11 +168,14 @@ fn position_of(defs: &[Candidate], want: &Identity) -> Option<usize> {
     None
 }
 
-/// What each of `wanted` binds on `k`, compared with `built_for`'s when given.
+/// What each of `wanted` binds on `k`, compared with `built_for`'s when given. Objects in
+/// `unloaded` (their module neither loaded nor given) are not compared: they bind nothing
+/// until they load, and the check already says they are not checked.
 pub(crate) fn bindings(
     k: &Kernel,
     wanted: &[(BindingSource, String, String, u64)],
     built_for: Option<&Kernel>,
+    unloaded: &[String],
 ) -> Result<Vec<Binding>> {
     let mut out = Vec::with_capacity(wanted.len());
     for (source, object, name, sympos) in wanted {
@@ -182,7 +185,7 @@ pub(crate) fn bindings(
             // Where the target binds nothing the kernel refuses the patch (its own verdict
             // says why): there is no binding to compare.
             None => None,
-            Some(_) if bound.is_none() => None,
+            Some(_) if bound.is_none() || unloaded.contains(object) => None,
             // One build's table against itself: every position binds what it bound.
             Some(b) if same_build(k, b) => Some(AsBuilt::Same),
             Some(b) => Some(compare(b, object, name, *sympos, &defs, bound)?),

@@ -380,15 +380,8 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
             resolution_cost = resolution_cost.not_reached();
         }
         let wanted = crate::binding::wanted(module, report.ksym_name_len);
-        let mut bindings = crate::binding::bindings(k, &wanted, built_for)?;
-        // An object whose module is neither loaded nor given is already not checked as a
-        // whole (unchecked() says so once); its symbols bind nothing until it loads.
-        for b in bindings
-            .iter_mut()
-            .filter(|b| report.verdict.unchecked_modules.contains(&b.object))
-        {
-            b.as_built = None;
-        }
+        let bindings =
+            crate::binding::bindings(k, &wanted, built_for, &report.verdict.unchecked_modules)?;
         let mut notes = layouts.notes;
         notes.extend(facts.notes);
         let mut unchecked = unchecked(&report);
