@@ -78,7 +78,8 @@ lab_apt_update() {
 	{
 		printf 'deb %s %s main\n' "$LAB_MIRROR" "$LAB_SUITE"
 		case "$LAB_SUITE" in
-		sid | unstable | experimental) ;;
+		# A backports pocket holds its kernels, headers and kbuild on its own.
+		sid | unstable | experimental | *-backports) ;;
 		*)
 			printf 'deb %s %s-updates main\n' "$LAB_MIRROR" "$LAB_SUITE"
 			printf 'deb %s %s-security main\n' "$LAB_SECURITY_MIRROR" "$LAB_SUITE"

@@ -112,7 +112,44 @@ prepare_case() {
 			return 1
 		fi
 	done < <(conf_get "$conf" requires_symbol)
-	if [ "$(conf_get "$conf" convert)" = yes ]; then
+	# load_on=SUITE...: a case about two builds of one series runs on their kernels only.
+	local load_on built_for flags=0
+	load_on="$(conf_get "$conf" load_on)"
+	if [ -n "$load_on" ] && ! tr ' ' '\n' <<<"$load_on" | grep -qxF -- "$LAB_SUITE"; then
+		printf 'case=%s
+patch=%s
+skipped=not applicable: loaded on the kernels of %s only
+' "$c" "$patch" "$load_on" >"$out/oracle.txt"
+		return 1
+	fi
+	# built_for=SUITE: the module is the one this oracle made for SUITE's kernel (built with
+	# its headers and compiler, converted against it), loaded here unchanged as `modprobe
+	# --force` loads it: finit_module(2) with MODULE_INIT_IGNORE_MODVERSIONS |
+	# MODULE_INIT_IGNORE_VERMAGIC (3), since two builds' module_layout CRCs differ.
+	built_for="$(conf_get "$conf" built_for)"
+	if [ -n "$built_for" ] && [ "$built_for" != "$LAB_SUITE" ]; then
+		local env_file src_dir src_release
+		env_file="$(grep -lx -e "SUITE=$built_for" "$LAB_CACHE"/*/lab.env 2>/dev/null |
+			xargs -r grep -lx -e "ARCH=$LAB_ARCH" | xargs -r ls -t | head -n1)"
+		src_dir="$( [ -z "$env_file" ] || sed -n 's/^LIVEPATCH_DIR=//p' "$env_file")"
+		if [ -z "$src_dir" ] || ! grep -qx 'verdict=accepted' "$src_dir/$c/oracle.txt" 2>/dev/null; then
+			printf 'case=%s
+patch=%s
+skipped=needs the case accepted by the oracle of the %s kernel first (KLPSYM_LAB_SUITE=%s lab/lab-kernel.sh)
+' \
+				"$c" "$patch" "$built_for" "$built_for" >"$out/oracle.txt"
+			return 1
+		fi
+		src_release="$(sed -n 's/^RELEASE=//p' "$env_file")"
+		cp "$src_dir/$c/$patch.ko" "$out/$patch.ko"
+		flags=3
+		printf 'suite=%s
+release=%s
+lab_dir=%s
+load_flags=%s
+' "$built_for" "$src_release" \
+			"$(sed -n 's/^LAB_DIR=//p' "$env_file")" "$flags" >"$out/built-for.txt"
+	elif [ "$(conf_get "$conf" convert)" = yes ]; then
 		cp "$built" "$out/$patch.built.ko"
 		if [ -z "${KLPSYM_BIN:-}" ]; then
 			printf 'case=%s\npatch=%s\nskipped=needs klpsym convert: set KLPSYM_BIN\n' "$c" "$patch" >"$out/oracle.txt"
@@ -169,7 +206,7 @@ prepare_case() {
 		printf 'patch %s\n' "$patch"
 		for step in $(conf_get "$conf" steps); do
 			case "$step" in
-			patch) printf 'load patch /lab/lp/%s/%s\n' "$c" "$file" ;;
+			patch) printf 'load patch /lab/lp/%s/%s %s\n' "$c" "$file" "$flags" ;;
 			module:*) module_load_lines "${step#module:}" ;;
 			*) die "case $c: unknown step '$step' in steps=" ;;
 			esac

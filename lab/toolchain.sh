@@ -34,17 +34,21 @@ cc_pkg="${BASH_REMATCH[2]}"
 cross="${BASH_REMATCH[1]}"
 
 host_suite="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)"
-if [ "$cross" != aarch64-linux-gnu- ] && [ "$LAB_SUITE" = "$host_suite" ] && command -v "$cc" >/dev/null 2>&1; then
+# A backports kernel is built with its base suite's compiler (bookworm-backports: gcc-12).
+base_suite="${LAB_SUITE%-backports}"
+if [ "$cross" != aarch64-linux-gnu- ] && [ "$base_suite" = "$host_suite" ] && command -v "$cc" >/dev/null 2>&1; then
+	# pahole: kbuild makes module BTF when the headers ship a BTF vmlinux (6.12 does).
+	ensure_packages dwarves
 	printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=\n' "$cc"
 	exit 0
 fi
 
-root="$LAB_CACHE/chroot/$LAB_SUITE"
+root="$LAB_CACHE/chroot/$base_suite"
 # libelf-dev pulls the suite's libelf (libelf1 or libelf1t64); dwarves: kbuild runs pahole for
 # module BTF when the headers ship a BTF vmlinux; xz-utils: compressed module tooling.
 packages="$cc_pkg,make,libc6-dev,libelf-dev,dwarves,xz-utils,kmod"
 # What makes the chroot (bump the recipe number when make_chroot changes what it builds).
-recipe="recipe=1 suite=$LAB_SUITE mirror=$LAB_MIRROR variant=minbase packages=$packages"
+recipe="recipe=1 suite=$base_suite mirror=$LAB_MIRROR variant=minbase packages=$packages"
 
 make_chroot() {
 	if [ -f "$root/.made" ] && [ "$(head -n1 "$root/.made")" = "$recipe" ]; then
@@ -55,11 +59,11 @@ make_chroot() {
 	t0="$(now)"
 	rm -rf "$root.tmp"
 	mkdir -p "$(dirname "$root")"
-	log "debootstrap $LAB_SUITE with $packages (a few minutes, ~0.5 GB)"
-	debootstrap --variant=minbase --include="$packages" "$LAB_SUITE" "$root.tmp" "$LAB_MIRROR" \
-		>"$LAB_CACHE/chroot/$LAB_SUITE.debootstrap.log" 2>&1 ||
-		die "debootstrap of $LAB_SUITE failed (log: $LAB_CACHE/chroot/$LAB_SUITE.debootstrap.log)"
-	chroot "$root.tmp" "$cc" --version >/dev/null || die "the $LAB_SUITE chroot has no working $cc"
+	log "debootstrap $base_suite with $packages (a few minutes, ~0.5 GB)"
+	debootstrap --variant=minbase --include="$packages" "$base_suite" "$root.tmp" "$LAB_MIRROR" \
+		>"$LAB_CACHE/chroot/$base_suite.debootstrap.log" 2>&1 ||
+		die "debootstrap of $base_suite failed (log: $LAB_CACHE/chroot/$base_suite.debootstrap.log)"
+	chroot "$root.tmp" "$cc" --version >/dev/null || die "the $base_suite chroot has no working $cc"
 	rm -rf "$root.tmp/var/cache/apt/archives/"*.deb
 	{
 		printf '%s\n' "$recipe"
@@ -79,15 +83,15 @@ add_arm64_cross() {
 	fi
 	local t0
 	t0="$(now)"
-	log "apt-get install $cross_packages in the $LAB_SUITE chroot"
+	log "apt-get install $cross_packages in the $base_suite chroot"
 	# sid's Release carries a Valid-Until date (a week ahead); a mirror snapshot may be past it:
 	# the chroot's lists are only read once, here, so its date is not checked (debootstrap
 	# does not check it either).
 	# shellcheck disable=SC2086 # one package per word
 	in_toolchain "$root" /bin/sh -c "apt-get -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $cross_packages && apt-get clean" \
-		</dev/null >"$LAB_CACHE/chroot/$LAB_SUITE-arm64.install.log" 2>&1 ||
-		die "installing $cross_packages in the $LAB_SUITE chroot failed (log: $LAB_CACHE/chroot/$LAB_SUITE-arm64.install.log)"
-	chroot "$root" "$cc" --version >/dev/null || die "the $LAB_SUITE chroot has no working $cc"
+		</dev/null >"$LAB_CACHE/chroot/$base_suite-arm64.install.log" 2>&1 ||
+		die "installing $cross_packages in the $base_suite chroot failed (log: $LAB_CACHE/chroot/$base_suite-arm64.install.log)"
+	chroot "$root" "$cc" --version >/dev/null || die "the $base_suite chroot has no working $cc"
 	{
 		printf '%s\n' "$cross_recipe"
 		chroot "$root" "$cc" --version | head -n1
@@ -105,5 +109,5 @@ fi
 # The suite's compiler may have moved past the one that built the kernel (sid does): say so.
 want="$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(.*\)"$/\1/p' "$config")"
 have="$(sed -n 2p "$made")"
-[ "$want" = "$have" ] || log "note: the $LAB_SUITE chroot has '$have', the kernel was built by '$want'"
+[ "$want" = "$have" ] || log "note: the $base_suite chroot has '$have', the kernel was built by '$want'"
 printf 'TOOLCHAIN_CC=%s\nTOOLCHAIN_ROOT=%s\n' "$cc" "$root"

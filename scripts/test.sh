@@ -2,8 +2,9 @@
 # The whole test suite, set-up included: the README's test command and what .ci/run runs.
 #
 # 1. The real-kernel lab (lab/): installs QEMU and friends with apt-get; for each kernel of
-#    the matrix (KLPSYM_LAB_SUITES, default "bookworm bullseye trixie sid": Debian 6.1, 5.10,
-#    6.12 and the newest, 7.x) fetches
+#    the matrix (KLPSYM_LAB_SUITES, default "bookworm bullseye bookworm-backports trixie sid":
+#    Debian 6.1, 5.10, two builds of 6.12 (+deb12 with gcc-12, +deb13 with gcc-14; the cases
+#    built for the first are loaded on the second, so it comes first) and the newest, 7.x) fetches
 #    the newest kernel packages of that suite, boots the kernel under QEMU and captures
 #    /proc/kallsyms without and with real modules, fetches the -dbg vmlinux, builds the
 #    livepatch cases with the kernel's own compiler (a debootstrap chroot of its suite when
@@ -84,7 +85,7 @@ else
 	# livepatch oracle (lab/lab-kernel.sh). The first is the primary kernel of the tests that
 	# take one kernel.
 	lab_envs=()
-	for suite in ${KLPSYM_LAB_SUITES:-bookworm bullseye trixie sid}; do
+	for suite in ${KLPSYM_LAB_SUITES:-bookworm bullseye bookworm-backports trixie sid}; do
 		echo "== lab kernel: $suite" >&2
 		env_file="$(KLPSYM_LAB_SUITE="$suite" bash lab/lab-kernel.sh | sed -n 's/^LAB_ENV=//p')"
 		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite failed" >&2; exit 1; }

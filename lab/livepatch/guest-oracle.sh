@@ -3,7 +3,7 @@
 # Runs every case listed in /lab/lp/cases.txt, one after the other in this one boot, from
 # its plan file /lab/lp/<case>/plan, whose lines are:
 #   patch NAME                 the patch module's name (= /sys/kernel/livepatch/NAME)
-#   load patch GUESTPATH       finit_module(2) the patch module (exactly one call)
+#   load patch GUESTPATH FLAGS finit_module(2) the patch module (exactly one call, with FLAGS)
 #   load module GUESTPATH NAME finit_module(2) a module of the kernel package
 #   exercise CMD...            after all loads: run CMD, record its output
 # and writes $OUT/<case>/oracle.txt (format: ../livepatch/README.md) and
@@ -90,9 +90,18 @@ run_case() {
 	} >"$f"
 	while read -r kind a b name; do
 		[ "$kind" = load ] || continue
-		if [ "$a" = patch ]; then echo "load=patch $p" >>"$f"; else echo "load=module $name" >>"$f"; fi
+		# A patch line's fourth field is finit_module(2)'s flags (3: ignore symbol versions
+		# and vermagic, as modprobe --force).
+		flags=0
+		if [ "$a" = patch ]; then
+			echo "load=patch $p" >>"$f"
+			flags="${name:-0}"
+			[ "$flags" = 0 ] || echo "load_flags=$flags" >>"$f"
+		else
+			echo "load=module $name" >>"$f"
+		fi
 		for _fn in $PROBES; do eval "before_$_fn=$(probe_hits "$_fn")"; done
-		res="$(load_module "$b")"
+		res="$(load_module "$b" "" "$flags")"
 		for _fn in $PROBES; do
 			eval "_b=\$before_$_fn"
 			echo "visits=$_fn $(($(probe_hits "$_fn") - _b))" >>"$f"

@@ -338,6 +338,13 @@ pub struct CheckArgs {
     /// kernel given with --kernel whose release the patch's vermagic names, if any.
     #[arg(long, value_name = "KERNEL")]
     pub built_for: Option<PathBuf>,
+    /// Predict a forced load, as `modprobe --force` or `finit_module(2)` with
+    /// MODULE_INIT_IGNORE_MODVERSIONS|MODULE_INIT_IGNORE_VERMAGIC load it: the module's
+    /// symbol versions (module_layout's CRC included) and its vermagic are ignored. A kernel
+    /// with CONFIG_MODULE_FORCE_LOAD then loads a module built for another build of its
+    /// series, tainted, and every symbol is bound as the positions say: see --built-for.
+    #[arg(long)]
+    pub force: bool,
     /// A fleet, one kernel at a time: each kernel is opened, checked and freed before the
     /// next (memory bounded by one kernel, whatever the number of kernels), and printed as
     /// soon as it is checked, one JSON object per line (JSON Lines: the object of --json's

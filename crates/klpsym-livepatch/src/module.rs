@@ -268,6 +268,18 @@ impl<'d> LivepatchModule<'d> {
         elf.drop_with_points(resched)
     }
 
+    /// The module as a forced load presents it: `modprobe --force`, or `finit_module(2)` with
+    /// MODULE_INIT_IGNORE_MODVERSIONS | MODULE_INIT_IGNORE_VERMAGIC. `load_module()` then
+    /// pretends the module has no `__versions` (`info->index.vers = 0`) and no vermagic
+    /// (`check_modinfo()`), so every check of either goes through `try_to_force_load()`:
+    /// loaded and tainted with CONFIG_MODULE_FORCE_LOAD, refused without it (6.12
+    /// kernel/module/main.c, version.c). The file itself is unchanged.
+    pub fn force_loaded(&mut self) {
+        self.versions = None;
+        self.basic_versions = false;
+        self.modinfo.retain(|(k, _)| k != "vermagic");
+    }
+
     /// The value of modinfo `key`.
     pub fn modinfo(&self, key: &str) -> Option<&str> {
         self.modinfo

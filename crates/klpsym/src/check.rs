@@ -159,6 +159,11 @@ pub struct CheckOptions {
     /// `None`: the kernel among those checked whose release the patch's vermagic names, if
     /// any.
     pub built_for: Option<PathBuf>,
+    /// Predict a forced load (`modprobe --force`, `finit_module(2)` with
+    /// MODULE_INIT_IGNORE_MODVERSIONS | MODULE_INIT_IGNORE_VERMAGIC): the module's symbol
+    /// versions and vermagic are ignored, and a target with CONFIG_MODULE_FORCE_LOAD loads
+    /// it tainted where it would refuse a module built for another build.
+    pub force: bool,
 }
 
 impl Default for CheckOptions {
@@ -171,6 +176,7 @@ impl Default for CheckOptions {
             hold_warn_ms: 100.0,
             visit_ns: None,
             built_for: None,
+            force: false,
         }
     }
 }
@@ -343,7 +349,10 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
             if let Some((_, m)) = parsed.take() {
                 m.drop_with_points(rs)?;
             }
-            let m = parse(&patch.path, &patch.bytes, &layouts.layouts, rs)?;
+            let mut m = parse(&patch.path, &patch.bytes, &layouts.layouts, rs)?;
+            if copts.force {
+                m.force_loaded();
+            }
             bases = section_bases(&m, patch, copts, rs)?;
             parsed = Some((layouts.layouts, m));
         }

@@ -33,6 +33,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         hold_warn_ms: args.hold_warn_ms,
         visit_ns: args.visit_ns,
         built_for: args.built_for.clone(),
+        force: args.force,
     };
     let patch = Patch::read(&args.patch, &opts)?;
     // A package's modules are read (the whole package) only when the patch has objects in

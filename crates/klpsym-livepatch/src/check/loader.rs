@@ -680,6 +680,12 @@ impl Ctx<'_, '_, '_, '_> {
         {
             let detail = match (modversions, crcs_known, &m.versions) {
                 (Some(false), _, _) => None,
+                // check_version() without versions: try_to_force_load() for each import,
+                // which CONFIG_MODULE_FORCE_LOAD lets through (tainted once).
+                (Some(true), _, None) if self.force_load() == Some(true) => Some((
+                    CheckStatus::Passed,
+                    "the module has no symbol versions (or they are ignored: a forced load); CONFIG_MODULE_FORCE_LOAD loads it tainted".to_string(),
+                )),
                 (_, _, None) => Some((
                     CheckStatus::NotChecked,
                     "the module has no symbol versions".to_string(),

@@ -196,6 +196,86 @@ fn another_release_passes_vermagic_when_the_module_has_symbol_versions() {
     assert_eq!(r.verdict.errno, Some(8));
 }
 
+/// A forced load (`modprobe --force`: MODULE_INIT_IGNORE_MODVERSIONS|IGNORE_VERMAGIC) of a
+/// module built for another build: its module_layout CRC and vermagic no longer refuse it
+/// where CONFIG_MODULE_FORCE_LOAD is set, and still refuse it (silently, ENOEXEC) where not.
+#[test]
+fn a_forced_load_ignores_symbol_versions_and_vermagic() {
+    let spec = ModSpec {
+        vermagic: "6.12.95+deb12-amd64 SMP preempt mod_unload modversions ",
+        versions: vec![("module_layout", 0x5002fa32), ("klp_enable_patch", 0x2222)],
+        ..ModSpec::default()
+    };
+    let bytes = build_module(&spec);
+    let crcs = [
+        ("module_layout", 0x2f9b2b9a, None),
+        ("klp_enable_patch", 0x3333, None),
+    ];
+    // As built: refused by module_layout's CRC.
+    let r = loader_check_with(&spec, true, true, &crcs);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(
+        only_problem(&r).log,
+        ["lp: disagrees about version of symbol module_layout"]
+    );
+    // Forced, on a kernel with CONFIG_MODULE_FORCE_LOAD: loaded, tainted.
+    let mut m = LivepatchModule::parse(&bytes).expect("parse");
+    m.force_loaded();
+    assert!(m.versions.is_none() && m.modinfo("vermagic").is_none());
+    let forced = |force_load: bool| {
+        let k = kernel();
+        let table: Vec<(String, ExportInfo)> = crcs
+            .iter()
+            .map(|(n, c, _)| {
+                (
+                    n.to_string(),
+                    ExportInfo {
+                        crc: Some(*c),
+                        namespace: None,
+                    },
+                )
+            })
+            .collect();
+        let lookup = |n: &str| table.iter().find(|(x, _)| x == n).map(|(_, e)| e.clone());
+        let facts = LoaderFacts {
+            modules: Some(Fact::new(true, "test")),
+            vermagic: Some(Fact::new(
+                "6.12.118+deb13-amd64 SMP preempt mod_unload modversions ".to_string(),
+                "test",
+            )),
+            livepatch: Some(Fact::new(true, "test")),
+            modversions: Some(Fact::new(true, "test")),
+            exports: Some(Fact::new(&lookup as ExportLookup<'_>, "test")),
+            force_load: Some(Fact::new(force_load, "test")),
+            sig_force: Some(Fact::new(false, "test")),
+            machine: Some(Fact::new(62, "test")),
+        };
+        let t = target(&k).with_exports(&exported).with_loader(facts);
+        check(&m, &t)
+    };
+    let r = forced(true);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+    for c in ["module_layout", "vermagic", "symbol_versions"] {
+        assert_eq!(
+            status(&r, c),
+            CheckStatus::Passed,
+            "{c}: {:#?}",
+            r.loader_checks
+        );
+    }
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("lp: module_layout: kernel tainted.")),
+        "{:?}",
+        r.warnings
+    );
+    // Without CONFIG_MODULE_FORCE_LOAD, try_to_force_load() refuses: -ENOEXEC, no line.
+    let r = forced(false);
+    assert_eq!(only_problem(&r).kind, ProblemKind::ForceLoadRequired);
+    assert_eq!(r.verdict.errno, Some(8));
+}
+
 /// Regression: ACCEPTED on a kernel built without CONFIG_LIVEPATCH.
 #[test]
 fn a_kernel_without_livepatch_refuses_a_livepatch() {

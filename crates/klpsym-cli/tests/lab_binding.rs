@@ -1,0 +1,272 @@
+//! Bindings judged by two builds of one series: the lab's `built_for=` cases
+//! (lab/livepatch/cases/bind-*) are built and converted for one build (bookworm-backports'
+//! 6.12, +deb12, gcc-12), loaded there, and loaded unchanged on another (trixie's 6.12, +deb13,
+//! gcc-14) with finit_module(2)'s MODULE_INIT_IGNORE_MODVERSIONS|MODULE_INIT_IGNORE_VERMAGIC
+//! (the two builds' module_layout CRCs differ). Each case's replacement prints the address
+//! every klp relocation produced on the kernel it ran on.
+//!
+//! The truths are independent of klpsym: the definition an address belongs to is the
+//! STT_FILE entry before its symbol in that build's debug vmlinux, as binutils' `readelf -s`
+//! lists it; "moved" is the two builds' files differing. `klpsym check --built-for` must name,
+//! for every relocation symbol, the address the kernel produced, the file of the definition
+//! there, and "same" exactly when the built-for build's definition is in the same file.
+
+mod common;
+use common::livepatch_kernels;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `reloc NAME HEX` lines of an oracle.txt (the addresses the patched code saw), when the
+/// kernel accepted the case; `Err` says why there is nothing to judge.
+fn relocs(cdir: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let text = std::fs::read_to_string(cdir.join("oracle.txt"))
+        .map_err(|e| format!("{}: {e}", cdir.display()))?;
+    if let Some(why) = text.lines().find_map(|l| l.strip_prefix("skipped=")) {
+        return Err(format!("skipped: {why}"));
+    }
+    if !text.lines().any(|l| l == "verdict=accepted") {
+        return Err("the kernel did not accept it".into());
+    }
+    let map: BTreeMap<String, u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("reloc "))
+        .filter_map(|l| {
+            let (n, a) = l.split_once(' ')?;
+            Some((n.to_string(), u64::from_str_radix(a.trim(), 16).ok()?))
+        })
+        .collect();
+    if map.is_empty() {
+        return Err("no reloc line: the exercise did not run".into());
+    }
+    Ok(map)
+}
+
+/// Every symbol of `elf`'s .symtab with the STT_FILE entry before it, as `readelf -sW` lists
+/// them: (name, value) -> file.
+fn stt_files(elf: &Path) -> BTreeMap<(String, u64), String> {
+    let out = Command::new("readelf")
+        .arg("-sW")
+        .arg(elf)
+        .output()
+        .unwrap_or_else(|e| panic!("readelf (binutils) is needed here: {e}"));
+    assert!(out.status.success(), "readelf -s {}", elf.display());
+    let mut map = BTreeMap::new();
+    let mut file = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 {
+            continue;
+        }
+        if f[3] == "FILE" {
+            file = f[7].to_string();
+        } else if let Ok(v) = u64::from_str_radix(f[1], 16) {
+            map.entry((f[7].to_string(), v)).or_insert(file.clone());
+        }
+    }
+    map
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+#[test]
+fn built_for_predicts_the_definition_each_build_binds() {
+    let kernels = livepatch_kernels();
+    let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/livepatch/cases");
+    let mut cases: Vec<(String, String)> = std::fs::read_dir(&cases_dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let conf = std::fs::read_to_string(cases_dir.join(&name).join("case.conf")).ok()?;
+            let suite = conf.lines().find_map(|l| l.strip_prefix("built_for="))?;
+            Some((name, suite.to_string()))
+        })
+        .collect();
+    cases.sort();
+    assert!(
+        !cases.is_empty(),
+        "no built_for= case in lab/livepatch/cases"
+    );
+    let mut failures = Vec::new();
+    let (mut judged, mut moved, mut same, mut cross) = (0, 0, 0, 0);
+    let mut symtabs: BTreeMap<PathBuf, BTreeMap<(String, u64), String>> = BTreeMap::new();
+    for k in &kernels {
+        let Some(dbg) = k.get("VMLINUX_DBG").map(PathBuf::from) else {
+            continue;
+        };
+        for (case, suite) in &cases {
+            let cdir = k.path("LIVEPATCH_DIR").join(case);
+            let here = match relocs(&cdir) {
+                Ok(r) => r,
+                Err(why) if why.starts_with("skipped: not applicable: ") => continue,
+                Err(why) => {
+                    failures.push(format!("{}: {case}: {why}", k.name));
+                    continue;
+                }
+            };
+            let Some(built) = kernels
+                .iter()
+                .find(|b| b.value("SUITE") == suite && b.value("ARCH") == k.value("ARCH"))
+            else {
+                failures.push(format!(
+                    "{}: {case}: the built-for kernel ({suite}) is not in the lab matrix",
+                    k.name
+                ));
+                continue;
+            };
+            let Some(built_dbg) = built.get("VMLINUX_DBG").map(PathBuf::from) else {
+                failures.push(format!("{}: {case}: no -dbg vmlinux", built.name));
+                continue;
+            };
+            let there = match relocs(&built.path("LIVEPATCH_DIR").join(case)) {
+                Ok(r) => r,
+                Err(why) => {
+                    failures.push(format!("{}: {case}: {why}", built.name));
+                    continue;
+                }
+            };
+            let forced = k.value("SUITE") != suite;
+            let ko = cdir.join(
+                std::fs::read_dir(&cdir)
+                    .unwrap()
+                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .find(|n| {
+                        n.ends_with(".ko")
+                            && !n.ends_with(".built.ko")
+                            && !n.ends_with(".converted.ko")
+                    })
+                    .unwrap_or_else(|| panic!("{}: {case}: no module", k.name)),
+            );
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_klpsym"));
+            cmd.arg("check").arg(&ko).arg("-k").arg(&dbg);
+            cmd.arg("--built-for").arg(&built_dbg).arg("--json");
+            if forced {
+                cmd.arg("--force");
+            }
+            let out = cmd.output().unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            let result = &v["results"][0];
+            if result["report"]["verdict"]["kind"] != "accepted" {
+                failures.push(format!(
+                    "{}: {case}: the kernel accepted it, klpsym says {}",
+                    k.name, result["report"]["verdict"]
+                ));
+            }
+            for (name, addr) in &here {
+                let tab = symtabs
+                    .entry(dbg.clone())
+                    .or_insert_with(|| stt_files(&dbg));
+                let Some(file) = tab.get(&(name.clone(), *addr)).cloned() else {
+                    failures.push(format!(
+                        "{}: {case}: readelf lists no {name} at {addr:#x}",
+                        k.name
+                    ));
+                    continue;
+                };
+                let built_tab = symtabs
+                    .entry(built_dbg.clone())
+                    .or_insert_with(|| stt_files(&built_dbg));
+                let Some(built_file) = there
+                    .get(name)
+                    .and_then(|a| built_tab.get(&(name.clone(), *a)))
+                    .cloned()
+                else {
+                    failures.push(format!("{}: {case}: {name} not bound there", built.name));
+                    continue;
+                };
+                let b = result["bindings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|b| b["source"] == "relocation" && b["name"] == name.as_str());
+                let Some(b) = b else {
+                    failures.push(format!(
+                        "{}: {case}: klpsym lists no binding of {name}",
+                        k.name
+                    ));
+                    continue;
+                };
+                let got_addr = b["bound"]["address"].as_str().unwrap_or_default();
+                if got_addr != format!("{addr:#x}") {
+                    failures.push(format!(
+                        "{}: {case}: {name}: the kernel bound {addr:#x}, klpsym {got_addr}",
+                        k.name
+                    ));
+                }
+                let got_file = b["identity"]["file"].as_str().unwrap_or_default();
+                if basename(got_file) != file {
+                    failures.push(format!(
+                        "{}: {case}: {name}: readelf puts {addr:#x} in {file}, klpsym in {got_file:?}",
+                        k.name
+                    ));
+                }
+                let truly_moved = file != built_file;
+                let status = b["as_built"]["status"].as_str().unwrap_or_default();
+                let said_moved = matches!(status, "moved" | "gone");
+                if truly_moved != said_moved || (!truly_moved && status != "same") {
+                    failures.push(format!(
+                        "{}: {case}: {name}: built for {built_file} ({}), bound {file} here; klpsym says {status:?}",
+                        k.name, built.name
+                    ));
+                }
+                if forced {
+                    cross += 1;
+                    if truly_moved {
+                        moved += 1;
+                    } else {
+                        same += 1;
+                    }
+                }
+                judged += 1;
+            }
+            // The readable report names the new verdict for a binding that moved.
+            if forced && here.keys().any(|n| there.contains_key(n)) {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_klpsym"));
+                cmd.arg("check").arg(&ko).arg("-k").arg(&dbg);
+                cmd.arg("--built-for").arg(&built_dbg).arg("--force");
+                let out = cmd.output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout);
+                let any_moved =
+                    result["bindings"].as_array().unwrap().iter().any(|b| {
+                        matches!(b["as_built"]["status"].as_str(), Some("moved" | "gone"))
+                    });
+                if any_moved != text.contains("BINDS ANOTHER DEFINITION")
+                    || any_moved != (out.status.code() == Some(1))
+                {
+                    failures.push(format!(
+                        "{}: {case}: moved bindings {any_moved}, exit {:?}, report:\n{text}",
+                        k.name,
+                        out.status.code()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if kernels.is_empty() {
+        return; // skipped (and counted) by livepatch_kernels()
+    }
+    // The pair judged something in each direction: moved and kept definitions, on the other
+    // build (a matrix without both builds cannot judge drift).
+    if cross == 0 {
+        klpsym_testkit::lab::skip(
+            "bindings across two builds",
+            "the lab matrix has no kernel that loaded a case built for another build",
+        );
+        return;
+    }
+    assert!(
+        moved >= 3 && same >= 2,
+        "judged {judged} bindings: {moved} moved, {same} same on the other build"
+    );
+    eprintln!("bindings judged: {judged} ({cross} on the other build: {moved} moved, {same} same)");
+}
