@@ -82,7 +82,8 @@ for c in $cases; do
 		o="$(get "$f" LIVEPATCH_DIR)/$c/oracle.txt"
 		v="$(awk -v c="$c" '$1 == c { print $2 }' "$(get "$f" LIVEPATCH_DIR)/index.txt")"
 		case "$v" in
-		skipped) printf ' n/a (%s) |' "$(sed -n 's/^skipped=not applicable: [^ ]* has no //p' "$o")" ;;
+		skipped) printf ' n/a (%s) |' "$(sed -n -e 's/^skipped=not applicable: [^ ]* has no //p' \
+			-e 's/^skipped=not applicable: loaded on the kernels of \(.*\) only$/\1 only/p' "$o")" ;;
 		refused)
 			# the first kernel line of the refusal, shortened
 			why="$(sed -n 's/^dmesg=//p' "$o" | grep -v -e 'taints kernel' -e 'tainting kernel' -e '^KLP' \

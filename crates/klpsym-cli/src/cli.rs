@@ -270,6 +270,12 @@ pub struct AddrArgs {
     /// through.
     #[arg(long)]
     pub strict: bool,
+    /// Read every address as a return address, as the kernel's %pB prints the entries of a
+    /// stack trace: the symbol of ADDRESS-1 with the offset plus one, so a call that ends a
+    /// function is named by its caller (`caller+0x40/0x40`, where %pS would name the next
+    /// function at +0x0).
+    #[arg(long)]
+    pub return_addresses: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }

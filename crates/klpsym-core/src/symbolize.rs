@@ -54,6 +54,14 @@ pub enum SymbolizeOutcome<'t> {
     },
     /// The table's addresses are hidden (kptr_restrict): no address can be answered.
     AddressesHidden,
+    /// Inside the extent of vmlinux's last symbols but not a kernel address as the kernel's
+    /// `is_ksym_addr()` sees it (at or past `_end`, below `_stext`): `%pS` prints the number.
+    /// Produced by callers that know the kernel's bounds (`klpsym::Kernel::symbolize`); the
+    /// table alone never says it.
+    OutsideKernel {
+        /// The symbol at the highest address not above the query.
+        nearest: Symbol<'t>,
+    },
 }
 
 impl SymbolTable {

@@ -50,6 +50,10 @@ pub struct ModuleSymbols {
     /// to its core symbols, `add_kallsyms()` points `mod->kallsyms` at the whole symbol table,
     /// so a livepatch lookup made when the module comes (`klp_module_coming()`) walks these.
     pub loading_symbols: u32,
+    /// For each entry of `entries`, its 0-based place in that loading walk (the defined
+    /// `.symtab` entries in file order), so a lookup that stops at a match while the module
+    /// loads visits `place + 1` entries.
+    pub loading_order: Vec<u32>,
     /// Section headers the entries refer to (index -> facts), for placement.
     pub sections: Vec<ModuleSection>,
 }
@@ -62,6 +66,7 @@ impl ModuleSymbols {
         self.entries.free_with_points(resched)?;
         free_with_points(self.modinfo, resched)?;
         free_with_points(self.depends, resched)?;
+        free_with_points(self.loading_order, resched)?;
         free_with_points(self.sections, resched)
     }
 }
@@ -233,14 +238,21 @@ fn module_from_raw(
     }
     // The source file of each local symbol: the last STT_FILE entry before it.
     let mut file: Option<&str> = None;
+    let mut loading_order = Vec::with_capacity(rows);
+    let mut walked = 0u32;
     for sym in &raw.symbols {
         resched.tick()?;
         if sym.typ == STT_FILE {
             file = (!sym.name.is_empty()).then_some(&*sym.name);
         }
+        let place = walked;
+        if sym.shndx != SHN_UNDEF {
+            walked += 1;
+        }
         if !keep(sym) {
             continue;
         }
+        loading_order.push(place);
         let lower = elf_type(raw, sym, &flags, pcpu, small);
         let exported = exports.target(&sym.name).is_some_and(|(shndx, value)| {
             sym.shndx == shndx && sym.value == value && sym.shndx != SHN_UNDEF
@@ -282,6 +294,7 @@ fn module_from_raw(
         name,
         machine: raw.machine,
         loading_symbols,
+        loading_order,
         entries: entries.finish(),
         vermagic,
         depends: depends

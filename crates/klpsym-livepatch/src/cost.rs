@@ -209,6 +209,9 @@ struct Walks<'t> {
     ranks: HashMap<String, (u32, u32)>,
     /// Loaded modules, newest first: (name, symbol names in symtab order).
     modules: Vec<(String, Vec<&'t str>)>,
+    /// Modules that are not loaded, read from their `.ko`: (name, table, each symbol's place
+    /// in the walk made while the module loads).
+    loading: Vec<(String, &'t SymbolTable, &'t [u32])>,
 }
 
 impl<'t> Walks<'t> {
@@ -313,6 +316,7 @@ impl<'t> Walks<'t> {
             positions,
             ranks,
             modules,
+            loading: Vec::new(),
         })
     }
 }
@@ -541,18 +545,25 @@ fn walk(
     m.total - before
 }
 
-/// Where `symbol` sits in loaded module `module`'s symbols (symtab order). A module read from
-/// its `.ko` for a deferred object is not among them: its matches are not counted, only its
-/// whole walk.
+/// Where `symbol` sits in the walk of module `module`: among a loaded module's symbols
+/// (symtab order), or, for a module read from its `.ko` that is loading, among the defined
+/// entries of its whole `.symtab` (the walk `klp_module_coming()` makes; it stops at the
+/// match as any other). A module known by neither gives no matches: its whole walk counts.
 fn module_matches(w: &Walks<'_>, module: &str, symbol: &str) -> Vec<u32> {
-    w.modules
+    if let Some((_, syms)) = w.modules.iter().find(|(n, _)| n == module) {
+        return syms
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n == symbol)
+            .map(|(i, _)| i as u32)
+            .collect();
+    }
+    w.loading
         .iter()
-        .find(|(n, _)| n == module)
-        .map(|(_, syms)| {
-            syms.iter()
-                .enumerate()
-                .filter(|(_, n)| **n == symbol)
-                .map(|(i, _)| i as u32)
+        .find(|(n, _, _)| n == module)
+        .map(|(_, t, order)| {
+            t.by_name(symbol)
+                .filter_map(|s| order.get(s.id.0 as usize).copied())
                 .collect()
         })
         .unwrap_or_default()
@@ -639,7 +650,12 @@ pub fn resolution_cost_with(
                 .flat_map(|(_, f)| f.iter().map(|(n, _)| n.as_str())),
         )
         .collect();
-    let w = Walks::new(target.kernel, v >= (6, 2), &wanted, resched)?;
+    let mut w = Walks::new(target.kernel, v >= (6, 2), &wanted, resched)?;
+    w.loading = target
+        .offline_modules
+        .iter()
+        .filter_map(|(n, t)| Some((n.clone(), *t, *target.loading_order.get(n)?)))
+        .collect();
     // The formed modules, newest first, with their symbol counts.
     let loaded: Vec<(String, usize)> = w
         .modules
@@ -835,6 +851,7 @@ mod tests {
             positions,
             ranks,
             modules: vec![("ext4".into(), vec!["a", "x", "b", "x"])],
+            loading: Vec::new(),
         }
     }
 

@@ -56,6 +56,10 @@ pub struct Target<'a> {
     /// For an offline module: the symbol table entries a lookup walks while it is loading
     /// (its whole `.symtab` but the undefined entries), keyed like `offline_modules`.
     pub loading_symbols: BTreeMap<String, u32>,
+    /// For an offline module: for each symbol of its table (by id), its place in that walk,
+    /// so a lookup that stops at a match visits `place + 1` entries; keyed like
+    /// `offline_modules`. Without it a lookup while the module loads counts the whole walk.
+    pub loading_order: BTreeMap<String, &'a [u32]>,
     /// Which undefined symbols the target exports (`__ksymtab_*`, Module.symvers). `None`:
     /// unknown, so only `.klp.sym.*` undefined symbols are reported as unresolvable.
     pub exported: Option<&'a dyn Fn(&str) -> bool>,
@@ -167,6 +171,7 @@ impl<'a> Target<'a> {
             arch,
             offline_modules: BTreeMap::new(),
             loading_symbols: BTreeMap::new(),
+            loading_order: BTreeMap::new(),
             exported: None,
             section_bases: BTreeMap::new(),
             layouts: None,
@@ -192,6 +197,14 @@ impl<'a> Target<'a> {
     pub fn with_loading_symbols(mut self, name: &str, count: u32) -> Self {
         self.loading_symbols
             .insert(normalize_module_name(name), count);
+        self
+    }
+
+    /// Records where each symbol of offline module `name` comes in the walk made while it
+    /// loads (see [`Target::loading_order`]).
+    pub fn with_loading_order(mut self, name: &str, order: &'a [u32]) -> Self {
+        self.loading_order
+            .insert(normalize_module_name(name), order);
         self
     }
 

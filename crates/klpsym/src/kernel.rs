@@ -71,6 +71,8 @@ pub struct Kernel {
     pub(crate) by_default: bool,
     /// [`Kernel::livepatch_unsupported`], found once.
     unsupported: OnceLock<Option<String>>,
+    /// The vmlinux addresses `%pS` symbolizes (`is_ksym_addr()`), found once: `[start, end)`.
+    pub(crate) ksym_range: OnceLock<Option<(u64, u64)>>,
 }
 
 impl Kernel {
@@ -84,6 +86,7 @@ impl Kernel {
             opts,
             by_default: false,
             unsupported: OnceLock::new(),
+            ksym_range: OnceLock::new(),
         }
     }
 

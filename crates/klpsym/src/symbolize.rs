@@ -123,7 +123,8 @@ pub struct AddrAnswer {
     pub size: Option<String>,
     /// Module or pseudo-object; null for vmlinux.
     pub module: Option<String>,
-    /// Why not found: `before_first_symbol`, `outside_symbol` or `addresses_hidden`.
+    /// Why not found: `before_first_symbol`, `outside_symbol`, `outside_kernel` (past vmlinux's
+    /// `_end`: the kernel prints the number) or `addresses_hidden`.
     pub reason: Option<&'static str>,
     /// For `outside_symbol`: the symbol just below the address.
     pub nearest: Option<String>,
@@ -162,8 +163,67 @@ pub enum Ended {
 
 impl Kernel {
     /// `%pS` of `addr`: the symbol it lies in with the offset and size, or why none.
+    ///
+    /// A vmlinux address is looked up only inside the kernel's own range, as `is_ksym_addr()`
+    /// bounds it with CONFIG_KALLSYMS_ALL: from `_stext` to `_end`, `_end` excluded since
+    /// 5.16 ("kallsyms: Fix address-checks for kernel related range"; the lab's 5.10 prints
+    /// `_end+0x0/...`, its 6.1 the bare number). Outside it the kernel prints the number
+    /// ([`SymbolizeOutcome::OutsideKernel`]), though kallsyms lists symbols past `_end`.
     pub fn symbolize(&self, addr: u64) -> SymbolizeOutcome<'_> {
-        self.inner.table.symbolize(addr)
+        let o = self.inner.table.symbolize(addr);
+        if let SymbolizeOutcome::Found(s) = &o {
+            if s.module.is_none() && s.symbol.object == ObjectId::VMLINUX {
+                if let Some((start, end)) = self.ksym_range() {
+                    if addr < start || addr >= end {
+                        return SymbolizeOutcome::OutsideKernel { nearest: s.symbol };
+                    }
+                }
+            }
+        }
+        o
+    }
+
+    /// `%pB` of `addr`, a return address as stack traces hold them (`sprint_backtrace()`):
+    /// the symbol of `addr - 1`, with the offset plus one, so that a call ending a function
+    /// is still named by its caller; when there is none, the number itself.
+    pub fn symbolize_return(&self, addr: u64) -> SymbolizeOutcome<'_> {
+        match self.symbolize(addr.wrapping_sub(1)) {
+            SymbolizeOutcome::Found(mut s) => {
+                s.offset += 1;
+                SymbolizeOutcome::Found(s)
+            }
+            o => o,
+        }
+    }
+
+    /// `[_stext, _end)` (`_end` included before 5.16), when vmlinux's table names both.
+    fn ksym_range(&self) -> Option<(u64, u64)> {
+        *self.ksym_range.get_or_init(|| {
+            let t = &self.inner.table;
+            let at = |name: &str| {
+                t.by_name(name)
+                    .find(|s| s.object == ObjectId::VMLINUX)
+                    .map(|s| s.addr)
+            };
+            let (start, end) = (at("_stext")?, at("_end")?);
+            let version = self.release().and_then(|r| {
+                let mut it = r.split(|c: char| !c.is_ascii_digit());
+                Some((
+                    it.next()?.parse::<u32>().ok()?,
+                    it.next()?.parse::<u32>().ok()?,
+                ))
+            });
+            // Unknown version: today's rule.
+            let inclusive = version.is_some_and(|v| v < (5, 16));
+            Some((
+                start,
+                if inclusive {
+                    end.saturating_add(1)
+                } else {
+                    end
+                },
+            ))
+        })
     }
 
     /// The addresses `name+offset` stands for: every definition of `name` (in `module` when
@@ -223,12 +283,26 @@ impl Kernel {
 
     /// The answer to `addr` as JSON carries it.
     pub fn describe_address(&self, input: &str, addr: u64) -> AddrAnswer {
+        self.describe(input, addr, false)
+    }
+
+    /// [`Kernel::describe_address`] of a return address, as `%pB` prints it.
+    pub fn describe_return_address(&self, input: &str, addr: u64) -> AddrAnswer {
+        self.describe(input, addr, true)
+    }
+
+    fn describe(&self, input: &str, addr: u64, return_address: bool) -> AddrAnswer {
         let mut r = AddrAnswer {
             error: None,
             address: Some(hex(addr)),
             ..AddrAnswer::failed(input, String::new())
         };
-        match self.inner.table.symbolize(addr) {
+        let outcome = if return_address {
+            self.symbolize_return(addr)
+        } else {
+            self.symbolize(addr)
+        };
+        match outcome {
             SymbolizeOutcome::Found(s) => {
                 r.found = true;
                 r.text = Some(s.to_string());
@@ -244,16 +318,30 @@ impl Kernel {
                 r.size = (size != SIZE_UNKNOWN).then(|| format!("{size:#x}"));
             }
             SymbolizeOutcome::AddressesHidden => r.reason = Some("addresses_hidden"),
+            SymbolizeOutcome::OutsideKernel { nearest } => {
+                r.reason = Some("outside_kernel");
+                r.nearest = Some(nearest.name.to_string());
+            }
         }
         r
     }
 
     /// Answers one parsed query (or reports why it could not be read).
     pub fn answer(&self, input: &str, q: &Result<Query, String>) -> (AddrAnswer, Ended) {
+        self.answer_with(input, q, false)
+    }
+
+    /// [`Kernel::answer`], addresses read as return addresses (`%pB`) when `return_address`.
+    pub fn answer_with(
+        &self,
+        input: &str,
+        q: &Result<Query, String>,
+        return_address: bool,
+    ) -> (AddrAnswer, Ended) {
         match q {
             Err(e) => (AddrAnswer::failed(input, e.clone()), Ended::Unreadable),
             Ok(Query::Address(a)) => {
-                let r = self.describe_address(input, *a);
+                let r = self.describe(input, *a, return_address);
                 let e = if r.found {
                     Ended::Found
                 } else {

@@ -136,6 +136,8 @@ pub struct OfflineModule {
     pub table: SymbolTable,
     /// The symbol table entries a lookup walks while it is loading.
     pub loading_symbols: u32,
+    /// For each symbol of `table`, its place in that walk.
+    pub loading_order: Vec<u32>,
 }
 
 /// Everything one kernel contributes to checking or converting a patch, gathered once.
@@ -244,7 +246,8 @@ impl<'k> TargetFacts<'k> {
         for o in &self.offline {
             target = target
                 .with_offline_module(&o.name, &o.table)
-                .with_loading_symbols(&o.name, o.loading_symbols);
+                .with_loading_symbols(&o.name, o.loading_symbols)
+                .with_loading_order(&o.name, &o.loading_order);
         }
         for &(i, a) in bases {
             target = target.with_section_base(i, a);
@@ -301,6 +304,7 @@ fn offline_tables(
             name: n.clone(),
             table: module_symbols_table(&m, None)?,
             loading_symbols: m.loading_symbols,
+            loading_order: m.loading_order.clone(),
         });
     }
     Ok(out)

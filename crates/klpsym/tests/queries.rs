@@ -57,3 +57,47 @@ fn sympos_and_lookup_give_the_same_variant_hint() {
     assert_eq!(a.variants, vec!["init_once.isra.0 [vmlinux]".to_string()]);
     assert_eq!(d.variants, a.variants);
 }
+
+/// `%pS` and `%pB` at vmlinux's end, as the lab's kernels print them: kallsyms lists symbols
+/// past `_end`, but the kernel symbolizes only `[_stext, _end)` (a kallsyms copy tells no
+/// version: today's rule) and prints the number elsewhere; `%pB` names the symbol of
+/// `address - 1` with the offset plus one.
+#[test]
+fn symbolize_stops_at_the_kernels_end_and_return_addresses_name_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "ffffffff81000000 T _stext\n\
+                ffffffff81000000 T startup_64\n\
+                ffffffff81000040 t second\n\
+                ffffffff84430000 B _end\n\
+                ffffffff84600000 D __init_scratch_end\n";
+    let path = dir.path().join("kallsyms");
+    std::fs::write(&path, text).unwrap();
+    let k = klpsym::open(&path, &Options::new().cache(CacheDir::Off)).unwrap();
+    let ps = |a: u64| k.describe_address("", a);
+    assert_eq!(
+        ps(0xffffffff81000040).text.as_deref(),
+        Some("second+0x0/0x342ffc0")
+    );
+    assert_eq!(
+        ps(0xffffffff8442ffff).text.as_deref(),
+        Some("second+0x342ffbf/0x342ffc0")
+    );
+    for past in [0xffffffff84430000, 0xffffffff84430001] {
+        let a = ps(past);
+        assert_eq!(
+            (a.found, a.reason),
+            (false, Some("outside_kernel")),
+            "{a:?}"
+        );
+        assert_eq!(a.nearest.as_deref(), Some("_end"));
+    }
+    let pb = |a: u64| k.describe_return_address("", a).text;
+    // A return address at the next function's first byte belongs to the call before it (the
+    // first of two names at one address, in kallsyms order).
+    assert_eq!(pb(0xffffffff81000040).as_deref(), Some("_stext+0x40/0x40"));
+    assert_eq!(
+        pb(0xffffffff84430000).as_deref(),
+        Some("second+0x342ffc0/0x342ffc0")
+    );
+    assert_eq!(pb(0xffffffff84430001), None);
+}

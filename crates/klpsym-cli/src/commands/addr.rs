@@ -23,10 +23,22 @@ struct KernelAddrs {
     addresses: Vec<AddrAnswer>,
 }
 
-/// `INPUT => ANSWER` for an address: `%pS` of it, or why there is none.
-fn human(k: &Kernel, input: &str, addr: u64, out: &mut impl Write) -> std::io::Result<bool> {
+/// `INPUT => ANSWER` for an address: `%pS` of it (`%pB` for a return address), or why there
+/// is none.
+fn human(
+    k: &Kernel,
+    input: &str,
+    addr: u64,
+    return_address: bool,
+    out: &mut impl Write,
+) -> std::io::Result<bool> {
     let t = k.table();
-    let (text, found) = match k.symbolize(addr) {
+    let outcome = if return_address {
+        k.symbolize_return(addr)
+    } else {
+        k.symbolize(addr)
+    };
+    let (text, found) = match outcome {
         SymbolizeOutcome::Found(s) => (s.to_string(), true),
         SymbolizeOutcome::BeforeFirst => ("?? (below the first symbol)".to_string(), false),
         SymbolizeOutcome::Outside { nearest, size } => {
@@ -46,6 +58,13 @@ fn human(k: &Kernel, input: &str, addr: u64, out: &mut impl Write) -> std::io::R
             (format!("?? (outside every symbol: {why})"), false)
         }
         SymbolizeOutcome::AddressesHidden => return Ok(false),
+        SymbolizeOutcome::OutsideKernel { nearest } => (
+            format!(
+                "{addr:#x} (not a kernel address: outside vmlinux's _stext.._end, past {}; %pS prints the number)",
+                nearest.name
+            ),
+            false,
+        ),
     };
     writeln!(out, "{input} => {text}")?;
     Ok(found)
@@ -55,6 +74,7 @@ fn answer_human(
     k: &Kernel,
     input: &str,
     q: &Result<Query, String>,
+    return_address: bool,
     out: &mut impl Write,
 ) -> std::io::Result<Ended> {
     match q {
@@ -68,7 +88,7 @@ fn answer_human(
             }
             Ok(Ended::Unreadable)
         }
-        Ok(Query::Address(a)) => Ok(if human(k, input, *a, out)? {
+        Ok(Query::Address(a)) => Ok(if human(k, input, *a, return_address, out)? {
             Ended::Found
         } else {
             Ended::NotFound
@@ -179,7 +199,7 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
                     .iter()
                     .filter_map(|item| match item {
                         Item::Query { input, line, query } => {
-                            let (mut r, e) = k.answer(input, query);
+                            let (mut r, e) = k.answer_with(input, query, args.return_addresses);
                             r.line = *line;
                             note(e);
                             Some(r)
@@ -199,9 +219,13 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
             }
             for item in &items {
                 match item {
-                    Item::Query { input, query, .. } => {
-                        note(answer_human(k, input, query, &mut out)?)
-                    }
+                    Item::Query { input, query, .. } => note(answer_human(
+                        k,
+                        input,
+                        query,
+                        args.return_addresses,
+                        &mut out,
+                    )?),
                     Item::Text(t) => writeln!(out, "{t}")?,
                 }
             }
