@@ -264,9 +264,13 @@ fn built_for_predicts_the_definition_each_build_binds() {
         );
         return;
     }
+    // The pins were chosen from the two builds' tables (bookworm-backports' 6.12.95 and
+    // trixie's 6.12.118): a later pair may move fewer of them. Each binding above is judged by
+    // the builds' own files whatever moved; this asks only that both verdicts were seen.
     assert!(
-        moved >= 3 && same >= 2,
-        "judged {judged} bindings: {moved} moved, {same} same on the other build"
+        moved >= 1 && same >= 1,
+        "judged {judged} bindings: {moved} moved, {same} same on the other build: the pair \
+         no longer shows both; choose pins that move between these builds (klpsym drift)"
     );
     eprintln!("bindings judged: {judged} ({cross} on the other build: {moved} moved, {same} same)");
 }
