@@ -1,5 +1,6 @@
 //! What the integration tests share: the lab's inputs, handed over by scripts/test.sh.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 #[allow(unused_imports)]
@@ -25,4 +26,43 @@ pub fn text(b: &[u8]) -> String {
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)))
+}
+
+/// The primary lab kernel's files the CLI tests read (the first kernel of the matrix).
+#[allow(dead_code)]
+pub struct Lab {
+    /// Its vmlinuz.
+    pub vmlinuz: String,
+    /// Its module tree.
+    pub modules: String,
+    /// Its livepatch oracle folder.
+    pub lp: PathBuf,
+}
+
+/// The primary kernel's files, or `None` after recording the skip.
+#[allow(dead_code)]
+pub fn the_lab() -> Option<Lab> {
+    Some(Lab {
+        vmlinuz: lab("KLPSYM_TEST_VMLINUZ")?.display().to_string(),
+        modules: lab("KLPSYM_TEST_MODULES_DIR")?.display().to_string(),
+        lp: lab("KLPSYM_TEST_LIVEPATCH_DIR")?,
+    })
+}
+
+/// The module the oracle loaded for `case`.
+#[allow(dead_code)]
+pub fn ko(l: &Lab, case: &str, patch: &str) -> String {
+    l.lp.join(case)
+        .join(format!("{patch}.ko"))
+        .display()
+        .to_string()
+}
+
+/// dummy.ko of the kernel package.
+#[allow(dead_code)]
+pub fn dummy_ko(l: &Lab) -> String {
+    Path::new(&l.modules)
+        .join("kernel/drivers/net/dummy.ko")
+        .display()
+        .to_string()
 }
