@@ -22,9 +22,26 @@ fn loader_check_with(
     force_load: bool,
     crcs: &[(&str, u32, Option<&str>)],
 ) -> CheckReport {
-    let k = kernel();
     let bytes = build_module(spec);
     let m = LivepatchModule::parse(&bytes).expect("parse");
+    check_against(
+        &m,
+        "6.1.0-57-amd64 SMP preempt mod_unload modversions ",
+        livepatch,
+        force_load,
+        crcs,
+    )
+}
+
+/// `m` against a target with vermagic `vermagic`, CONFIG_MODVERSIONS and the CRCs `crcs`.
+fn check_against(
+    m: &LivepatchModule<'_>,
+    vermagic: &str,
+    livepatch: bool,
+    force_load: bool,
+    crcs: &[(&str, u32, Option<&str>)],
+) -> CheckReport {
+    let k = kernel();
     let table: Vec<(String, ExportInfo)> = crcs
         .iter()
         .map(|(n, c, ns)| {
@@ -40,10 +57,7 @@ fn loader_check_with(
     let lookup = |n: &str| table.iter().find(|(x, _)| x == n).map(|(_, e)| e.clone());
     let facts = LoaderFacts {
         modules: Some(Fact::new(true, "test")),
-        vermagic: Some(Fact::new(
-            "6.1.0-57-amd64 SMP preempt mod_unload modversions ".to_string(),
-            "test",
-        )),
+        vermagic: Some(Fact::new(vermagic.to_string(), "test")),
         livepatch: Some(Fact::new(livepatch, "test")),
         modversions: Some(Fact::new(true, "test")),
         exports: Some(Fact::new(&lookup as ExportLookup<'_>, "test")),
@@ -52,7 +66,7 @@ fn loader_check_with(
         machine: Some(Fact::new(62, "test")),
     };
     let t = target(&k).with_exports(&exported).with_loader(facts);
-    check(&m, &t)
+    check(m, &t)
 }
 
 /// A module for another architecture is refused by its ELF header, before anything of it is
@@ -223,35 +237,13 @@ fn a_forced_load_ignores_symbol_versions_and_vermagic() {
     m.force_loaded();
     assert!(m.versions.is_none() && m.modinfo("vermagic").is_none());
     let forced = |force_load: bool| {
-        let k = kernel();
-        let table: Vec<(String, ExportInfo)> = crcs
-            .iter()
-            .map(|(n, c, _)| {
-                (
-                    n.to_string(),
-                    ExportInfo {
-                        crc: Some(*c),
-                        namespace: None,
-                    },
-                )
-            })
-            .collect();
-        let lookup = |n: &str| table.iter().find(|(x, _)| x == n).map(|(_, e)| e.clone());
-        let facts = LoaderFacts {
-            modules: Some(Fact::new(true, "test")),
-            vermagic: Some(Fact::new(
-                "6.12.118+deb13-amd64 SMP preempt mod_unload modversions ".to_string(),
-                "test",
-            )),
-            livepatch: Some(Fact::new(true, "test")),
-            modversions: Some(Fact::new(true, "test")),
-            exports: Some(Fact::new(&lookup as ExportLookup<'_>, "test")),
-            force_load: Some(Fact::new(force_load, "test")),
-            sig_force: Some(Fact::new(false, "test")),
-            machine: Some(Fact::new(62, "test")),
-        };
-        let t = target(&k).with_exports(&exported).with_loader(facts);
-        check(&m, &t)
+        check_against(
+            &m,
+            "6.12.118+deb13-amd64 SMP preempt mod_unload modversions ",
+            true,
+            force_load,
+            &crcs,
+        )
     };
     let r = forced(true);
     assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
