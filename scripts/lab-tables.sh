@@ -61,7 +61,7 @@ for f in "${files[@]}"; do
 	skipped="$(awk '$2 == "skipped"' "$index" | wc -l)"
 	total="$(wc -l <"$index")"
 	visits="$(field "$line" visits)"
-	[ "$visits" = 0 ] && visits="- (6.2+: binary search)"
+	[ "$visits" = 0 ] && visits="-"
 	printf '| Debian %s (%s) | %s | %s | %s | vmlinuz, vmlinux, -dbg vmlinux; with %s modules | %s of %s (%s not applicable) | %s | %s | %s |\n' \
 		"$rel" "$(get "$f" SUITE)" "$(get "$f" ARCH)" "$format" "$modfmt" \
 		"$(wc -l <"$(get "$f" MODULES_LOADED)")" "$(field "$line" compared)" "$total" "$skipped" \

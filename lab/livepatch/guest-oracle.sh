@@ -14,17 +14,22 @@ LP=/lab/lp
 LIVEPATCH=/sys/kernel/livepatch
 TRACING=/sys/kernel/tracing
 
-# The walks' callbacks, counted with kprobes: klp_find_callback runs once per kallsyms entry
-# the kernel's lookups visit (every walk before 6.2, module walks since), klp_match_callback
-# (6.2+) once per match of a name-sorted vmlinux lookup. After each load step the oracle
-# records how many calls that step made ("visits=<callback> <count>"), for comparison with
-# klpsym check's symbols_visited.
+# The walks, counted with kprobes: klp_find_callback runs once per kallsyms entry the
+# kernel's lookups visit (every walk before 6.2, module walks since), klp_match_callback
+# (6.2+) once per match of a name-sorted vmlinux lookup, and kallsyms_expand_symbol (often a
+# .constprop clone) once per vmlinux name read: every entry of a walk before 6.2, every name
+# the binary search of kallsyms_lookup_names() and its scan over equal names compare since.
+# After each load step the oracle records how many calls that step made ("visits=<probe>
+# <count>"), for comparison with klpsym check's symbols_visited.
 PROBES=""
 mount -t tracefs nodev "$TRACING" 2>/dev/null || true
-for _fn in klp_find_callback klp_match_callback; do
-	if echo "p:klpsym_$_fn $_fn" >>"$TRACING/kprobe_events" 2>/dev/null &&
-		echo 1 >"$TRACING/events/kprobes/klpsym_$_fn/enable" 2>/dev/null; then
-		PROBES="$PROBES $_fn"
+_expand="$(sed -n '/ [tT] kallsyms_expand_symbol$/{s/.* //p;q;};/ [tT] kallsyms_expand_symbol\./{s/.* //p;q;}' /proc/kallsyms)"
+for _p in klp_find_callback:klp_find_callback klp_match_callback:klp_match_callback \
+	${_expand:+kallsyms_expand_symbol:$_expand}; do
+	_ev="${_p%%:*}"
+	if echo "p:klpsym_$_ev ${_p#*:}" >>"$TRACING/kprobe_events" 2>/dev/null &&
+		echo 1 >"$TRACING/events/kprobes/klpsym_$_ev/enable" 2>/dev/null; then
+		PROBES="$PROBES $_ev"
 	fi
 done
 

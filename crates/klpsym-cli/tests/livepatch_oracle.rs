@@ -35,6 +35,11 @@ struct Oracle {
     /// Calls of the walks' callback (kprobe on klp_find_callback) over all load steps, when
     /// the guest could count them.
     find_callbacks: Option<u64>,
+    /// Calls of klp_match_callback (6.2+: one per vmlinux match called back), likewise.
+    match_callbacks: Option<u64>,
+    /// Calls of kallsyms_expand_symbol (every vmlinux name a walk or the binary search
+    /// reads), likewise.
+    expansions: Option<u64>,
     /// What makes the record unusable: a load without its `rc=` line, a `note=` (a
     /// transition that timed out). Each is a failure, never a verdict.
     broken: Vec<String>,
@@ -110,6 +115,10 @@ fn read_oracle(dir: &Path) -> Oracle {
             }
         } else if let Some(v) = line.strip_prefix("visits=klp_find_callback ") {
             *o.find_callbacks.get_or_insert(0) += v.trim().parse::<u64>().unwrap();
+        } else if let Some(v) = line.strip_prefix("visits=klp_match_callback ") {
+            *o.match_callbacks.get_or_insert(0) += v.trim().parse::<u64>().unwrap();
+        } else if let Some(v) = line.strip_prefix("visits=kallsyms_expand_symbol ") {
+            *o.expansions.get_or_insert(0) += v.trim().parse::<u64>().unwrap();
         } else if let Some(a) = line.strip_prefix("reloc ") {
             let f: Vec<&str> = a.split_whitespace().collect();
             o.relocs
@@ -369,6 +378,38 @@ fn judge(
             }
             *visits_checked += 1;
         }
+        // Since 6.2 a vmlinux lookup binary-searches the name-sorted table: the names it
+        // reads (kprobe on kallsyms_expand_symbol) are its visits, its callbacks those on
+        // the matches; module lookups still walk with klp_find_callback.
+        if let (Some(names), Some(matched), Some(module_entries), true, "accepted") = (
+            oracle.expansions,
+            oracle.match_callbacks,
+            oracle.find_callbacks,
+            version >= (6, 2),
+            oracle.verdict.as_str(),
+        ) {
+            let cost = &v["results"][0]["resolution_cost"];
+            let visited = |vmlinux: bool| -> u64 {
+                cost["by_object"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|o| (o["object"] == "vmlinux") == vmlinux)
+                    .map(|o| o["symbols_visited"].as_u64().unwrap())
+                    .sum()
+            };
+            let predicted = (
+                visited(true),
+                cost["match_callbacks"].as_u64().unwrap(),
+                visited(false),
+            );
+            if predicted != (names, matched, module_entries) {
+                failures.push(format!(
+                    "{case}: the kernel's lookups read {names} vmlinux names, called back {matched} matches and walked {module_entries} module entries (kprobes); klpsym predicts {predicted:?}"
+                ));
+            }
+            *visits_checked += 1;
+        }
         // The definition each replaced vmlinux function binds: the one the kernel patched.
         if oracle.verdict == "accepted" {
             for ((obj, name), want) in oracle.addrs.iter().filter(|((o, _), _)| o == "vmlinux") {
@@ -556,7 +597,7 @@ fn judge(
             "only {statuses_checked} cases had klpsym status judged"
         ));
     }
-    if version < (6, 2) && *visits_checked < 5 {
+    if *visits_checked < 5 {
         failures.push(format!(
             "only {visits_checked} cases had their kallsyms visits counted in the guest"
         ));

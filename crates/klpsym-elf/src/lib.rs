@@ -13,6 +13,7 @@ pub mod btf;
 mod dwarf;
 mod error;
 mod filter;
+mod ftrace;
 mod identity;
 mod layout;
 mod module;
@@ -26,6 +27,7 @@ mod vmlinux;
 pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
+pub use ftrace::mcount_sites;
 pub use identity::{build_id_from_notes, vmlinux_crcs};
 pub use layout::layout_core_sections;
 pub use module::{

@@ -104,7 +104,7 @@ fn captured_module_kallsyms_match() {
     for row in list.lines().filter(|l| !l.trim().is_empty()) {
         let (kname, rel) = row.split_once('\t').expect("name<TAB>path");
         let path = dir.join(rel);
-        let ko = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ko = klpsym_testkit::lab::module_bytes(&path);
         let mods = module_kallsyms(&ko).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if mods.name != kname {
             failures.push(format!("{kname}: .ko says its name is {}", mods.name));
@@ -193,16 +193,13 @@ fn every_module_in_a_tree_parses() {
                 stack.push(path);
                 continue;
             }
-            if path.extension().and_then(|e| e.to_str()) != Some("ko") {
+            if !klpsym_testkit::lab::is_module_file(&path) {
                 continue;
             }
             files += 1;
-            let bytes = std::fs::read(&path).unwrap();
-            let stem = path
-                .file_stem()
-                .unwrap()
-                .to_string_lossy()
-                .replace('-', "_");
+            let bytes = klpsym_testkit::lab::module_bytes(&path);
+            let file = path.file_name().unwrap().to_string_lossy();
+            let stem = file[..file.find(".ko").unwrap()].replace('-', "_");
             match module_kallsyms(&bytes) {
                 Ok(m) => {
                     symbols += m.entries.len();
@@ -222,6 +219,9 @@ fn every_module_in_a_tree_parses() {
         start.elapsed(),
         failures.len()
     );
-    assert!(files > 0, "no .ko found");
+    assert!(
+        files > 0,
+        "no module file (.ko, .ko.xz, .ko.zst, .ko.gz) found"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

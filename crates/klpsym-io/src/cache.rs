@@ -31,7 +31,7 @@ use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 8;
+const FORMAT: u32 = 9;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
@@ -264,6 +264,18 @@ impl Cache {
             };
             entry_meta.facts.exports = Some(e);
         }
+        // Only a check asks for them (with the exports).
+        if let Some((source, count, bytes)) = parsed.ftrace.filter(|_| opts.export_facts) {
+            let sites = decode_sites(bytes, count, rs)
+                .map_err(|c| LoadError::from(klpsym_core::BuildError::from(c)))?;
+            let Some(sites) = sites else {
+                return Ok(None);
+            };
+            entry_meta.facts.ftrace = Some(crate::loaded::FtraceSites {
+                sites,
+                source: source.to_string(),
+            });
+        }
         // Where the table lies in the map (a slice of it).
         let at = parsed.table.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
         let table = match SymbolTable::decode_in_place(backing, at, rs) {
@@ -328,6 +340,7 @@ impl Cache {
             exports: None,
             build_id: f.build_id.clone(),
             klp_structs: f.klp_structs.clone(),
+            ftrace: None,
         };
         let exports = match &f.exports {
             Some(e) => match encode_exports(e, rs).map_err(|e| e.to_string())? {
@@ -416,6 +429,22 @@ impl Cache {
             }
             None => out.push(0),
         }
+        // vmlinux's ftrace call sites: deltas as LEB128 (about 2 bytes a site, where the
+        // addresses would take 8: the entry must stay smaller than its input).
+        match &f.ftrace {
+            Some(t) => {
+                out.push(1);
+                let src = t.source.as_bytes();
+                out.extend_from_slice(&(src.len() as u32).to_le_bytes());
+                out.extend_from_slice(src);
+                let sites = encode_sites(&t.sites, rs).map_err(|e| e.to_string())?;
+                out.extend_from_slice(&(t.sites.len() as u64).to_le_bytes());
+                out.extend_from_slice(&(sites.len() as u64).to_le_bytes());
+                klpsym_core::bulk::extend_from_slice(&mut out, &sites, rs)
+                    .map_err(|e| e.to_string())?;
+            }
+            None => out.push(0),
+        }
         let trailer = hash_in_steps(&out, rs).map_err(|e| e.to_string())?;
         out.extend_from_slice(&trailer.to_le_bytes());
         if out.len() as u64 > input_meta.size() {
@@ -469,6 +498,8 @@ struct Parsed<'a> {
     /// The package's modules kept with it (member path, bytes as stored), when it was read
     /// with named modules.
     modules: Option<Vec<(&'a str, &'a [u8])>>,
+    /// vmlinux's ftrace call sites (source, count, encoded), when the entry holds them.
+    ftrace: Option<(&'a str, u64, &'a [u8])>,
 }
 
 /// The parts of an entry of this format whose trailer checks out, whatever its key.
@@ -523,6 +554,17 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
         }
         _ => return None,
     };
+    let ftrace = match split(&mut b, 1)?[0] {
+        0 => None,
+        1 => {
+            let slen = u32_at(&mut b)? as usize;
+            let source = std::str::from_utf8(split(&mut b, slen)?).ok()?;
+            let count = u64_at(&mut b)?;
+            let n = usize::try_from(u64_at(&mut b)?).ok()?;
+            Some((source, count, split(&mut b, n)?))
+        }
+        _ => return None,
+    };
     b.is_empty().then_some((
         key,
         Parsed {
@@ -533,8 +575,62 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
             table,
             names,
             modules,
+            ftrace,
         },
     ))
+}
+
+/// Sorted addresses as the LEB128 of their differences (the first from 0).
+fn encode_sites(sites: &[u64], rs: &mut Resched) -> Result<Vec<u8>, Cancelled> {
+    let mut out = Vec::with_capacity(sites.len() * 2 + 16);
+    let mut prev = 0u64;
+    for (i, &s) in sites.iter().enumerate() {
+        if i % 1024 == 0 {
+            rs.tick()?;
+        }
+        let mut d = s.wrapping_sub(prev);
+        prev = s;
+        loop {
+            let byte = (d & 0x7f) as u8;
+            d >>= 7;
+            if d == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    Ok(out)
+}
+
+/// [`encode_sites`] undone: `count` addresses, or `None` when the bytes do not hold exactly
+/// that many (the entry is then ignored).
+fn decode_sites(bytes: &[u8], count: u64, rs: &mut Resched) -> Result<Option<Vec<u64>>, Cancelled> {
+    let Ok(count) = usize::try_from(count) else {
+        return Ok(None);
+    };
+    if count > bytes.len() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(count);
+    let (mut prev, mut d, mut shift) = (0u64, 0u64, 0u32);
+    for (i, &byte) in bytes.iter().enumerate() {
+        if i % 2048 == 0 {
+            rs.tick()?;
+        }
+        if shift > 63 {
+            return Ok(None);
+        }
+        d |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 != 0 {
+            shift += 7;
+            continue;
+        }
+        prev = prev.wrapping_add(d);
+        out.push(prev);
+        (d, shift) = (0, 0);
+    }
+    Ok((shift == 0 && out.len() == count).then_some(out))
 }
 
 /// The input a kernel entry of this klpsym was made from and its size, when `bytes` are one
@@ -677,5 +773,32 @@ impl<'a> Verifier<'a> {
             .identity
             .unwrap_or_else(|| combine(self.len, &all[1..]));
         Some((file, all[0]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_sites_survive_their_encoding() {
+        let rs = &mut Resched::none();
+        let sites = [
+            0xffff_ffff_8100_0000u64,
+            0xffff_ffff_8100_0005,
+            0xffff_ffff_8100_0085,
+            0xffff_ffff_8300_0000,
+        ];
+        let e = encode_sites(&sites, rs).unwrap();
+        assert!(e.len() < 8 * sites.len());
+        assert_eq!(
+            decode_sites(&e, 4, rs).unwrap().as_deref(),
+            Some(&sites[..])
+        );
+        // Another count, a cut encoding, an over-long varint: refused, never misread.
+        assert_eq!(decode_sites(&e, 3, rs).unwrap(), None);
+        assert_eq!(decode_sites(&e[..e.len() - 1], 4, rs).unwrap(), None);
+        assert_eq!(decode_sites(&[0xff; 11], 1, rs).unwrap(), None);
+        assert_eq!(decode_sites(&[], 0, rs).unwrap(), Some(vec![]));
     }
 }

@@ -212,11 +212,19 @@ fn decode_binary(
                         a => format!("{a:?}").to_lowercase(),
                     }
                 });
+                let ftrace = crate::loaded::FtraceSites::read(
+                    v.entries.iter().map(|e| (e.name, e.addr)),
+                    bytes,
+                    "the vmlinux's __mcount_loc",
+                    resched,
+                )
+                .map_err(klpsym_core::BuildError::from)?;
                 let mut facts = SourceFacts {
                     build_id,
                     vermagic,
                     exports,
                     arch,
+                    ftrace,
                     klp_structs: crate::loaded::klp_structs_of(bytes),
                     version: v.version.clone(),
                     format: Some(
@@ -255,7 +263,13 @@ fn decode_binary(
             } else {
                 let syms = klpsym_image::extract_decompressed(&d, resched)
                     .map_err(|source| image_error(path, source))?;
-                image_table(syms, crate::loaded::klp_structs_of(&d.data), resched)?
+                let ftrace = image_ftrace(&syms, &d.data, resched)?;
+                image_table(
+                    syms,
+                    crate::loaded::klp_structs_of(&d.data),
+                    ftrace,
+                    resched,
+                )?
             };
             if let std::borrow::Cow::Owned(v) = d.data {
                 klpsym_core::bulk::free_with_points(v, resched)
@@ -278,16 +292,36 @@ fn image_symbols(
     let syms = klpsym_image::extract_decompressed(&d, resched)
         .map_err(|source| image_error(path, source))?;
     let klp_structs = crate::loaded::klp_structs_of(&d.data);
+    let ftrace = image_ftrace(&syms, &d.data, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
         klpsym_core::bulk::free_with_points(v, resched).map_err(klpsym_core::BuildError::from)?;
     }
-    image_table(syms, klp_structs, resched)
+    image_table(syms, klp_structs, ftrace, resched)
+}
+
+/// The ftrace call sites of an image whose decompressed payload is vmlinux's ELF (x86's
+/// bzImage: `vmlinux.bin` is `objcopy -R .comment -S vmlinux`, segments kept), placed by
+/// kallsyms' `__start_mcount_loc`/`__stop_mcount_loc` (CONFIG_LIVEPATCH needs KALLSYMS_ALL,
+/// which lists them).
+fn image_ftrace(
+    syms: &klpsym_image::ImageSymbols,
+    payload: &[u8],
+    resched: &mut Resched,
+) -> Result<Option<crate::loaded::FtraceSites>, LoadError> {
+    Ok(crate::loaded::FtraceSites::read(
+        syms.entries.iter().map(|e| (e.name.as_str(), e.addr)),
+        payload,
+        "the image's __mcount_loc",
+        resched,
+    )
+    .map_err(klpsym_core::BuildError::from)?)
 }
 
 fn image_table(
     syms: klpsym_image::ImageSymbols,
     klp_structs: Option<Vec<Option<crate::loaded::StructFact>>>,
+    ftrace: Option<crate::loaded::FtraceSites>,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(syms.entries.len(), syms.entries.len() * 24);
@@ -320,6 +354,7 @@ fn image_table(
     };
     let facts = SourceFacts {
         klp_structs,
+        ftrace,
         build_id: syms.build_id.clone(),
         vermagic: syms.vermagic.clone(),
         exports,

@@ -46,7 +46,8 @@ pub use facts::{
 pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
 pub use load::load;
 pub use loaded::{
-    is_live, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact, DEFAULT_SOURCE,
+    is_live, FtraceSites, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact,
+    DEFAULT_SOURCE,
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use options::{is_debug_package, LoadOptions};

@@ -70,6 +70,53 @@ pub struct SourceFacts {
     /// it does not describe); `None` when the source holds no BTF.
     #[serde(default)]
     pub klp_structs: Option<Vec<Option<StructFact>>>,
+    /// vmlinux's ftrace call sites, when the source holds its `__mcount_loc` table (an x86_64
+    /// vmlinux or kernel image); kept apart from the JSON in a cache entry.
+    #[serde(skip)]
+    pub ftrace: Option<FtraceSites>,
+}
+
+/// vmlinux's ftrace call sites: its `__mcount_loc` table (see [`klpsym_elf::mcount_sites`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FtraceSites {
+    /// The call sites' addresses, sorted, zero entries left out.
+    pub sites: Vec<u64>,
+    /// Where they were read (`the image's __mcount_loc`), for the report.
+    pub source: String,
+}
+
+impl FtraceSites {
+    /// The sites of the `__mcount_loc` table that `entries` (name, address: the source's
+    /// symbols) place with `__start_mcount_loc` and `__stop_mcount_loc`, read from the ELF
+    /// `elf` (a vmlinux, or a bzImage's payload). `None` when either symbol is missing or the
+    /// table is not in the file.
+    pub(crate) fn read<'n>(
+        entries: impl Iterator<Item = (&'n str, u64)>,
+        elf: &[u8],
+        source: &str,
+        rs: &mut klpsym_core::Resched,
+    ) -> Result<Option<FtraceSites>, klpsym_core::Cancelled> {
+        let (mut start, mut stop) = (None, None);
+        for (i, (name, addr)) in entries.enumerate() {
+            if i % 256 == 0 {
+                rs.tick()?;
+            }
+            match name {
+                "__start_mcount_loc" => start = Some(addr),
+                "__stop_mcount_loc" => stop = Some(addr),
+                _ => {}
+            }
+        }
+        let (Some(start), Some(stop)) = (start, stop) else {
+            return Ok(None);
+        };
+        Ok(
+            klpsym_elf::mcount_sites(elf, start, stop, rs)?.map(|sites| FtraceSites {
+                sites,
+                source: source.to_string(),
+            }),
+        )
+    }
 }
 
 /// A struct as a kernel's BTF describes it: its size and its members' byte offsets.

@@ -20,9 +20,10 @@ pub struct LoadOptions {
     /// A package kernel read with named modules is cached with them (their bytes, a few
     /// kilobytes to megabytes), so a warm check does not read the package again.
     pub package_module_names: Option<Vec<String>>,
-    /// Read the export facts (CRCs, namespaces) kept in a cache entry: false for verbs that
-    /// never consult them (a lookup, a dump), which then see none. Decoding never skips them;
-    /// only reading a cached kernel does (tens of thousands of records).
+    /// Read the export facts (CRCs, namespaces) and vmlinux's ftrace call sites kept in a
+    /// cache entry: false for verbs that never consult them (a lookup, a dump), which then
+    /// see none. Decoding never skips them; only reading a cached kernel does (tens of
+    /// thousands of records).
     pub export_facts: bool,
     /// Read debug packages among several packages (see [`is_debug_package`]); false: pass
     /// them over unread, for verbs that need no source files.

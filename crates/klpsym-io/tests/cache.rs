@@ -363,8 +363,10 @@ fn the_name_index_is_left_out_when_the_entry_would_outgrow_its_input() {
         let want: Vec<u64> = cold.table.by_name(name).map(|s| s.addr).collect();
         assert_eq!(got, want, "{name}");
     }
-    // Smaller than the entry without the index: nothing is written.
-    assert_eq!(put_as("vmlinux", without - 1), None);
+    // Smaller than the entry without the index: nothing is written. (64 bytes short, not 1:
+    // the entry records its input's size in decimal and pads the table to 8 bytes, so its
+    // own size moves by a few bytes with the input's.)
+    assert_eq!(put_as("vmlinux", without - 64), None);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -470,7 +472,9 @@ fn a_check_s_package_modules_and_a_dbg_package_are_cached() {
         .unwrap()
         .table
         .iter()
+        // Functions, not the padding before them (`__pfx_*`, `__cfi_*` from 6.2 on: no DWARF).
         .filter(|s| matches!(s.kind, 't' | 'T'))
+        .filter(|s| !s.name.starts_with("__pfx_") && !s.name.starts_with("__cfi_"))
         .step_by(97)
         .map(|s| Some(s.addr))
         .collect();

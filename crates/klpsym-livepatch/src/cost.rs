@@ -157,6 +157,9 @@ pub struct ResolutionCost {
     pub by_object: Vec<ObjectCost>,
     /// kallsyms entries all walks touch.
     pub symbols_visited: u64,
+    /// 6.2+: calls of `klp_match_callback()`, one per vmlinux match the name-sorted lookups
+    /// call back (up to the position sought, or the second match); 0 before 6.2.
+    pub match_callbacks: u64,
     /// The most entries visited between two reschedule points.
     pub longest_unbroken_visits: u64,
     /// Nanoseconds per entry the estimate uses.
@@ -182,6 +185,7 @@ impl ResolutionCost {
             lookups: 0,
             by_object: Vec::new(),
             symbols_visited: 0,
+            match_callbacks: 0,
             longest_unbroken_visits: 0,
             estimated_cpu_ms: 0.0,
             estimated_longest_hold_ms: 0.0,
@@ -391,6 +395,8 @@ struct Meter {
     run: u64,
     longest: u64,
     total: u64,
+    /// klp_match_callback() calls (6.2+).
+    callbacks: u64,
 }
 
 impl Meter {
@@ -478,6 +484,7 @@ fn walk(
                 // Callbacks on the matches up to the stop, a cond_resched() after each.
                 let want = if l.sympos == 0 { 2 } else { l.sympos };
                 for _ in 0..(matches.len() as u64).min(want) {
+                    m.callbacks += 1;
                     m.cond_resched();
                 }
             }
@@ -594,6 +601,7 @@ pub fn resolution_cost_with(
         run: 0,
         longest: 0,
         total: 0,
+        callbacks: 0,
     };
     let ksym = target.rules.ksym_name_len;
     // klp relocation lookups by the section's object: (object of the symbol, name, pos).
@@ -802,6 +810,7 @@ pub fn resolution_cost_with(
         lookups,
         by_object,
         symbols_visited: m.total,
+        match_callbacks: m.callbacks,
         longest_unbroken_visits: m.longest,
         visit_ns: ns,
         visit_ns_source: model.visit_ns.source.clone(),
@@ -1040,6 +1049,7 @@ mod tests {
             run: 0,
             longest: 0,
             total: 0,
+            callbacks: 0,
         }
     }
 

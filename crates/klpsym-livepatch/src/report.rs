@@ -80,6 +80,10 @@ pub enum ProblemKind {
     InvalidPatchTable,
     /// Two functions (or objects) with the same sysfs name: kobject_add fails with -EEXIST.
     DuplicateSysfsName,
+    /// A replaced function without an ftrace call site (`klp_patch_func()`): `failed to find
+    /// location for function '%s'` (5.18+) or `failed to set ftrace filter for function '%s'
+    /// (-22)` (before), then `failed to patch object` and `failed to enable patch`: -EINVAL.
+    NoFtraceLocation,
 }
 
 impl ProblemKind {

@@ -70,6 +70,10 @@ pub struct Target<'a> {
     pub layouts: Option<StructLayouts>,
     /// What the target's module loader checks a module against, as far as it is known.
     pub loader: LoaderFacts<'a>,
+    /// vmlinux's ftrace call sites (its `__mcount_loc` table, sorted: klpsym-elf's
+    /// `mcount_sites`), where `klp_patch_func()` attaches; `None`: unknown, so functions are
+    /// not checked for one.
+    pub ftrace: Option<Fact<&'a [u64]>>,
 }
 
 /// A fact about the target and where it was learned (`config-6.1.0-57-amd64`, `vmlinuz
@@ -158,6 +162,10 @@ impl fmt::Debug for Target<'_> {
             .field("section_bases", &self.section_bases)
             .field("layouts", &self.layouts)
             .field("loader", &self.loader)
+            .field(
+                "ftrace",
+                &self.ftrace.as_ref().map(|f| (f.value.len(), &f.source)),
+            )
             .finish()
     }
 }
@@ -176,7 +184,14 @@ impl<'a> Target<'a> {
             section_bases: BTreeMap::new(),
             layouts: None,
             loader: LoaderFacts::default(),
+            ftrace: None,
         }
+    }
+
+    /// Sets vmlinux's ftrace call sites (sorted), learned from `source`.
+    pub fn with_ftrace_sites(mut self, sites: &'a [u64], source: impl Into<String>) -> Self {
+        self.ftrace = Some(Fact::new(sites, source));
+        self
     }
 
     /// Sets what the target's module loader checks against.

@@ -66,7 +66,7 @@ fn the_image_package_holds_the_unpacked_image_config_and_modules() {
             let e = e.unwrap();
             if e.file_type().unwrap().is_dir() {
                 stack.push(e.path());
-            } else if e.file_name().to_string_lossy().ends_with(".ko") {
+            } else if klpsym_testkit::lab::is_module_file(&e.path()) {
                 on_disk.push(e.path());
             }
         }

@@ -151,3 +151,32 @@ pub fn lab_kernels() -> Vec<LabKernel> {
         })
         .collect()
 }
+
+/// The ELF bytes of a module file of a lab package: `.ko` as is, `.ko.xz`, `.ko.zst` and
+/// `.ko.gz` decompressed by the reference decoders (xz2, zstd, flate2), not by klpsym's own,
+/// so a test reading them judges klpsym's decoding too. Panics naming the file on failure.
+pub fn module_bytes(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let name = path.to_string_lossy();
+    let mut out = Vec::new();
+    let decoded = if name.ends_with(".ko.xz") {
+        xz2::read::XzDecoder::new(raw.as_slice()).read_to_end(&mut out)
+    } else if name.ends_with(".ko.zst") {
+        zstd::stream::read::Decoder::new(raw.as_slice()).and_then(|mut d| d.read_to_end(&mut out))
+    } else if name.ends_with(".ko.gz") {
+        flate2::read::GzDecoder::new(raw.as_slice()).read_to_end(&mut out)
+    } else {
+        return raw;
+    };
+    decoded.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    out
+}
+
+/// True for a module file as kbuild installs it: `.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`.
+pub fn is_module_file(path: &std::path::Path) -> bool {
+    let name = path.to_string_lossy();
+    [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+        .iter()
+        .any(|s| name.ends_with(s))
+}

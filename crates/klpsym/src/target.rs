@@ -243,6 +243,9 @@ impl<'k> TargetFacts<'k> {
         if self.knows_exports {
             target = target.with_exports(&exported);
         }
+        if let Some(t) = &self.kernel.facts().ftrace {
+            target = target.with_ftrace_sites(&t.sites, t.source.as_str());
+        }
         for o in &self.offline {
             target = target
                 .with_offline_module(&o.name, &o.table)

@@ -58,11 +58,32 @@ pub fn ko(l: &Lab, case: &str, patch: &str) -> String {
         .to_string()
 }
 
-/// dummy.ko of the kernel package.
+/// `path`, or the file the package ships for it: Debian compresses modules from 6.12 on
+/// (`dummy.ko.xz`), and a `.ko` path in a test or doc example names either.
+#[allow(dead_code)]
+pub fn as_shipped(path: &Path) -> PathBuf {
+    for suffix in ["", ".xz", ".zst", ".gz"] {
+        let p = PathBuf::from(format!("{}{suffix}", path.display()));
+        if p.is_file() {
+            return p;
+        }
+    }
+    path.to_path_buf()
+}
+
+/// dummy.ko of the kernel package, compressed or not as the package ships it.
 #[allow(dead_code)]
 pub fn dummy_ko(l: &Lab) -> String {
-    Path::new(&l.modules)
-        .join("kernel/drivers/net/dummy.ko")
+    as_shipped(&Path::new(&l.modules).join("kernel/drivers/net/dummy.ko"))
         .display()
         .to_string()
+}
+
+/// The first lab kernel's `NAME=` value from its lab.env.
+#[allow(dead_code)]
+pub fn primary(name: &str) -> String {
+    lab_kernels()
+        .first()
+        .map(|k| k.value(name).to_string())
+        .unwrap_or_default()
 }

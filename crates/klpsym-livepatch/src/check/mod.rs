@@ -10,6 +10,8 @@
 //!    checks, `module %s is not marked as a livepatch module`, then per object: sysfs names,
 //!    and for loaded objects `klp_init_object_loaded()`: the object's klp sections (modules
 //!    only since 5.8), then `klp_find_object_symbol()` for each function.
+//!    Then `__klp_enable_patch()` ([`ftrace`]): each vmlinux function needs an ftrace call
+//!    site (`klp_patch_func()`), or the enable fails with -EINVAL.
 //! 3. **module coming** ([`coming`]) — for each object whose module is not loaded, the same
 //!    `klp_init_object_loaded()` when it loads; failure refuses that module.
 //!
@@ -21,6 +23,7 @@
 
 mod coming;
 mod enable;
+mod ftrace;
 mod klp_relocs;
 mod loader;
 mod module_relocs;
@@ -65,6 +68,7 @@ pub fn check_with(
     }
     c.module_load()?;
     c.patch_enable()?;
+    c.patch_functions()?;
     c.modules_coming()?;
     c.finish()
 }
@@ -215,8 +219,25 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
         for p in &self.problems {
             self.r.tick()?;
             if p.reached && matches!(p.stage, Stage::ModuleLoad | Stage::PatchEnable) {
+                // A function without an ftrace location fails inside __klp_enable_patch(),
+                // after its notice; klp_cancel_transition() then completes the unpatching.
+                let enabling = p.kind == ProblemKind::NoFtraceLocation;
+                if enabling {
+                    push(
+                        &mut out,
+                        &p.stage,
+                        format!("livepatch: enabling patch '{name}'"),
+                    );
+                }
                 for l in &p.log {
                     push(&mut out, &p.stage, l.clone());
+                }
+                if enabling {
+                    push(
+                        &mut out,
+                        &p.stage,
+                        format!("livepatch: '{name}': unpatching complete"),
+                    );
                 }
             }
         }

@@ -7,6 +7,7 @@ use klpsym_livepatch::*;
 use klpsym_testkit::module::*;
 
 mod convert;
+mod ftrace;
 mod loader;
 
 pub(crate) fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {

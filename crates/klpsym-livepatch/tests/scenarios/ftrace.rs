@@ -1,0 +1,131 @@
+//! `klp_patch_func()`: a replaced vmlinux function needs an ftrace call site, found as each
+//! kernel version's `ftrace_location()` finds it.
+
+use super::*;
+use klpsym_core::{ObjectId, SymbolTableBuilder};
+
+/// cmdline_proc_show's address in [`kernel`].
+const CMDLINE: u64 = 0xffff_ffff_8110_0000;
+/// static_helper's, the next symbol.
+const NEXT: u64 = 0xffff_ffff_8120_0000;
+
+fn check_with_sites(
+    table: &klpsym_core::SymbolTable,
+    version: (u32, u32),
+    sites: &[u64],
+) -> CheckReport {
+    let bytes = build_module(&ModSpec::default());
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let t = Target::new(
+        table,
+        KernelRules::for_version(version.0, version.1),
+        Arch::X86_64,
+    )
+    .with_ftrace_sites(sites, "test sites");
+    check(&m, &t)
+}
+
+fn lines(r: &CheckReport) -> Vec<&str> {
+    r.kernel_log.iter().map(|l| l.line.as_str()).collect()
+}
+
+#[test]
+fn a_function_with_its_call_site_is_patched() {
+    let k = kernel();
+    // At the symbol's start (no IBT) on every version; 4 bytes in (after endbr64) from 5.18.
+    for (v, site) in [((5, 10), CMDLINE), ((6, 1), CMDLINE), ((6, 1), CMDLINE + 4)] {
+        let r = check_with_sites(&k, v, &[0xffff_ffff_8100_0010, site, NEXT]);
+        assert_eq!(
+            r.verdict.kind,
+            VerdictKind::Accepted,
+            "{v:?} {site:#x}: {r:#?}"
+        );
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+}
+
+#[test]
+fn a_function_without_a_call_site_fails_the_enable_with_the_kernel_s_lines() {
+    let k = kernel();
+    // No site from cmdline_proc_show up to the next symbol (static_helper has its own).
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE - 0x10, NEXT]);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(r.verdict.errno, Some(22));
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::NoFtraceLocation);
+    assert_eq!(p.symbol.as_deref(), Some("cmdline_proc_show"));
+    assert_eq!(
+        lines(&r),
+        [
+            "livepatch: enabling patch 'lp'",
+            "livepatch: failed to find location for function 'cmdline_proc_show'",
+            "livepatch: failed to patch object 'vmlinux'",
+            "livepatch: failed to enable patch 'lp'",
+            "livepatch: 'lp': unpatching complete",
+        ]
+    );
+    // Before 5.18 the failure is ftrace_set_filter_ip()'s, and only an exact site counts:
+    // one 4 bytes in (where IBT puts it) is not the function's address.
+    for sites in [&[CMDLINE - 0x10, NEXT][..], &[CMDLINE + 4]] {
+        let r = check_with_sites(&k, (5, 10), sites);
+        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{sites:x?}");
+        assert_eq!(
+            lines(&r)[1],
+            "livepatch: failed to set ftrace filter for function 'cmdline_proc_show' (-22)"
+        );
+    }
+}
+
+#[test]
+fn a_site_covering_the_address_counts_one_past_the_next_symbol_does_not() {
+    let k = kernel();
+    // The 5-byte call starting 4 bytes before covers the address (ftrace_cmp_recs()).
+    let r = check_with_sites(&k, (5, 10), &[CMDLINE - 4]);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    let r = check_with_sites(&k, (5, 10), &[CMDLINE - 5]);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    // 5.18+: the window ends before the next symbol.
+    let r = check_with_sites(&k, (6, 1), &[NEXT - 1]);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    let r = check_with_sites(&k, (6, 1), &[NEXT]);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+}
+
+#[test]
+fn init_text_sites_are_gone_after_boot() {
+    let mut b = SymbolTableBuilder::new();
+    let v = ObjectId::VMLINUX;
+    b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+    b.push(v, CMDLINE, b't', "cmdline_proc_show").unwrap();
+    b.push(v, CMDLINE + 0x100, b'T', "_sinittext").unwrap();
+    b.push(v, NEXT, b'T', "_einittext").unwrap();
+    b.push(v, 0xffff_ffff_8180_0000, b'T', "klp_enable_patch")
+        .unwrap();
+    let k = b.build();
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    // The same function as if it were __init: its record was freed with the init text.
+    let mut b = SymbolTableBuilder::new();
+    b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+    b.push(v, CMDLINE - 0x100, b'T', "_sinittext").unwrap();
+    b.push(v, CMDLINE, b't', "cmdline_proc_show").unwrap();
+    b.push(v, NEXT, b'T', "_einittext").unwrap();
+    b.push(v, 0xffff_ffff_8180_0000, b'T', "klp_enable_patch")
+        .unwrap();
+    let k = b.build();
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+}
+
+#[test]
+fn unknown_sites_are_said_to_be_unchecked() {
+    let r = check61(&build_module(&ModSpec::default()));
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("ftrace call site is not checked")),
+        "{:?}",
+        r.warnings
+    );
+}
