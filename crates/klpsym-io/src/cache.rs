@@ -376,8 +376,17 @@ impl Cache {
             .encode_name_index(&mut names, rs)
             .map_err(|e| e.to_string())?;
         let exports_len = exports.as_ref().map_or(0, Vec::len);
+        // vmlinux's ftrace call sites: deltas as LEB128 (about 2 bytes a site, where the
+        // addresses would take 8: the entry must stay smaller than its input).
+        let ftrace = match &f.ftrace {
+            Some(t) => Some((t, encode_sites(&t.sites, rs).map_err(|e| e.to_string())?)),
+            None => None,
+        };
+        let ftrace_len = ftrace.as_ref().map_or(0, |(t, e)| t.source.len() + e.len());
         // 256 bytes: more than the header, pads and trailer take.
-        if (meta.len() + exports_len + table.len() + names.len() + 256) as u64 > input_meta.size() {
+        if (meta.len() + exports_len + table.len() + names.len() + ftrace_len + 256) as u64
+            > input_meta.size()
+        {
             names = Vec::new();
         }
         let mut out = Vec::with_capacity(table.len() + meta.len() + 128);
@@ -429,18 +438,15 @@ impl Cache {
             }
             None => out.push(0),
         }
-        // vmlinux's ftrace call sites: deltas as LEB128 (about 2 bytes a site, where the
-        // addresses would take 8: the entry must stay smaller than its input).
-        match &f.ftrace {
-            Some(t) => {
+        match &ftrace {
+            Some((t, sites)) => {
                 out.push(1);
                 let src = t.source.as_bytes();
                 out.extend_from_slice(&(src.len() as u32).to_le_bytes());
                 out.extend_from_slice(src);
-                let sites = encode_sites(&t.sites, rs).map_err(|e| e.to_string())?;
                 out.extend_from_slice(&(t.sites.len() as u64).to_le_bytes());
                 out.extend_from_slice(&(sites.len() as u64).to_le_bytes());
-                klpsym_core::bulk::extend_from_slice(&mut out, &sites, rs)
+                klpsym_core::bulk::extend_from_slice(&mut out, sites, rs)
                     .map_err(|e| e.to_string())?;
             }
             None => out.push(0),
