@@ -98,6 +98,14 @@ else
 		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite arm64 failed" >&2; exit 1; }
 		lab_envs+=("$env_file")
 	done
+	# The kernel's own klp-build, on a 7.x kernel built from sid's linux-source in the sid
+	# chroot the matrix made (lab/klp-build/build.sh); KLPSYM_LAB_KLP_BUILD=0 leaves it out.
+	if [ "${KLPSYM_LAB_KLP_BUILD:-1}" != 0 ]; then
+		echo "== lab: klp-build" >&2
+		klp_dir="$(bash lab/klp-build/build.sh | sed -n 's/^KLP_BUILD_DIR=//p')"
+		[ -d "$klp_dir" ] || { echo "scripts/test.sh: lab/klp-build/build.sh failed" >&2; exit 1; }
+		export KLPSYM_TEST_KLP_BUILD_DIR="$klp_dir"
+	fi
 	KLPSYM_TEST_LAB_KERNELS="$(IFS=:; printf '%s' "${lab_envs[*]}")"
 	export KLPSYM_TEST_LAB_KERNELS
 	lab_get() { sed -n "s/^$1=//p" "${lab_envs[0]}"; }

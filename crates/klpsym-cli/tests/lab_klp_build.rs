@@ -1,0 +1,262 @@
+//! Modules made by the kernel's own klp-build, judged by the kernel they were built for.
+//!
+//! lab/klp-build/build.sh builds a 7.x kernel from Debian's linux-source with
+//! `scripts/livepatch/klp-build`, which makes one module per patch of lab/klp-build/patches
+//! (klp-build chooses every position itself), then boots the original kernel and loads them
+//! (guest.sh). From the module and the kernel's files alone, `klpsym check` must predict what
+//! the kernel did: the verdict and errno, every `livepatch:` line in order, the functions
+//! livepatch's sysfs lists; and each replaced function must bind the definition whose new
+//! code the kernel then ran (the patches add marks only the new code prints: `klp-a:` in
+//! /sys/kernel/reboot/type is reboot.c's `type_show`, `klp-a2` in a tty's `type`
+//! serial_core.c's).
+//!
+//! Input from scripts/test.sh: KLPSYM_TEST_KLP_BUILD_DIR. Skips (saying so) without it unless
+//! KLPSYM_REQUIRE_LAB is set.
+
+mod common;
+use common::{json, lab, run, text};
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What the kernel did in one step of guest.sh.
+#[derive(Debug, Default)]
+struct Step {
+    /// `rc=` of each load, in order.
+    rcs: Vec<String>,
+    /// `errno=` of each load.
+    errnos: Vec<String>,
+    /// The kernel's `livepatch:` lines.
+    livepatch: Vec<String>,
+    /// What user space saw: name -> value.
+    observed: BTreeMap<String, String>,
+    /// `object name,pos` as livepatch's sysfs lists the functions.
+    funcs: Vec<String>,
+    /// What makes the record unusable.
+    notes: Vec<String>,
+}
+
+fn read_step(dir: &Path, step: &str) -> Step {
+    let path = dir.join("oracle").join(format!("{step}.txt"));
+    let t = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (the guest recorded no {step} step)",
+            path.display()
+        )
+    });
+    let mut s = Step::default();
+    for l in t.lines() {
+        if let Some(v) = l.strip_prefix("rc=") {
+            s.rcs.push(v.to_string());
+        } else if let Some(v) = l.strip_prefix("errno=") {
+            s.errnos.push(v.to_string());
+        } else if let Some(v) = l.strip_prefix("dmesg=") {
+            if v.starts_with("livepatch: ") {
+                s.livepatch.push(v.to_string());
+            }
+        } else if let Some(v) = l.strip_prefix("observe ") {
+            let (k, v) = v.split_once(' ').unwrap_or((v, ""));
+            s.observed.insert(k.to_string(), v.to_string());
+        } else if let Some(v) = l.strip_prefix("func=") {
+            s.funcs.push(v.to_string());
+        } else if let Some(v) = l.strip_prefix("note=") {
+            s.notes.push(v.to_string());
+        }
+    }
+    s
+}
+
+/// `klpsym check --json` of `module` in the build folder against its kernel.
+fn check(dir: &Path, module: &str, extra: &[&str]) -> serde_json::Value {
+    let ko = dir.join(module).display().to_string();
+    let vmlinux = dir.join("vmlinux").display().to_string();
+    let modules = dir.join("modules").display().to_string();
+    let mut args = vec![
+        "check",
+        &ko,
+        "--kernel",
+        &vmlinux,
+        "--modules",
+        &modules,
+        "--json",
+        "--no-cache",
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{module}: {}",
+        text(&o.stderr)
+    );
+    json(&o)["results"][0].clone()
+}
+
+/// The verdict, errno and `livepatch:` lines the report predicts, against the step's.
+fn judge(step: &str, s: &Step, r: &serde_json::Value, failures: &mut Vec<String>) {
+    let report = &r["report"];
+    let verdict = report["verdict"]["kind"].as_str().unwrap_or("?");
+    let patch_rc = s.rcs.last().map(String::as_str).unwrap_or("?");
+    let kernel = if patch_rc == "0" {
+        "accepted"
+    } else {
+        "refused_at_load"
+    };
+    if verdict != kernel {
+        failures.push(format!(
+            "{step}: the kernel {kernel} (rc={patch_rc}), klpsym says {verdict}"
+        ));
+    }
+    if kernel != "accepted" {
+        let errno = report["verdict"]["errno"].as_i64();
+        let name = report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["errno"].as_i64() == errno && p["reached"] == true)
+            .and_then(|p| p["errno_name"].as_str())
+            .unwrap_or("?");
+        let want = s.errnos.last().map(String::as_str).unwrap_or("?");
+        if name != want {
+            failures.push(format!(
+                "{step}: the load failed with {want}, klpsym predicts {name}"
+            ));
+        }
+    }
+    let predicted: Vec<String> = report["kernel_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["line"].as_str())
+        .filter(|l| l.starts_with("livepatch: "))
+        .map(str::to_string)
+        .collect();
+    if predicted != s.livepatch {
+        failures.push(format!(
+            "{step}: the kernel printed {:?}\n    klpsym predicts {predicted:?}",
+            s.livepatch
+        ));
+    }
+    if kernel == "accepted" {
+        // livepatch's sysfs names a function `name,pos` (position 0 listed as 1).
+        let mut listed: Vec<String> = report["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|o| {
+                o["funcs"].as_array().unwrap().iter().map(move |f| {
+                    format!(
+                        "{} {},{}",
+                        o["name"].as_str().unwrap(),
+                        f["old_name"].as_str().unwrap(),
+                        f["old_sympos"].as_u64().unwrap().max(1)
+                    )
+                })
+            })
+            .collect();
+        let mut sysfs = s.funcs.clone();
+        listed.sort();
+        sysfs.sort();
+        if listed != sysfs {
+            failures.push(format!("{step}: sysfs lists {sysfs:?}, klpsym {listed:?}"));
+        }
+    }
+    for n in &s.notes {
+        failures.push(format!("{step}: the guest noted: {n}"));
+    }
+}
+
+/// The files klpsym says the functions named `name` bind.
+fn bound_files(r: &serde_json::Value, name: &str) -> Vec<String> {
+    let mut v: Vec<String> = r["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["source"] == "function" && b["name"] == name)
+        .map(|b| b["bound"]["file"].as_str().unwrap_or("?").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn klp_build_modules_are_judged_by_their_kernel() {
+    let Some(dir) = lab("KLPSYM_TEST_KLP_BUILD_DIR") else {
+        return;
+    };
+    let mut failures = Vec::new();
+
+    // 1. vmlinux: two type_show definitions (positions klp-build chose), compiler clones,
+    //    static data reached through klp relocations.
+    let s = read_step(&dir, "vmlinux");
+    let r = check(&dir, "livepatch-vmlinux.ko", &[]);
+    judge("vmlinux", &s, &r, &mut failures);
+    let seen = |k: &str| s.observed.get(k).cloned().unwrap_or_default();
+    // The kernel ran the new code of both type_show definitions...
+    assert!(
+        seen("reboot_type").starts_with("klp-a:") && seen("tty_type").ends_with(" klp-a2"),
+        "the patched type_show functions did not run: {:?}",
+        s.observed
+    );
+    assert!(
+        !seen("reboot_type_before").starts_with("klp-a:"),
+        "{:?}",
+        s.observed
+    );
+    // ...so the two klp_funcs bind reboot.c's and serial_core.c's.
+    let files = bound_files(&r, "type_show");
+    if files != ["reboot.c", "serial_core.c"] {
+        failures.push(format!(
+            "vmlinux: klpsym binds type_show to {files:?}; the kernel ran reboot.c's and serial_core.c's new code"
+        ));
+    }
+    // The patched sysctl handler wrote through its klp relocation to the static array.
+    if !seen("lowmem_reserve_ratio")
+        .split_whitespace()
+        .any(|v| v == "7")
+    {
+        failures.push(format!(
+            "vmlinux: lowmem_reserve_ratio shows {:?}: the patched handler did not run",
+            seen("lowmem_reserve_ratio")
+        ));
+    }
+
+    // 2. A function of a module loaded before the patch, placed where the kernel put it.
+    let s = read_step(&dir, "kobject");
+    let capture = dir
+        .join("oracle/kallsyms-kobject.txt")
+        .display()
+        .to_string();
+    let r = check(
+        &dir,
+        "livepatch-kobject.ko",
+        &["--loaded", "kobject_example", "--place-from", &capture],
+    );
+    judge("kobject", &s, &r, &mut failures);
+    assert_eq!(
+        s.observed.get("bar").map(String::as_str),
+        Some("klp-b:0"),
+        "the patched b_show did not run: {:?}",
+        s.observed
+    );
+
+    // 3. A function without an ftrace call site: klp-build builds it, the kernel refuses it.
+    let s = read_step(&dir, "notrace");
+    let r = check(&dir, "livepatch-notrace.ko", &[]);
+    judge("notrace", &s, &r, &mut failures);
+    assert_eq!(
+        s.rcs.last().map(String::as_str),
+        Some("-1"),
+        "the kernel refuses a notrace function"
+    );
+
+    // 4. A patch klp-build itself refuses makes no module, and says why.
+    let refused = std::fs::read_to_string(dir.join("refused.log")).unwrap();
+    assert!(refused.contains("unsupported patch to lib/"), "{refused}");
+
+    assert!(
+        failures.is_empty(),
+        "{} differences between klpsym and the klp-build kernel:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
