@@ -101,6 +101,13 @@ boot() {
 		--add "$out/livepatch-vmlinux.ko:/lab/klp/" --add "$out/livepatch-kobject.ko:/lab/klp/" \
 		--add "$out/livepatch-notrace.ko:/lab/klp/" --add "$out/modules:/lab/klp/" \
 		--out "$out/oracle.new" </dev/null || die "the klp-build kernel's VM run failed"
+	# A record without every step's load result is never kept (the guest's script may have
+	# stopped early).
+	local f
+	for f in vmlinux kobject notrace; do
+		grep -q '^rc=' "$out/oracle.new/$f.txt" 2>/dev/null ||
+			die "the klp-build guest recorded no load for step $f (see $out/oracle.new/console.log)"
+	done
 	printf '%s\n' "$bkey" >"$out/oracle.new/.key"
 	rm -rf "$out/oracle"
 	mv "$out/oracle.new" "$out/oracle"
@@ -114,7 +121,16 @@ if [ -f "$out/.done" ]; then
 	exit 0
 fi
 
+# One build at a time (the work tree is shared); a second run waits, then finds it done.
+if [ -z "${KLP_BUILD_LOCKED:-}" ]; then
+	mkdir -p "$LAB_CACHE/klp-build"
+	export KLP_BUILD_LOCKED=1
+	with_lock "$LAB_CACHE/klp-build/.lock" bash "${BASH_SOURCE[0]}"
+	exit 0
+fi
 work="$LAB_CACHE/klp-build/work"
+# The multi-GB tree goes, whatever happens.
+trap 'rm -rf "$work"' EXIT
 rm -rf "$work" "$out.tmp"
 mkdir -p "$work" "$out.tmp"
 t0="$(now)"
@@ -168,6 +184,9 @@ cp "$src/livepatch-notrace.ko" "$out.tmp/"
 if step refused "./scripts/livepatch/klp-build -T -S 2 -j2 -o livepatch-refused.ko ../patches/e1-lib-refused.patch"; then
 	die "klp-build accepted a patch to lib/ (log: $out.tmp/refused.log)"
 fi
+# Refused for its reason, not because something broke.
+grep -q 'unsupported patch to lib/' "$out.tmp/refused.log" ||
+	die "klp-build failed on the lib/ patch without saying it is unsupported (log: $out.tmp/refused.log)"
 printf 'total %s\n' "$(elapsed "$t0")" >>"$out.tmp/timings.txt"
 {
 	printf 'package=%s\nversion=%s\ngcc=%s\n' "$pkg" "$ver" "$gcc_ver"

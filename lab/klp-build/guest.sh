@@ -32,6 +32,8 @@ load() {
 
 # settle STEP PATCH: until PATCH's transition ends; its functions as sysfs lists them.
 settle() {
+	# A patch the kernel refused has no folder: nothing to wait for.
+	[ -d "$LIVEPATCH/$2" ] || return 1
 	_i=0
 	while [ -f "$LIVEPATCH/$2/transition" ] && [ "$(cat "$LIVEPATCH/$2/transition")" = 1 ]; do
 		_i=$((_i + 1))

@@ -81,8 +81,16 @@ impl Ctx<'_, '_, '_, '_> {
             if !patched.insert(a) {
                 continue;
             }
-            if self.ftrace_location(a, sites, init)? {
-                continue;
+            match self.ftrace_location(a, sites, init)? {
+                Some(true) => continue,
+                Some(false) => {}
+                None => {
+                    // The extent the kernel searches is unknown here: say so, never guess.
+                    self.warn_once(format!(
+                        "{name} at {a:#x}: no ftrace call site at its address, and its extent up to the next symbol is unknown: whether the kernel finds a location for it is not checked"
+                    ));
+                    continue;
+                }
             }
             let pname = m.name.clone();
             let first = if self.t.rules.version < (5, 18) {
@@ -114,7 +122,9 @@ impl Ctx<'_, '_, '_, '_> {
         Ok(())
     }
 
-    /// vmlinux's `[_sinittext, _einittext)`, whose ftrace records are freed after boot.
+    /// vmlinux's init memory, whose ftrace records are freed after boot: `ftrace_free_init_mem()`
+    /// frees `[__init_begin, __init_end)` (init and exit text alike); `[_sinittext,
+    /// _einittext)` when those are not listed.
     fn init_text(&self) -> Option<(u64, u64)> {
         let at = |n: &str| {
             self.t
@@ -123,18 +133,20 @@ impl Ctx<'_, '_, '_, '_> {
                 .find(|s| s.object == ObjectId::VMLINUX)
                 .map(|s| s.addr)
         };
-        Some((at("_sinittext")?, at("_einittext")?))
+        at("__init_begin")
+            .zip(at("__init_end"))
+            .or_else(|| at("_sinittext").zip(at("_einittext")))
     }
 
-    /// True when `ftrace_location(a)` of this target's version is nonzero: a live call site
+    /// Whether `ftrace_location(a)` of this target's version is nonzero: a live call site
     /// covers `a` (`site <= a < site + MCOUNT_INSN_SIZE`), or (5.18+) one starts between `a`,
-    /// a symbol's start, and the next kallsyms symbol.
+    /// a symbol's start, and the next kallsyms symbol. `None` when that extent is unknown.
     fn ftrace_location(
         &mut self,
         a: u64,
         sites: &[u64],
         init: Option<(u64, u64)>,
-    ) -> Result<bool, Cancelled> {
+    ) -> Result<Option<bool>, Cancelled> {
         let live = |r: u64| init.is_none_or(|(s, e)| !(s <= r && r < e));
         // The sites from `lo` to `hi` (inclusive), sorted.
         let any_live = |lo: u64, hi: u64| {
@@ -145,17 +157,20 @@ impl Ctx<'_, '_, '_, '_> {
                 .any(|&r| live(r))
         };
         if any_live(a.saturating_sub(MCOUNT_INSN_SIZE - 1), a) {
-            return Ok(true);
+            return Ok(Some(true));
         }
         if self.t.rules.version < (5, 18) {
-            return Ok(false);
+            return Ok(Some(false));
         }
-        // kallsyms_lookup_size_offset(): the extent up to the next higher address.
+        // kallsyms_lookup_size_offset(): the extent up to the next higher address (the
+        // kernel bounds the last symbol by _etext or _end, which the table may not know).
         self.t.kernel.build_indexes(self.r)?;
-        let size = match self.t.kernel.symbolize(a) {
-            SymbolizeOutcome::Found(s) if s.offset == 0 && s.size != SIZE_UNKNOWN => s.size,
-            _ => return Ok(false),
+        let end = match self.t.kernel.symbolize(a) {
+            SymbolizeOutcome::Found(s) if s.offset == 0 && s.size != SIZE_UNKNOWN && s.size > 0 => {
+                a.checked_add(s.size - 1)
+            }
+            _ => None,
         };
-        Ok(size > 0 && any_live(a, a + size - 1))
+        Ok(end.map(|end| any_live(a, end)))
     }
 }

@@ -129,3 +129,45 @@ fn unknown_sites_are_said_to_be_unchecked() {
         r.warnings
     );
 }
+
+#[test]
+fn an_unknown_extent_is_said_to_be_unchecked_not_refused() {
+    // The last symbol: nothing after it bounds the window (the kernel uses _etext or _end).
+    let mut b = SymbolTableBuilder::new();
+    let v = ObjectId::VMLINUX;
+    b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+    b.push(v, 0xffff_ffff_8080_0000, b'T', "klp_enable_patch")
+        .unwrap();
+    b.push(v, CMDLINE, b't', "cmdline_proc_show").unwrap();
+    let k = b.build();
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE + 4]);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    // No site even where IBT would put it, and no extent: unknown, with a warning.
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE - 0x100]);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("extent up to the next symbol is unknown")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn exit_text_sites_are_freed_with_the_init_memory() {
+    let mut b = SymbolTableBuilder::new();
+    let v = ObjectId::VMLINUX;
+    b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+    b.push(v, CMDLINE - 0x200, b'D', "__init_begin").unwrap();
+    b.push(v, CMDLINE - 0x100, b'T', "_sinittext").unwrap();
+    b.push(v, CMDLINE - 0x80, b'T', "_einittext").unwrap();
+    // An __exit function: past the init text, inside the init memory.
+    b.push(v, CMDLINE, b't', "cmdline_proc_show").unwrap();
+    b.push(v, NEXT, b'D', "__init_end").unwrap();
+    b.push(v, 0xffff_ffff_8180_0000, b'T', "klp_enable_patch")
+        .unwrap();
+    let k = b.build();
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
+    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+}
