@@ -22,6 +22,7 @@
 # key stay those of the amd64 builds. The headers' .kernelvariables set ARCH=arm64 and
 # CROSS_COMPILE=aarch64-linux-gnu-: `make -C HEADERS M=...` needs no extra argument.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/chroot-packages.sh"
 
 config="${1:?usage: toolchain.sh CONFIG}"
 [ -f "$config" ] || die "kernel config not found: $config"
@@ -78,26 +79,9 @@ make_chroot() {
 cross_packages="$cc_pkg-aarch64-linux-gnu binutils-aarch64-linux-gnu"
 cross_recipe="arm64-recipe=1 packages=$cross_packages"
 add_arm64_cross() {
-	if [ -f "$root/.made-arm64" ] && [ "$(head -n1 "$root/.made-arm64")" = "$cross_recipe" ]; then
-		return 0
-	fi
-	local t0
-	t0="$(now)"
-	log "apt-get install $cross_packages in the $base_suite chroot"
-	# sid's Release carries a Valid-Until date (a week ahead); a mirror snapshot may be past it:
-	# the chroot's lists are only read once, here, so its date is not checked (debootstrap
-	# does not check it either).
 	# shellcheck disable=SC2086 # one package per word
-	in_toolchain "$root" /bin/sh -c "apt-get -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $cross_packages && apt-get clean" \
-		</dev/null >"$LAB_CACHE/chroot/$base_suite-arm64.install.log" 2>&1 ||
-		die "installing $cross_packages in the $base_suite chroot failed (log: $LAB_CACHE/chroot/$base_suite-arm64.install.log)"
-	chroot "$root" "$cc" --version >/dev/null || die "the $base_suite chroot has no working $cc"
-	{
-		printf '%s\n' "$cross_recipe"
-		chroot "$root" "$cc" --version | head -n1
-	} >"$root/.made-arm64.tmp"
-	mv "$root/.made-arm64.tmp" "$root/.made-arm64"
-	log "cross compiler added to $root in $(elapsed "$t0")s: $(sed -n 2p "$root/.made-arm64")"
+	chroot_add_packages "$root" .made-arm64 "$cross_recipe" "$cc" \
+		"$LAB_CACHE/chroot/$base_suite-arm64.install.log" "cross compiler" $cross_packages
 }
 
 with_lock "$LAB_CACHE/chroot/.lock" make_chroot

@@ -28,6 +28,7 @@
 # sid's private apt configuration (lib.sh makes it for KLPSYM_LAB_SUITE when sourced).
 export KLPSYM_LAB_SUITE=sid KLPSYM_LAB_ARCH=amd64
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../chroot-packages.sh"
 
 HERE="$LAB_SRC_DIR/klp-build"
 root="$LAB_CACHE/chroot/sid"
@@ -37,22 +38,9 @@ root="$LAB_CACHE/chroot/sid"
 klp_packages="gcc make bc flex bison libelf-dev libxxhash-dev gawk patch patchutils diffutils pkgconf xz-utils binutils cpio"
 klp_recipe="klp-recipe=1 packages=$klp_packages"
 add_klp_packages() {
-	if [ -f "$root/.made-klp" ] && [ "$(head -n1 "$root/.made-klp")" = "$klp_recipe" ]; then
-		return 0
-	fi
-	local t0
-	t0="$(now)"
-	log "apt-get install $klp_packages in the sid chroot"
 	# shellcheck disable=SC2086 # one package per word
-	in_toolchain "$root" /bin/sh -c "apt-get -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $klp_packages && apt-get clean" \
-		</dev/null >"$LAB_CACHE/chroot/sid-klp.install.log" 2>&1 ||
-		die "installing $klp_packages in the sid chroot failed (log: $LAB_CACHE/chroot/sid-klp.install.log)"
-	{
-		printf '%s\n' "$klp_recipe"
-		chroot "$root" gcc --version | head -n1
-	} >"$root/.made-klp.tmp"
-	mv "$root/.made-klp.tmp" "$root/.made-klp"
-	log "klp-build's tools added to $root in $(elapsed "$t0")s: $(sed -n 2p "$root/.made-klp")"
+	chroot_add_packages "$root" .made-klp "$klp_recipe" gcc \
+		"$LAB_CACHE/chroot/sid-klp.install.log" "klp-build's tools" $klp_packages
 }
 
 [ -f "$root/.made" ] || die "no sid chroot in $root: run the sid lab kernel first (KLPSYM_LAB_SUITE=sid lab/lab-kernel.sh)"

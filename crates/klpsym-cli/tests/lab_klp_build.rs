@@ -14,7 +14,7 @@
 //! KLPSYM_REQUIRE_LAB is set.
 
 mod common;
-use common::{json, lab, run, text};
+use common::{json, lab, livepatch_lines, run, text};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -125,14 +125,7 @@ fn judge(step: &str, s: &Step, r: &serde_json::Value, failures: &mut Vec<String>
             ));
         }
     }
-    let predicted: Vec<String> = report["kernel_log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|l| l["line"].as_str())
-        .filter(|l| l.starts_with("livepatch: "))
-        .map(str::to_string)
-        .collect();
+    let predicted = livepatch_lines(report);
     if predicted != s.livepatch {
         failures.push(format!(
             "{step}: the kernel printed {:?}\n    klpsym predicts {predicted:?}",

@@ -8,7 +8,7 @@
 //! KLPSYM_REQUIRE_LAB is set.
 
 mod common;
-use common::livepatch_kernels;
+use common::{livepatch_kernels, livepatch_lines};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -509,14 +509,7 @@ fn judge(
         }
         // The whole livepatch log, informational lines included (enabling, transition,
         // applying to a loading module).
-        let predicted: Vec<String> = r["kernel_log"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|l| l["line"].as_str())
-            .filter(|l| l.starts_with("livepatch: "))
-            .map(str::to_string)
-            .collect();
+        let predicted = livepatch_lines(r);
         if predicted != oracle.livepatch_log {
             failures.push(format!(
                 "{case}: kernel log {:?}\n    klpsym predicts {:?}",

@@ -28,6 +28,22 @@ pub fn json(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)))
 }
 
+/// The `livepatch:` lines of a check report's predicted kernel log, in order (informational
+/// lines included: enabling, transition, applying to a loading module).
+#[allow(dead_code)]
+pub fn livepatch_lines(report: &serde_json::Value) -> Vec<String> {
+    report["kernel_log"]
+        .as_array()
+        .map(|log| {
+            log.iter()
+                .filter_map(|l| l["line"].as_str())
+                .filter(|l| l.starts_with("livepatch: "))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The primary lab kernel's files the CLI tests read (the first kernel of the matrix).
 #[allow(dead_code)]
 pub struct Lab {
