@@ -19,12 +19,14 @@
 #
 # Then the original kernel boots under QEMU and loads each module (guest.sh); the kernel's
 # lines, verdicts and what the patched functions show are recorded in oracle/<step>.txt.
+# Debian's own build of the same release (the lab's sid kernel: another configuration, so
+# another `struct module`) loads the same files as a cross check: oracle-debian/<step>.txt.
 #
 # Everything is cached in $LAB_CACHE/klp-build/<key>/, key = the source package's SHA-256,
 # config.sh, the patches, the build recipe and the chroot's gcc: a second run builds nothing;
-# the boot is keyed by the guest side's bytes. Prints KEY=VALUE: KLP_BUILD_DIR (the outputs:
+# each boot is keyed by the guest side's bytes (and Debian's image). Prints KEY=VALUE: KLP_BUILD_DIR (the outputs:
 # vmlinux of the original build, the modules, klp-build's logs and diff log, timings.txt,
-# oracle/).
+# oracle/, oracle-debian/).
 # sid's private apt configuration (lib.sh makes it for KLPSYM_LAB_SUITE when sourced).
 export KLPSYM_LAB_SUITE=sid KLPSYM_LAB_ARCH=amd64
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -69,37 +71,50 @@ key="$({
 } | sha256sum | cut -c1-32)"
 out="$LAB_CACHE/klp-build/$key"
 
-# boot: the original kernel loads every module (guest.sh); the record is kept in $out/oracle,
-# keyed by the guest side's bytes (guest.sh, the lab's VM tools).
-boot() {
-	local bkey
+# record KERNEL DEST EXTRA WHAT: KERNEL boots under QEMU and loads every module (guest.sh);
+# the record is kept in DEST, keyed by the guest side's bytes (guest.sh, the lab's VM tools)
+# and EXTRA (what identifies KERNEL beyond this build).
+record() {
+	local kernel="$1" dest="$2" extra="$3" what="$4" bkey t f
 	bkey="$({
 		(cd "$LAB_SRC_DIR" && md5sum run-vm.sh build-helpers.sh finit.c shmout.c guest/* klp-build/guest.sh)
 		dpkg-query -W -f '${Version}\n' busybox-static qemu-system-x86 2>/dev/null || true
+		printf '%s\n' "$extra"
 	} | md5sum | cut -c1-32)"
-	if [ -f "$out/oracle/.key" ] && [ "$(cat "$out/oracle/.key")" = "$bkey" ]; then
-		log "klp-build oracle up to date in $out/oracle"
+	if [ -f "$dest/.key" ] && [ "$(cat "$dest/.key")" = "$bkey" ]; then
+		log "$what: record up to date in $dest"
 		return 0
 	fi
-	local t
 	t="$(now)"
-	log "booting the klp-build kernel (boot key $bkey)"
-	rm -rf "$out/oracle.new"
-	"$LAB_SRC_DIR/run-vm.sh" --kernel "$out/vmlinux" --script "$HERE/guest.sh" --mem 512M \
+	log "booting $what (boot key $bkey)"
+	rm -rf "$dest.new"
+	"$LAB_SRC_DIR/run-vm.sh" --kernel "$kernel" --script "$HERE/guest.sh" --mem 1G \
 		--add "$out/livepatch-vmlinux.ko:/lab/klp/" --add "$out/livepatch-kobject.ko:/lab/klp/" \
 		--add "$out/livepatch-notrace.ko:/lab/klp/" --add "$out/modules:/lab/klp/" \
-		--out "$out/oracle.new" </dev/null || die "the klp-build kernel's VM run failed"
+		--out "$dest.new" </dev/null || die "the VM run of $what failed"
 	# A record without every step's load result is never kept (the guest's script may have
 	# stopped early).
-	local f
 	for f in vmlinux kobject notrace; do
-		grep -q '^rc=' "$out/oracle.new/$f.txt" 2>/dev/null ||
-			die "the klp-build guest recorded no load for step $f (see $out/oracle.new/console.log)"
+		grep -q '^rc=' "$dest.new/$f.txt" 2>/dev/null ||
+			die "$what recorded no load for step $f (see $dest.new/console.log)"
 	done
-	printf '%s\n' "$bkey" >"$out/oracle.new/.key"
-	rm -rf "$out/oracle"
-	mv "$out/oracle.new" "$out/oracle"
-	log "klp-build oracle recorded in $(elapsed "$t")s"
+	printf '%s\n' "$bkey" >"$dest.new/.key"
+	rm -rf "$dest"
+	mv "$dest.new" "$dest"
+	log "$what: recorded in $(elapsed "$t")s"
+}
+
+# boot: the original kernel klp-build made loads its modules (oracle/); then, as a cross check
+# the kernel itself answers, Debian's own build of sid's kernel (the lab's sid kernel, another
+# configuration of the same release) loads the same files (oracle-debian/, with lab.env: the
+# path of that kernel's lab.env, whose files the test checks against).
+boot() {
+	record "$out/vmlinux" "$out/oracle" "" "the klp-build kernel"
+	load_kernel_env
+	record "$BOOT_KERNEL" "$out/oracle-debian" "$IMAGE_SHA256" "Debian's $KERNEL_RELEASE"
+	[ -f "$KLPSYM_LAB_DIR/lab.env" ] ||
+		die "no $KLPSYM_LAB_DIR/lab.env: run the sid lab kernel first (KLPSYM_LAB_SUITE=sid lab/lab-kernel.sh)"
+	printf '%s\n' "$KLPSYM_LAB_DIR/lab.env" >"$out/oracle-debian/lab.env.path"
 }
 
 if [ -f "$out/.done" ]; then

@@ -8,7 +8,10 @@
 //! livepatch's sysfs lists; and each replaced function must bind the definition whose new
 //! code the kernel then ran (the patches add marks only the new code prints: `klp-a:` in
 //! /sys/kernel/reboot/type is reboot.c's `type_show`, `klp-a2` in a tty's `type`
-//! serial_core.c's).
+//! serial_core.c's). As a cross check the kernel itself answers, Debian's own build of the
+//! same release (the lab's sid kernel, another configuration) loads the same files, and
+//! `klpsym check` against that kernel's image, module tree and config must predict every line
+//! it printed.
 //!
 //! Input from scripts/test.sh: KLPSYM_TEST_KLP_BUILD_DIR. Skips (saying so) without it unless
 //! KLPSYM_REQUIRE_LAB is set.
@@ -39,7 +42,12 @@ struct Step {
 }
 
 fn read_step(dir: &Path, step: &str) -> Step {
-    let path = dir.join("oracle").join(format!("{step}.txt"));
+    read_record(&dir.join("oracle"), step)
+}
+
+/// One step of the record in `record` (oracle/ or oracle-debian/).
+fn read_record(record: &Path, step: &str) -> Step {
+    let path = record.join(format!("{step}.txt"));
     let t = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (the guest recorded no {step} step)",
@@ -273,7 +281,69 @@ fn klp_build_modules_are_judged_by_their_kernel() {
         "the kernel refuses a notrace function"
     );
 
-    // 4. A patch klp-build itself refuses makes no module, and says why.
+    // 4. The cross check: Debian's own build of the same release (another configuration)
+    //    loads the same files. The kernel answers; klpsym must predict its every line from
+    //    the Debian kernel's files (its image, module tree and config).
+    let record = dir.join("oracle-debian");
+    let env_path = std::fs::read_to_string(record.join("lab.env.path"))
+        .unwrap_or_else(|e| panic!("{}: {e}", record.join("lab.env.path").display()));
+    let env: BTreeMap<String, String> = std::fs::read_to_string(env_path.trim())
+        .unwrap_or_else(|e| panic!("{}: {e}", env_path.trim()))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let debian = |k: &str| {
+        env.get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("{}: no {k}=", env_path.trim()))
+    };
+    let (vmlinuz, modules, config) = (debian("VMLINUZ"), debian("MODULES_DIR"), debian("CONFIG"));
+    for (step, module) in [
+        ("vmlinux", "livepatch-vmlinux.ko"),
+        ("kobject", "livepatch-kobject.ko"),
+        ("notrace", "livepatch-notrace.ko"),
+    ] {
+        let s = read_record(&record, step);
+        let ko = dir.join(module).display().to_string();
+        let o = run(&[
+            "check",
+            &ko,
+            "--kernel",
+            &vmlinuz,
+            "--modules",
+            &modules,
+            "--kernel-config",
+            &config,
+            "--json",
+            "--no-cache",
+        ]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{module} on Debian's kernel: {}",
+            text(&o.stderr)
+        );
+        let r = json(&o)["results"][0].clone();
+        let step = format!("{step} on Debian's {}", debian("RELEASE"));
+        judge(&step, &s, &r, &mut failures);
+        // Every line the kernel printed for the patch's load (the kobject step loads the
+        // sample module first: its lines come before).
+        let predicted: Vec<String> = r["report"]["kernel_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["line"].as_str())
+            .map(str::to_string)
+            .collect();
+        if predicted.is_empty() || !s.kernel.ends_with(&predicted) {
+            failures.push(format!(
+                "{step}: the kernel printed {:?}\n    klpsym predicts {predicted:?}",
+                s.kernel
+            ));
+        }
+    }
+
+    // 5. A patch klp-build itself refuses makes no module, and says why.
     let refused = std::fs::read_to_string(dir.join("refused.log")).unwrap();
     assert!(refused.contains("unsupported patch to lib/"), "{refused}");
 

@@ -31,7 +31,7 @@ use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 9;
+const FORMAT: u32 = 10;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 

@@ -65,9 +65,10 @@ pub struct SourceFacts {
     pub exports: Option<klpsym_sources::Exports>,
     /// The GNU build id (lower-case hex), when the source holds it (image, vmlinux).
     pub build_id: Option<String>,
-    /// What the source's own BTF (an image's or a vmlinux's `.BTF`) says of the livepatch
-    /// structs `klp_patch`, `klp_object` and `klp_func`, in that order (`None` for each one
-    /// it does not describe); `None` when the source holds no BTF.
+    /// What the source's own BTF (an image's or a vmlinux's `.BTF`) says of the structs of
+    /// [`BTF_STRUCTS`]: the livepatch structs `klp_patch`, `klp_object` and `klp_func`, then
+    /// `module` (whose size the module loader holds `.gnu.linkonce.this_module` to), in that
+    /// order (`None` for each one it does not describe); `None` when the source holds no BTF.
     #[serde(default)]
     pub klp_structs: Option<Vec<Option<StructFact>>>,
     /// vmlinux's ftrace call sites, when the source holds its `__mcount_loc` table (an x86_64
@@ -128,12 +129,21 @@ pub struct StructFact {
     pub members: Vec<(String, u64)>,
 }
 
-/// The livepatch structs of a kernel's bytes, from their BTF (see
+/// The structs [`SourceFacts::klp_structs`] describes, in its order.
+pub const BTF_STRUCTS: [&str; 4] = ["klp_patch", "klp_object", "klp_func", "module"];
+
+impl SourceFacts {
+    /// `sizeof(struct module)` as the source's own BTF gives it.
+    pub fn struct_module_size(&self) -> Option<u64> {
+        Some(self.klp_structs.as_ref()?.get(3)?.as_ref()?.size)
+    }
+}
+
+/// The structs of [`BTF_STRUCTS`] in a kernel's bytes, from their BTF (see
 /// [`SourceFacts::klp_structs`]): `None` without BTF, or when it does not decode.
 pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
     let btf = klpsym_elf::btf::find_btf(bytes)?;
-    let found =
-        klpsym_elf::btf::find_structs(btf, &["klp_patch", "klp_object", "klp_func"]).ok()?;
+    let found = klpsym_elf::btf::find_structs(btf, &BTF_STRUCTS).ok()?;
     Some(
         found
             .into_iter()

@@ -36,6 +36,12 @@ pub enum ProblemKind {
     /// or built for another architecture (`Invalid architecture in ELF header: %u`;
     /// 5.10: `Module has invalid ELF structures`): -ENOEXEC, before anything else is read.
     ElfHeader,
+    /// The module's `.gnu.linkonce.this_module` is not one the loader takes (6.4+): most
+    /// often `module %s: .gnu.linkonce.this_module section size must match the kernel's built
+    /// struct module size at run time` — the module was built against the headers of another
+    /// configuration; also a missing or duplicated section, SHT_NOBITS, not SHF_ALLOC:
+    /// -ENOEXEC, before symbol versions and vermagic.
+    ThisModule,
     /// `%s: version magic '%s' should be '%s'` (the module loader, `check_modinfo()`).
     VermagicMismatch,
     /// `%s: disagrees about version of symbol %s` (`check_version()`): for `module_layout`
@@ -94,6 +100,7 @@ impl ProblemKind {
             self,
             ProblemKind::ModulesUnsupported
                 | ProblemKind::ElfHeader
+                | ProblemKind::ThisModule
                 | ProblemKind::VermagicMismatch
                 | ProblemKind::SymbolVersionMismatch
                 | ProblemKind::LivepatchDisabled

@@ -131,6 +131,9 @@ pub struct LoaderFacts<'a> {
     /// The target's ELF machine (`EM_X86_64` 62, `EM_AARCH64` 183): `elf_check_arch()`
     /// refuses a module of another.
     pub machine: Option<Fact<u16>>,
+    /// `sizeof(struct module)` (the kernel's BTF, or the `.gnu.linkonce.this_module` of a
+    /// module it ships): since 6.4 a module whose section has another size is refused.
+    pub struct_module_size: Option<Fact<u64>>,
 }
 
 impl fmt::Debug for LoaderFacts<'_> {
@@ -144,6 +147,7 @@ impl fmt::Debug for LoaderFacts<'_> {
             .field("force_load", &self.force_load)
             .field("sig_force", &self.sig_force)
             .field("machine", &self.machine)
+            .field("struct_module_size", &self.struct_module_size)
             .finish()
     }
 }

@@ -89,6 +89,7 @@ impl Layouts {
         let structs = kernel.facts().klp_structs.as_ref()?;
         let found: Vec<Option<btf::BtfStruct>> = structs
             .iter()
+            .take(btf::KLP_STRUCTS.len())
             .map(|s| {
                 s.as_ref().map(|s| btf::BtfStruct {
                     size: s.size,
@@ -343,6 +344,7 @@ struct LoaderInputs<'k> {
     exports: Option<Cow<'k, Exports>>,
     livepatch: Option<Fact<bool>>,
     sig_enforce_live: Option<bool>,
+    struct_module_size: Option<Fact<u64>>,
 }
 
 impl<'k> LoaderInputs<'k> {
@@ -357,13 +359,25 @@ impl<'k> LoaderInputs<'k> {
         let mut out = LoaderInputs::default();
         let inner = &k.inner;
         let package = inner.package.as_ref();
-        out.vermagic = match &inner.facts.vermagic {
-            Some(v) => Some(Fact::new(v.clone(), format!("{}", inner.path.display()))),
-            None => match tree {
-                Some(t) => tree_vermagic(k, t, rs)?,
-                None => None,
-            },
-        };
+        out.vermagic = inner
+            .facts
+            .vermagic
+            .as_ref()
+            .map(|v| Fact::new(v.clone(), format!("{}", inner.path.display())));
+        out.struct_module_size = inner.facts.struct_module_size().map(|n| {
+            Fact::new(
+                n,
+                format!("struct module in {}'s BTF", inner.path.display()),
+            )
+        });
+        if let (Some(t), true) = (
+            tree,
+            out.vermagic.is_none() || out.struct_module_size.is_none(),
+        ) {
+            let (vermagic, size) = tree_module_facts(k, t, rs)?;
+            out.vermagic = out.vermagic.or(vermagic);
+            out.struct_module_size = out.struct_module_size.or(size);
+        }
         let config = match &opts.kernel_config {
             Some(p) => Some(p.clone()),
             None if package.is_some_and(|p| p.config.is_some()) => None,
@@ -480,6 +494,7 @@ impl<'k> LoaderInputs<'k> {
             force_load: from_cfg("CONFIG_MODULE_FORCE_LOAD"),
             sig_force,
             machine: self.machine.clone(),
+            struct_module_size: self.struct_module_size.clone(),
         }
     }
 }
@@ -514,19 +529,42 @@ fn machine_of(
         .then(|| Fact::new(183, format!("the vermagic ({})", v.source)))
 }
 
-/// The vermagic of the kernel a module tree belongs to: every in-tree module carries it.
-fn tree_vermagic(k: &Kernel, tree: &ModuleTree, rs: &mut Resched) -> Result<Option<Fact<String>>> {
+/// What every in-tree module of a kernel carries: its vermagic, and a
+/// `.gnu.linkonce.this_module` of `sizeof(struct module)` bytes (modpost writes the struct
+/// itself into each module).
+type TreeFacts = (Option<Fact<String>>, Option<Fact<u64>>);
+
+/// [`TreeFacts`] from the first modules of `tree` that parse and carry them.
+fn tree_module_facts(k: &Kernel, tree: &ModuleTree, rs: &mut Resched) -> Result<TreeFacts> {
     let opts = k.opts.load_options();
-    // The first module that parses and has one (a tree may hold odd files).
+    let (mut vermagic, mut size) = (None, None);
+    // The first modules that parse and have them (a tree may hold odd files).
     for f in tree.files().take(8) {
         rs.tick()?;
         if let Ok(m) = f.load(&opts, rs) {
-            if let Some(v) = m.vermagic {
-                return Ok(Some(Fact::new(v, format!("{}", f.label().display()))));
+            let source = || format!("{}", f.label().display());
+            if vermagic.is_none() {
+                vermagic = m.vermagic.clone().map(|v| Fact::new(v, source()));
             }
+            if size.is_none() {
+                size = m
+                    .sections
+                    .iter()
+                    .find(|s| s.name == ".gnu.linkonce.this_module")
+                    .map(|s| {
+                        Fact::new(
+                            s.size,
+                            format!("the .gnu.linkonce.this_module of {}", source()),
+                        )
+                    });
+            }
+            m.free_with_points(rs)?;
+        }
+        if vermagic.is_some() && size.is_some() {
+            break;
         }
     }
-    Ok(None)
+    Ok((vermagic, size))
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! 0. `elf_validity_check()` (5.10 since Debian's 5.10.26 hardening backport;
 //!    `elf_validity_cache_copy()` 6.12): the ELF header's type (`ET_REL`) and machine
 //!    (`elf_check_arch()` compares `e_machine` only) after the signature check, -ENOEXEC.
-//!    Nothing of a module for another architecture is read further.
+//!    Nothing of a module for another architecture is read further. Since 6.4 the same step
+//!    checks `.gnu.linkonce.this_module` (one section, with contents, SHF_ALLOC, and
+//!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13).
 //! 1. `module_sig_check()` — an appended signature is verified; an unsigned module is refused
 //!    only when signatures are enforced (`Loading of unsigned module is rejected`; 5.10
 //!    prefixes `<module>: `). 5.10.0 ran it after the blacklist check, later kernels first:
@@ -155,6 +157,7 @@ impl Ctx<'_, '_, '_, '_> {
         if let Some(c) = self.header_check.take() {
             self.loader_checks.push(c);
         }
+        self.this_module();
         self.module_layout();
         self.modinfo();
         self.simplify_symbols()?;
@@ -300,6 +303,96 @@ impl Ctx<'_, '_, '_, '_> {
 
     fn force_load(&self) -> Option<bool> {
         self.t.loader.force_load.as_ref().map(|f| f.value)
+    }
+
+    /// The `.gnu.linkonce.this_module` checks of `elf_validity_cache_copy()` (6.4+; since 6.13
+    /// `elf_validity_cache_index_mod()`, kernel/module/main.c), in the kernel's order: exactly
+    /// one such section, not SHT_NOBITS, SHF_ALLOC, and `sh_size == sizeof(struct module)` —
+    /// a module built against the headers of another configuration (another kernel's, or a
+    /// kernel klp-build made with its own config) is refused there, -ENOEXEC, before its
+    /// symbol versions or vermagic are looked at. 5.10 and 6.1 have none of these (the lab's
+    /// 6.1 vmlinux holds none of the lines; 6.12 and 7.2 hold all four). False when the load
+    /// stops here.
+    fn this_module(&mut self) -> bool {
+        if self.t.rules.version < (6, 4) {
+            return true;
+        }
+        // info->name: modinfo's name= only (the struct's name is read after these checks).
+        let name = self
+            .m
+            .modinfo("name")
+            .unwrap_or("(missing .modinfo section or name field)")
+            .to_string();
+        let found: Vec<_> = self
+            .m
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.name == ".gnu.linkonce.this_module")
+            .map(|s| (s.sh_type, s.flags, s.size))
+            .collect();
+        let refusal = match found.as_slice() {
+            [] | [_, _, ..] => Some((
+                if self.t.rules.version < (6, 13) {
+                    format!("module {name}: Only one .gnu.linkonce.this_module section must exist.")
+                } else {
+                    format!("module {name}: Exactly one .gnu.linkonce.this_module section must exist.")
+                },
+                format!("{} .gnu.linkonce.this_module sections", found.len()),
+                "a module has exactly one .gnu.linkonce.this_module section (modpost writes it into NAME.mod.c): link the module with kbuild".to_string(),
+            )),
+            [(t, _, _)] if *t == elf::SHT_NOBITS => Some((
+                format!("module {name}: .gnu.linkonce.this_module section must have a size set"),
+                "the section is SHT_NOBITS".to_string(),
+                "the module's .gnu.linkonce.this_module has no contents: link the module with kbuild".to_string(),
+            )),
+            [(_, f, _)] if f & elf::SHF_ALLOC == 0 => Some((
+                format!("module {name}: .gnu.linkonce.this_module must occupy memory during process execution"),
+                "the section is not SHF_ALLOC".to_string(),
+                "the module's .gnu.linkonce.this_module is not SHF_ALLOC: link the module with kbuild".to_string(),
+            )),
+            [(_, _, size)] => match self.t.loader.struct_module_size.clone() {
+                None => {
+                    self.loader_check(
+                        "this_module",
+                        CheckStatus::NotChecked,
+                        format!("the section is {size} bytes; sizeof(struct module) of the target is not known (its BTF, or a module it ships)"),
+                    );
+                    return true;
+                }
+                Some(f) if f.value == *size => {
+                    self.loader_check(
+                        "this_module",
+                        CheckStatus::Passed,
+                        format!("{size} bytes, sizeof(struct module) ({})", f.source),
+                    );
+                    return true;
+                }
+                Some(f) => Some((
+                    format!("module {name}: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time"),
+                    format!("{size} bytes; sizeof(struct module) is {} ({})", f.value, f.source),
+                    format!(
+                        "the module was built against the headers of another kernel configuration (its struct module is {size} bytes, the target's {}): build it against the target's own headers",
+                        f.value
+                    ),
+                )),
+            },
+        };
+        let Some((line, detail, hint)) = refusal else {
+            return true;
+        };
+        if !self.loader_reached {
+            self.loader_check("this_module", CheckStatus::Failed, detail);
+            return false;
+        }
+        self.loader_failure(ProblemKind::ThisModule, vec![line], ENOEXEC, hint);
+        self.loader_checks.push(LoaderCheck {
+            check: "this_module",
+            status: CheckStatus::Failed,
+            detail,
+        });
+        self.loader_reached = false;
+        false
     }
 
     /// `check_modstruct_version()`; false when the load stops here.

@@ -64,6 +64,7 @@ fn check_against(
         force_load: Some(Fact::new(force_load, "test")),
         sig_force: Some(Fact::new(false, "test")),
         machine: Some(Fact::new(62, "test")),
+        struct_module_size: None,
     };
     let t = target(&k).with_exports(&exported).with_loader(facts);
     check(m, &t)
@@ -130,6 +131,90 @@ fn a_module_for_another_architecture_is_refused_by_its_header() {
     let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::Aarch64);
     let r = check(&m, &t);
     assert!(r.loader_checks.iter().all(|c| c.check != "elf_header"));
+}
+
+/// Since 6.4 the loader holds `.gnu.linkonce.this_module` to the size of the kernel's own
+/// `struct module` (a module built against another configuration's headers): a mismatch is
+/// refused with the kernel's line, -ENOEXEC, before symbol versions and vermagic; the same
+/// size passes; an unknown size is "not checked"; 5.10 and 6.1 have no such check.
+#[test]
+fn this_module_must_be_the_size_of_the_targets_struct_module() {
+    let bytes = build_module(&ModSpec::default());
+    let m = LivepatchModule::parse(&bytes).unwrap();
+    let size = m
+        .elf
+        .sections
+        .iter()
+        .find(|s| s.name == ".gnu.linkonce.this_module")
+        .unwrap()
+        .size;
+    let k = kernel();
+    let run = |version: (u32, u32), known: Option<u64>| {
+        let t = Target::new(
+            &k,
+            KernelRules::for_version(version.0, version.1),
+            Arch::X86_64,
+        )
+        .with_loader(LoaderFacts {
+            modules: Some(Fact::new(true, "test")),
+            machine: Some(Fact::new(62, "test")),
+            vermagic: Some(Fact::new(
+                "7.2.13+deb14-amd64 SMP preempt mod_unload modversions ".to_string(),
+                "test",
+            )),
+            struct_module_size: known.map(|n| Fact::new(n, "the target's BTF")),
+            ..LoaderFacts::default()
+        });
+        check(&m, &t)
+    };
+    for version in [(6, 12), (7, 2)] {
+        let r = run(version, Some(size + 64));
+        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{version:?}");
+        assert_eq!(r.verdict.errno, Some(8), "ENOEXEC");
+        let p = r
+            .problems
+            .iter()
+            .find(|p| p.kind == ProblemKind::ThisModule)
+            .expect("a this_module problem");
+        assert_eq!(
+            p.log,
+            [format!(
+                "module {}: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time",
+                m.name
+            )]
+        );
+        assert_eq!(status(&r, "this_module"), CheckStatus::Failed);
+        // The kernel stops there: the vermagic (which differs) is not reached.
+        assert_eq!(
+            status(&r, "vermagic"),
+            CheckStatus::NotReached,
+            "{version:?}"
+        );
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| p.kind == ProblemKind::ThisModule || !p.reached),
+            "{:#?}",
+            r.problems
+        );
+        assert_eq!(
+            status(&run(version, Some(size)), "this_module"),
+            CheckStatus::Passed
+        );
+        assert_eq!(
+            status(&run(version, None), "this_module"),
+            CheckStatus::NotChecked
+        );
+    }
+    for version in [(5, 10), (6, 1)] {
+        let r = run(version, Some(size + 64));
+        assert!(
+            r.loader_checks.iter().all(|c| c.check != "this_module"),
+            "{version:?}: {:#?}",
+            r.loader_checks
+        );
+        assert!(r.problems.iter().all(|p| p.kind != ProblemKind::ThisModule));
+    }
 }
 
 fn status(r: &CheckReport, check: &str) -> CheckStatus {
