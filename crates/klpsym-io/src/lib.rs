@@ -47,7 +47,7 @@ pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
 pub use load::load;
 pub use loaded::{
     is_live, FtraceSites, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact,
-    DEFAULT_SOURCE,
+    BTF_STRUCTS, DEFAULT_SOURCE,
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use options::{is_debug_package, LoadOptions};
