@@ -7,7 +7,7 @@
 //!    (`elf_check_arch()` compares `e_machine` only) after the signature check, -ENOEXEC.
 //!    Nothing of a module for another architecture is read further. Since 6.4 the same step
 //!    checks `.gnu.linkonce.this_module` (one section, with contents, SHF_ALLOC, and
-//!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13).
+//!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13); both in `validity.rs`.
 //! 1. `module_sig_check()` — an appended signature is verified; an unsigned module is refused
 //!    only when signatures are enforced (`Loading of unsigned module is rejected`; 5.10
 //!    prefixes `<module>: `). 5.10.0 ran it after the blacklist check, later kernels first:
@@ -55,99 +55,6 @@ pub(crate) fn same_magic(module: &str, kernel: &str, has_crcs: bool) -> bool {
 }
 
 impl Ctx<'_, '_, '_, '_> {
-    /// `elf_validity_check()`'s header checks: `e_type != ET_REL` (`Invalid ELF header type:
-    /// %u != %u`) then `!elf_check_arch()` (`Invalid architecture in ELF header: %u`), each
-    /// -ENOEXEC, after `module_sig_check()` (an unenforced signature passes silently; an
-    /// enforced one refuses first, which `module_load()` reports). Debian's 5.10 prints one
-    /// line for any of them (`Module has invalid ELF structures`, kernel/module.c); 6.1 prints
-    /// each check's own (the lab's 5.10 and 6.1 show both; the release between them that
-    /// changed it is not one the lab boots). True when the module loader stops here.
-    pub(super) fn elf_header_refused(&mut self) -> bool {
-        let (etype, machine) = (self.m.elf.e_type, self.m.elf.machine);
-        let refusal = if etype != elf::ET_REL {
-            Some(format!(
-                "Invalid ELF header type: {etype} != {}",
-                elf::ET_REL
-            ))
-        } else {
-            match &self.t.loader.machine {
-                Some(f) if f.value != machine => {
-                    Some(format!("Invalid architecture in ELF header: {machine}"))
-                }
-                _ => None,
-            }
-        };
-        let Some(line) = refusal else {
-            if let Some(f) = self.t.loader.machine.clone() {
-                self.header_check = Some(LoaderCheck {
-                    check: "elf_header",
-                    status: CheckStatus::Passed,
-                    detail: format!(
-                        "a relocatable object for e_machine {machine} ({}), the target's ({})",
-                        klpsym_elf::machine_name(machine),
-                        f.source
-                    ),
-                });
-            }
-            return false;
-        };
-        // The kernel gets here only with a module loader and past the signature check: a
-        // refusal of those comes first (module_load() reports it).
-        let no_modules = self.t.loader.modules.as_ref().is_some_and(|f| !f.value);
-        let sig_refused =
-            !self.m.signed && self.t.loader.sig_force.as_ref().is_some_and(|f| f.value);
-        if no_modules || sig_refused {
-            return false;
-        }
-        self.module_support();
-        self.signature();
-        let line = if self.t.rules.version < (6, 0) {
-            "Module has invalid ELF structures".to_string()
-        } else {
-            line
-        };
-        let (detail, hint) = if etype != elf::ET_REL {
-            (
-                format!("e_type {etype}, not {} (ET_REL)", elf::ET_REL),
-                format!(
-                    "the file is not a relocatable object (e_type {etype}): a module is what kbuild links as ET_REL (a .ko)"
-                ),
-            )
-        } else {
-            let target = self
-                .t
-                .loader
-                .machine
-                .as_ref()
-                .map_or_else(String::new, |f| {
-                    format!(
-                        "; the target's is {} ({}) ({})",
-                        f.value,
-                        klpsym_elf::machine_name(f.value),
-                        f.source
-                    )
-                });
-            let detail = format!(
-                "e_machine {machine} ({}){target}",
-                klpsym_elf::machine_name(machine)
-            );
-            (
-                detail.clone(),
-                format!(
-                    "the module is built for another architecture ({detail}): build it for the target's, against its headers"
-                ),
-            )
-        };
-        self.loader_failure(ProblemKind::ElfHeader, vec![line], ENOEXEC, hint);
-        self.loader_checks.push(LoaderCheck {
-            check: "elf_header",
-            status: CheckStatus::Failed,
-            detail,
-        });
-        self.loader_reached = false;
-        true
-    }
-
     /// `load_module()` up to and including `apply_relocations()`.
     /// After a failure the kernel stops; the later checks still run here, their problems
     /// marked not reached, so the author sees everything at once.
@@ -188,13 +95,19 @@ impl Ctx<'_, '_, '_, '_> {
     }
 
     /// A failure of the module loader before the symbols: the load stops there.
-    fn loader_failure(&mut self, kind: ProblemKind, log: Vec<String>, errno: i32, hint: String) {
+    pub(super) fn loader_failure(
+        &mut self,
+        kind: ProblemKind,
+        log: Vec<String>,
+        errno: i32,
+        hint: String,
+    ) {
         self.problem(kind, &Stage::ModuleLoad, log, errno, None, None, None, hint);
         self.fail(&Stage::ModuleLoad);
     }
 
     /// Whether the target has a module loader at all (CONFIG_MODULES).
-    fn module_support(&mut self) {
+    pub(super) fn module_support(&mut self) {
         match self.t.loader.modules.clone() {
             Some(f) if !f.value => {
                 self.loader_failure(
@@ -224,7 +137,7 @@ impl Ctx<'_, '_, '_, '_> {
     }
 
     /// `module_sig_check()`; false when the load stops here.
-    fn signature(&mut self) -> bool {
+    pub(super) fn signature(&mut self) -> bool {
         let facts = &self.t.loader;
         if self.m.signed {
             self.loader_check(
@@ -303,96 +216,6 @@ impl Ctx<'_, '_, '_, '_> {
 
     fn force_load(&self) -> Option<bool> {
         self.t.loader.force_load.as_ref().map(|f| f.value)
-    }
-
-    /// The `.gnu.linkonce.this_module` checks of `elf_validity_cache_copy()` (6.4+; since 6.13
-    /// `elf_validity_cache_index_mod()`, kernel/module/main.c), in the kernel's order: exactly
-    /// one such section, not SHT_NOBITS, SHF_ALLOC, and `sh_size == sizeof(struct module)` —
-    /// a module built against the headers of another configuration (another kernel's, or a
-    /// kernel klp-build made with its own config) is refused there, -ENOEXEC, before its
-    /// symbol versions or vermagic are looked at. 5.10 and 6.1 have none of these (the lab's
-    /// 6.1 vmlinux holds none of the lines; 6.12 and 7.2 hold all four). False when the load
-    /// stops here.
-    fn this_module(&mut self) -> bool {
-        if self.t.rules.version < (6, 4) {
-            return true;
-        }
-        // info->name: modinfo's name= only (the struct's name is read after these checks).
-        let name = self
-            .m
-            .modinfo("name")
-            .unwrap_or("(missing .modinfo section or name field)")
-            .to_string();
-        let found: Vec<_> = self
-            .m
-            .elf
-            .sections
-            .iter()
-            .filter(|s| s.name == ".gnu.linkonce.this_module")
-            .map(|s| (s.sh_type, s.flags, s.size))
-            .collect();
-        let refusal = match found.as_slice() {
-            [] | [_, _, ..] => Some((
-                if self.t.rules.version < (6, 13) {
-                    format!("module {name}: Only one .gnu.linkonce.this_module section must exist.")
-                } else {
-                    format!("module {name}: Exactly one .gnu.linkonce.this_module section must exist.")
-                },
-                format!("{} .gnu.linkonce.this_module sections", found.len()),
-                "a module has exactly one .gnu.linkonce.this_module section (modpost writes it into NAME.mod.c): link the module with kbuild".to_string(),
-            )),
-            [(t, _, _)] if *t == elf::SHT_NOBITS => Some((
-                format!("module {name}: .gnu.linkonce.this_module section must have a size set"),
-                "the section is SHT_NOBITS".to_string(),
-                "the module's .gnu.linkonce.this_module has no contents: link the module with kbuild".to_string(),
-            )),
-            [(_, f, _)] if f & elf::SHF_ALLOC == 0 => Some((
-                format!("module {name}: .gnu.linkonce.this_module must occupy memory during process execution"),
-                "the section is not SHF_ALLOC".to_string(),
-                "the module's .gnu.linkonce.this_module is not SHF_ALLOC: link the module with kbuild".to_string(),
-            )),
-            [(_, _, size)] => match self.t.loader.struct_module_size.clone() {
-                None => {
-                    self.loader_check(
-                        "this_module",
-                        CheckStatus::NotChecked,
-                        format!("the section is {size} bytes; sizeof(struct module) of the target is not known (its BTF, or a module it ships)"),
-                    );
-                    return true;
-                }
-                Some(f) if f.value == *size => {
-                    self.loader_check(
-                        "this_module",
-                        CheckStatus::Passed,
-                        format!("{size} bytes, sizeof(struct module) ({})", f.source),
-                    );
-                    return true;
-                }
-                Some(f) => Some((
-                    format!("module {name}: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time"),
-                    format!("{size} bytes; sizeof(struct module) is {} ({})", f.value, f.source),
-                    format!(
-                        "the module was built against the headers of another kernel configuration (its struct module is {size} bytes, the target's {}): build it against the target's own headers",
-                        f.value
-                    ),
-                )),
-            },
-        };
-        let Some((line, detail, hint)) = refusal else {
-            return true;
-        };
-        if !self.loader_reached {
-            self.loader_check("this_module", CheckStatus::Failed, detail);
-            return false;
-        }
-        self.loader_failure(ProblemKind::ThisModule, vec![line], ENOEXEC, hint);
-        self.loader_checks.push(LoaderCheck {
-            check: "this_module",
-            status: CheckStatus::Failed,
-            detail,
-        });
-        self.loader_reached = false;
-        false
     }
 
     /// `check_modstruct_version()`; false when the load stops here.

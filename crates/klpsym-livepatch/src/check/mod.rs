@@ -27,6 +27,7 @@ mod ftrace;
 mod klp_relocs;
 mod loader;
 mod module_relocs;
+mod validity;
 
 use std::collections::{HashMap, HashSet};
 
