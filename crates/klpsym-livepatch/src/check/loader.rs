@@ -7,7 +7,8 @@
 //!    (`elf_check_arch()` compares `e_machine` only) after the signature check, -ENOEXEC.
 //!    Nothing of a module for another architecture is read further. Since 6.4 the same step
 //!    checks `.gnu.linkonce.this_module` (one section, with contents, SHF_ALLOC, and
-//!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13); both in `validity.rs`.
+//!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13); both
+//!    are in `validity.rs`.
 //! 1. `module_sig_check()` — an appended signature is verified; an unsigned module is refused
 //!    only when signatures are enforced (`Loading of unsigned module is rejected`; 5.10
 //!    prefixes `<module>: `). 5.10.0 ran it after the blacklist check, later kernels first:
