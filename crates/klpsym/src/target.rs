@@ -378,6 +378,9 @@ impl<'k> LoaderInputs<'k> {
             out.vermagic = out.vermagic.or(vermagic);
             out.struct_module_size = out.struct_module_size.or(size);
         }
+        if out.struct_module_size.is_none() {
+            out.struct_module_size = btf_struct_module_size(k, opts, rs)?;
+        }
         let config = match &opts.kernel_config {
             Some(p) => Some(p.clone()),
             None if package.is_some_and(|p| p.config.is_some()) => None,
@@ -527,6 +530,33 @@ fn machine_of(
         .trim_end()
         .ends_with("aarch64")
         .then(|| Fact::new(183, format!("the vermagic ({})", v.source)))
+}
+
+/// `sizeof(struct module)` from the BTF the caller named (`--btf`), else, for the running
+/// kernel, `/sys/kernel/btf/vmlinux`; `None` when neither is there or describes it (a BTF that
+/// cannot be read says nothing here: the layouts report it).
+fn btf_struct_module_size(
+    k: &Kernel,
+    opts: &TargetOptions,
+    rs: &mut Resched,
+) -> Result<Option<Fact<u64>>, Cancelled> {
+    let sys = Path::new("/sys/kernel/btf/vmlinux");
+    let path = match &opts.btf {
+        Some(p) => p.as_path(),
+        None if k.by_default && sys.is_file() => sys,
+        None => return Ok(None),
+    };
+    let bytes = match klpsym_io::read_btf(path, &k.opts.load_options(), rs) {
+        Ok(b) => b,
+        Err(klpsym_io::LoadError::Cancelled) => return Err(Cancelled),
+        Err(_) => return Ok(None),
+    };
+    let size = btf::find_structs(&bytes, &["module"])
+        .ok()
+        .and_then(|f| f.into_iter().next().flatten())
+        .map(|s| Fact::new(s.size, format!("struct module in {}", path.display())));
+    bulk::free_with_points(bytes, rs)?;
+    Ok(size)
 }
 
 /// What every in-tree module of a kernel carries: its vermagic, and a
