@@ -40,7 +40,9 @@ build_cases() {
 		cd "$LP_SRC" && find include cases -type f | LC_ALL=C sort | xargs md5sum
 		echo "$HEADERS_DIR $KLPSYM_LAB_VERSION ${IMAGE_SHA256:-}"
 		echo "toolchain $TOOLCHAIN_CC ${TOOLCHAIN_ROOT:-host} $([ -z "$TOOLCHAIN_ROOT" ] || cat "$TOOLCHAIN_ROOT/.made")"
-		md5sum <"$SELF" "$LP_SRC/guest-oracle.sh"
+		# Contents only (md5sum given a file argument ignores stdin and prints the path: the
+		# stamp then changed with the checkout's folder, and this script's changes did not count).
+		cat "$SELF" "$LP_SRC/guest-oracle.sh" | md5sum
 	)"
 	if [ -f "$build/.stamp" ] && [ "$(cat "$build/.stamp")" = "$stamp" ]; then
 		log "case modules are up to date in $build"
