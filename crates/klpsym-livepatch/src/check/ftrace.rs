@@ -16,8 +16,8 @@
 //!   __fentry__` sits after `endbr64` with IBT): `failed to find location for function '%s'`.
 //!
 //! Records of `.init.text` are freed after boot (`ftrace_free_init_mem()`). Functions of
-//! loaded modules are not judged: their call sites are in the module's own `__mcount_loc`,
-//! which the target does not give.
+//! modules are not judged (their call sites are in the module's own `__mcount_loc`, which is
+//! not read): a warning says so.
 
 use std::collections::HashSet;
 
@@ -40,6 +40,20 @@ impl Ctx<'_, '_, '_, '_> {
         }
         let Ok(patch) = &m.patch else { return Ok(()) };
         let stage = Stage::PatchEnable;
+        // A module object's functions: their call sites are the module's own (its relocated
+        // `__mcount_loc`), which are not read. Said, never passed in silence — unless the
+        // load or the enable already fails, and the kernel never gets here.
+        if !self.blocked(&Stage::PatchEnable) {
+            for o in &patch.objects {
+                self.r.tick()?;
+                let name = o.object_name();
+                if name != "vmlinux" && !o.funcs.is_empty() {
+                    self.warn_once(format!(
+                        "object {name}: whether its replaced functions have an ftrace call site is not checked (a module's call sites are in its own __mcount_loc): the kernel refuses the patch, or {name}'s load, when one has none (notrace)"
+                    ));
+                }
+            }
+        }
         // The vmlinux functions the lookups found, in the kernel's order.
         let mut funcs = Vec::new();
         for (i, o) in patch.objects.iter().enumerate() {

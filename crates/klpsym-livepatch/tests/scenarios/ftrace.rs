@@ -171,3 +171,40 @@ fn exit_text_sites_are_freed_with_the_init_memory() {
     let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
     assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
 }
+
+/// A module object's functions are not judged (their call sites are the module's own): a
+/// warning says so for each such object, and for none when the patch replaces only vmlinux
+/// functions or the load already fails.
+#[test]
+fn a_module_objects_functions_are_said_not_checked() {
+    let k = kernel();
+    let spec = ModSpec {
+        objects: vec![
+            ObjSpec {
+                name: None,
+                funcs: vec![("cmdline_proc_show", 0)],
+            },
+            ObjSpec {
+                name: Some("nf_tables"),
+                funcs: vec![("nft_dup", 2)],
+            },
+        ],
+        ..ModSpec::default()
+    };
+    let bytes = build_module(&spec);
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::X86_64)
+        .with_ftrace_sites(&[CMDLINE, NEXT], "test sites");
+    let r = check(&m, &t);
+    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    let said: Vec<&String> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("ftrace call site is not checked"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", r.warnings);
+    assert!(said[0].starts_with("object nf_tables: "), "{}", said[0]);
+    // Only vmlinux functions, with their sites: nothing to say.
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE, NEXT]);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
