@@ -358,7 +358,7 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         }
         let module = &parsed.as_ref().expect("parsed just above").1;
         let objects = objects_of(module);
-        let facts = match TargetFacts::gather(k, &copts.target, layouts.layouts, &objects, rs) {
+        let facts = match TargetFacts::gather(k, &copts.target, &layouts, &objects, rs) {
             Ok(f) => f,
             Err(e) if one_kernels(&e) => {
                 failed.push(KernelFailure::new(k.path().display().to_string(), &e));

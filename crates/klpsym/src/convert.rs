@@ -124,7 +124,7 @@ pub fn convert(
     module.drop_with_points(rs)?;
     // Modules that export what the module refers to are offered too.
     let facts = {
-        let first = TargetFacts::gather(kernel, &copts.target, layouts.layouts, &names, rs)?;
+        let first = TargetFacts::gather(kernel, &copts.target, &layouts, &names, rs)?;
         let exporters: Vec<String> = undefined
             .iter()
             .filter_map(|n| first.exporter(n))
@@ -137,7 +137,7 @@ pub fn convert(
             names.extend(exporters);
             names.sort();
             names.dedup();
-            TargetFacts::gather(kernel, &copts.target, layouts.layouts, &names, rs)?
+            TargetFacts::gather(kernel, &copts.target, &layouts, &names, rs)?
         }
     };
     notes.extend(facts.notes.iter().cloned());

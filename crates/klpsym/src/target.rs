@@ -44,6 +44,9 @@ pub struct Layouts {
     pub layouts: StructLayouts,
     /// What was said about them (a fallback, a BTF without livepatch structs).
     pub notes: Vec<Note>,
+    /// `sizeof(struct module)` in the same BTF, when it describes the struct (the module
+    /// loader holds `.gnu.linkonce.this_module` to it since 6.4).
+    pub struct_module_size: Option<Fact<u64>>,
 }
 
 impl Layouts {
@@ -52,6 +55,7 @@ impl Layouts {
         Layouts {
             layouts: StructLayouts::fallback(6, 1),
             notes: vec![Note::info(why)],
+            struct_module_size: None,
         }
     }
 
@@ -66,19 +70,32 @@ impl Layouts {
         let mut rs = kernel_opts.resched();
         let bytes = klpsym_io::read_btf(path, &kernel_opts.load_options(), &mut rs)
             .map_err(|e| Error::from(e).context("--btf"))?;
-        let layouts = btf::layouts_from_btf(&bytes);
+        // One walk over the types finds the klp structs and `struct module`.
+        let mut names = btf::KLP_STRUCTS.to_vec();
+        names.push("module");
+        let found = btf::find_structs(&bytes, &names);
         bulk::free_with_points(bytes, &mut rs)?;
+        let struct_module_size = found
+            .as_ref()
+            .ok()
+            .and_then(|f| f.last().cloned().flatten())
+            .map(|m| Fact::new(m.size, format!("struct module in {}", path.display())));
+        let layouts = found.and_then(|f| btf::layouts_from_structs(&f[..btf::KLP_STRUCTS.len()]));
         match layouts {
             Ok(l) => Ok(Layouts {
                 layouts: l,
                 notes: Vec::new(),
+                struct_module_size,
             }),
             // The running kernel's own BTF: without CONFIG_LIVEPATCH it has no klp structs,
             // which the module loader's checks report; the layouts fall back.
-            Err(e) if !named => Ok(Layouts::fallback(format!(
-                "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
-                path.display()
-            ))),
+            Err(e) if !named => Ok(Layouts {
+                struct_module_size,
+                ..Layouts::fallback(format!(
+                    "{}: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                    path.display()
+                ))
+            }),
             Err(e) => Err(Error::bad_input(format!("--btf {}: {e}", path.display()))),
         }
     }
@@ -97,15 +114,25 @@ impl Layouts {
                 })
             })
             .collect();
+        let struct_module_size = kernel.facts().struct_module_size().map(|n| {
+            Fact::new(
+                n,
+                format!("struct module in {}'s BTF", kernel.path().display()),
+            )
+        });
         Some(match btf::layouts_from_structs(&found) {
             Ok(l) => Layouts {
                 layouts: l,
                 notes: Vec::new(),
+                struct_module_size,
             },
-            Err(e) => Layouts::fallback(format!(
-                "{}: its BTF: {e}; klp struct layouts from the 5.1-6.18 fallback",
-                kernel.path().display()
-            )),
+            Err(e) => Layouts {
+                struct_module_size,
+                ..Layouts::fallback(format!(
+                    "{}: its BTF: {e}; klp struct layouts from the 5.1-6.18 fallback",
+                    kernel.path().display()
+                ))
+            },
         })
     }
 
@@ -162,11 +189,12 @@ pub struct TargetFacts<'k> {
 impl<'k> TargetFacts<'k> {
     /// Gathers what `kernel` contributes for a patch with objects `objects` (module names;
     /// "vmlinux" is skipped): rules, the offline tables of modules that are not loaded, the
-    /// loader's inputs. `layouts` come from [`Layouts::for_kernel`].
+    /// loader's inputs. `layouts` come from [`Layouts::for_kernel`] (the BTF they were read
+    /// from also gives `sizeof(struct module)`).
     pub fn gather(
         kernel: &'k Kernel,
         opts: &TargetOptions,
-        layouts: StructLayouts,
+        layouts: &Layouts,
         objects: &[String],
         rs: &mut Resched,
     ) -> Result<TargetFacts<'k>> {
@@ -176,7 +204,13 @@ impl<'k> TargetFacts<'k> {
             rules = rules.with_banner(b);
         }
         let tree = kernel.module_tree()?;
-        let inputs = LoaderInputs::gather(kernel, tree.as_deref(), opts, rs)?;
+        let inputs = LoaderInputs::gather(
+            kernel,
+            tree.as_deref(),
+            opts,
+            layouts.struct_module_size.clone(),
+            rs,
+        )?;
         let mut names: Vec<String> = objects.to_vec();
         // Modules that export what the patch may refer to are offered too (convert turns a
         // reference to a module's export into a klp relocation against that module).
@@ -186,7 +220,7 @@ impl<'k> TargetFacts<'k> {
         Ok(TargetFacts {
             kernel,
             rules,
-            layouts,
+            layouts: layouts.layouts,
             tree,
             offline,
             inputs,
@@ -349,11 +383,14 @@ struct LoaderInputs<'k> {
 
 impl<'k> LoaderInputs<'k> {
     /// Reads what can be found for `k`: its vermagic (the image or vmlinux, else a module of
-    /// the tree), its configuration, its exports' CRCs, whether vmlinux has livepatch.
+    /// the tree), `sizeof(struct module)` (`btf_struct_module`, the layouts' BTF, else a
+    /// module of the tree), its configuration, its exports' CRCs, whether vmlinux has
+    /// livepatch.
     fn gather(
         k: &'k Kernel,
         tree: Option<&ModuleTree>,
         opts: &TargetOptions,
+        btf_struct_module: Option<Fact<u64>>,
         rs: &mut Resched,
     ) -> Result<LoaderInputs<'k>> {
         let mut out = LoaderInputs::default();
@@ -364,12 +401,7 @@ impl<'k> LoaderInputs<'k> {
             .vermagic
             .as_ref()
             .map(|v| Fact::new(v.clone(), format!("{}", inner.path.display())));
-        out.struct_module_size = inner.facts.struct_module_size().map(|n| {
-            Fact::new(
-                n,
-                format!("struct module in {}'s BTF", inner.path.display()),
-            )
-        });
+        out.struct_module_size = btf_struct_module;
         if let (Some(t), true) = (
             tree,
             out.vermagic.is_none() || out.struct_module_size.is_none(),
@@ -377,9 +409,6 @@ impl<'k> LoaderInputs<'k> {
             let (vermagic, size) = tree_module_facts(k, t, rs)?;
             out.vermagic = out.vermagic.or(vermagic);
             out.struct_module_size = out.struct_module_size.or(size);
-        }
-        if out.struct_module_size.is_none() {
-            out.struct_module_size = btf_struct_module_size(k, opts, rs)?;
         }
         let config = match &opts.kernel_config {
             Some(p) => Some(p.clone()),
@@ -530,33 +559,6 @@ fn machine_of(
         .trim_end()
         .ends_with("aarch64")
         .then(|| Fact::new(183, format!("the vermagic ({})", v.source)))
-}
-
-/// `sizeof(struct module)` from the BTF the caller named (`--btf`), else, for the running
-/// kernel, `/sys/kernel/btf/vmlinux`; `None` when neither is there or describes it (a BTF that
-/// cannot be read says nothing here: the layouts report it).
-fn btf_struct_module_size(
-    k: &Kernel,
-    opts: &TargetOptions,
-    rs: &mut Resched,
-) -> Result<Option<Fact<u64>>, Cancelled> {
-    let sys = Path::new("/sys/kernel/btf/vmlinux");
-    let path = match &opts.btf {
-        Some(p) => p.as_path(),
-        None if k.by_default && sys.is_file() => sys,
-        None => return Ok(None),
-    };
-    let bytes = match klpsym_io::read_btf(path, &k.opts.load_options(), rs) {
-        Ok(b) => b,
-        Err(klpsym_io::LoadError::Cancelled) => return Err(Cancelled),
-        Err(_) => return Ok(None),
-    };
-    let size = btf::find_structs(&bytes, &["module"])
-        .ok()
-        .and_then(|f| f.into_iter().next().flatten())
-        .map(|s| Fact::new(s.size, format!("struct module in {}", path.display())));
-    bulk::free_with_points(bytes, rs)?;
-    Ok(size)
 }
 
 /// What every in-tree module of a kernel carries: its vermagic, and a
