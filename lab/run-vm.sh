@@ -23,7 +23,7 @@
 # order), console.log (serial console, \r stripped), guest-rc, timings.
 #
 # Exit status: 0 when the guest script returned 0 and all data arrived; 1 otherwise, with the
-# reason and the end of the console log on stderr. Timeout: KLPSYM_LAB_TIMEOUT (default 300 s).
+# reason and the end of the console log on stderr. Timeout: KLPSYM_LAB_TIMEOUT (default 900 s: a guest of 30-odd cases under TCG takes minutes, more on a busy host).
 # Set KLPSYM_LAB_VERBOSE=1 to mirror the console on stderr while the guest runs, and
 # KLPSYM_LAB_NO_SHM=1 to leave out the shared-memory device (forces the serial fallback).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -35,7 +35,7 @@ usage() {
 	exit 2
 }
 
-script="" out="" kernel="${BOOT_KERNEL:-}" timeout_s="${KLPSYM_LAB_TIMEOUT:-300}" extra_append="" mem=1G out_mb=64
+script="" out="" kernel="${BOOT_KERNEL:-}" timeout_s="${KLPSYM_LAB_TIMEOUT:-900}" extra_append="" mem=1G out_mb=64
 adds=() envs=()
 while [ $# -gt 0 ]; do
 	case "$1" in

@@ -41,7 +41,7 @@ use blazesym::symbolize::{Input, Symbolized as BzSymbolized, Symbolizer};
 use blazesym::MaybeDefault;
 use klpsym_core::resched::Resched;
 use klpsym_core::{
-    find_object_symbol, LookupRequest, ObjectId, SymbolTable, SymbolizeOutcome, Verdict,
+    find_object_symbol, LookupRequest, LookupVerdict, ObjectId, SymbolTable, SymbolizeOutcome,
     SIZE_UNKNOWN,
 };
 use klpsym_io::{load, LoadOptions};
@@ -567,7 +567,9 @@ fn klpsym_resolve(t: &SymbolTable, name: &str, sympos: u64) -> Option<u64> {
             sympos,
         },
     );
-    (o.verdict == Verdict::Found).then_some(o.address).flatten()
+    (o.verdict == LookupVerdict::Found)
+        .then_some(o.address)
+        .flatten()
 }
 
 fn bench_lookups(t: &SymbolTable, reps: usize) -> Vec<Row> {

@@ -12,7 +12,9 @@
 use std::time::Duration;
 
 use klpsym_core::resched::{Cancelled, Resched, ReschedPolicy};
-use klpsym_core::{find_object_symbol, LookupRequest, ObjectId, SymbolId, SymbolTable, Verdict};
+use klpsym_core::{
+    find_object_symbol, LookupRequest, LookupVerdict, ObjectId, SymbolId, SymbolTable,
+};
 
 /// One of the four strategies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -201,7 +203,7 @@ pub fn run_sync(
                         sympos: *p,
                     },
                 );
-                resolved += (o.verdict == Verdict::Found) as usize;
+                resolved += (o.verdict == LookupVerdict::Found) as usize;
             }
         }
     }
@@ -249,7 +251,7 @@ pub async fn run_async(
                         sympos: *p,
                     },
                 );
-                resolved += (o.verdict == Verdict::Found) as usize;
+                resolved += (o.verdict == LookupVerdict::Found) as usize;
             }
         }
     }

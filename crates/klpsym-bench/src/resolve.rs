@@ -12,7 +12,8 @@ use std::time::Instant;
 use crate::job::{verdict, SortedIndex};
 use klpsym_core::resched::Resched;
 use klpsym_core::{
-    resolve_in_object, ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolTableBuilder, Verdict,
+    resolve_in_object, LookupVerdict, ObjectId, ObjectKind, SymbolId, SymbolTable,
+    SymbolTableBuilder,
 };
 use klpsym_io::{load, LoadOptions};
 
@@ -191,7 +192,7 @@ pub fn run(
             .iter()
             .map(
                 |l| match resolve_in_object(&t, &l.name, l.object, l.sympos) {
-                    (Verdict::Found, Some(id)) => Some(t.symbol(id).addr),
+                    (LookupVerdict::Found, Some(id)) => Some(t.symbol(id).addr),
                     _ => None,
                 },
             )
@@ -205,7 +206,7 @@ pub fn run(
         for _ in 0..n {
             let t0 = Instant::now();
             for l in &lookups {
-                if let (Verdict::Found, Some(id)) =
+                if let (LookupVerdict::Found, Some(id)) =
                     resolve_in_object(&t, &l.name, l.object, l.sympos)
                 {
                     sink = sink.wrapping_add(t.symbol(id).addr);

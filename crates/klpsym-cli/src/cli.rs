@@ -67,6 +67,10 @@ pub enum Command {
     Info(InfoArgs),
     /// Show the cache of decoded tables (entries, sizes, their inputs) or prune it.
     Cache(CacheArgs),
+    /// Print a shell completion script: `klpsym completions bash > /etc/bash_completion.d/klpsym`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `klpsym man | man -l -`.
+    Man(ManArgs),
 }
 
 /// Options every verb takes.
@@ -270,6 +274,10 @@ pub struct AddrArgs {
     /// through.
     #[arg(long)]
     pub strict: bool,
+    /// After an address without a symbol (printed as the number, as %pS prints it), say why
+    /// in parentheses: below the first symbol, past a symbol's end, outside the kernel.
+    #[arg(long)]
+    pub explain: bool,
     /// Read every address as a return address, as the kernel's %pB prints the entries of a
     /// stack trace: the symbol of ADDRESS-1 with the offset plus one, so a call that ends a
     /// function is named by its caller (`caller+0x40/0x40`, where %pS would name the next
@@ -418,6 +426,23 @@ pub struct CacheArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `klpsym completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `klpsym man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write the pages into this folder (`klpsym.1` and one `klpsym-VERB.1` per verb) instead
+    /// of printing `klpsym.1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[cfg(test)]

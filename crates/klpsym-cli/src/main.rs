@@ -14,7 +14,6 @@ use crate::cli::{Cli, Command};
 use crate::output::Outcome;
 
 fn main() -> ExitCode {
-    klpsym::bounded_malloc();
     klpsym::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -29,6 +28,8 @@ fn main() -> ExitCode {
         Command::Convert(a) => commands::convert::run(&a),
         Command::Status(a) => commands::status::run(&a),
         Command::Cache(a) => commands::cache::run(&a),
+        Command::Completions(a) => commands::completions::run(&a),
+        Command::Man(a) => commands::completions::man(&a),
     };
     match result {
         // An input that could not be read was reported; the others' answers were given.

@@ -1,55 +1,46 @@
-//! Command-line options as the library's options: the only place that knows both.
+//! Command-line options as the library's options, and opening what they name: the only place
+//! that knows both.
 
 use std::sync::Arc;
 
-use klpsym::{
-    CacheDir, Kernel, KernelFailure, Note, Opened, Options, PointPolicy, Progress, Queries,
-};
+use klpsym::{CacheDir, Kernel, KernelFailure, Note, Options, Progress, Queries};
 
 use crate::cli::{SourceArgs, YesNo};
-use crate::output::CliError;
+use crate::output::{some_input_failed, CliError};
 
 impl SourceArgs {
     /// The library's options for these arguments, for a verb asking `queries`.
     pub fn options(&self, queries: Queries) -> Options {
-        Options {
-            cache: if self.no_cache {
+        let mut o = Options::new()
+            .cache(if self.no_cache {
                 CacheDir::Off
             } else {
                 self.cache_dir
                     .clone()
                     .map_or(CacheDir::Default, CacheDir::At)
-            },
-            modules: self.modules.clone(),
-            loaded: match self.loaded.as_deref() {
-                // `@FILE`: a /proc/modules-format file, read when the kernels open.
-                Some(s) if s.starts_with('@') => vec![s.to_string()],
-                Some(s) => s
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|x| !x.is_empty())
-                    .map(str::to_string)
-                    .collect(),
-                None => Vec::new(),
-            },
-            place_from: self.place_from.clone(),
-            debug_vmlinux: self.debug_vmlinux.clone(),
-            kallsyms_all: self.kallsyms_all.map(|v| v == YesNo::Y),
-            max_input_size: self.max_input_size,
-            max_decompressed_size: self.max_decompressed_size,
-            policy: if self.yield_cpu {
-                PointPolicy::Yield
-            } else {
-                PointPolicy::Nothing
-            },
-            interval: std::time::Duration::from_micros(self.resched_us),
-            cancel: None,
-            queries,
-            progress: progress_bar(),
-            package_modules: false,
-            package_module_names: None,
-            debug_packages: true,
-        }
+            })
+            .yield_cpu(self.yield_cpu)
+            .queries(queries);
+        o.modules = self.modules.clone();
+        o.loaded = match self.loaded.as_deref() {
+            // `@FILE`: a /proc/modules-format file, read when the kernels open.
+            Some(s) if s.starts_with('@') => vec![s.to_string()],
+            Some(s) => s
+                .split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect(),
+            None => Vec::new(),
+        };
+        o.place_from = self.place_from.clone();
+        o.debug_vmlinux = self.debug_vmlinux.clone();
+        o.kallsyms_all = self.kallsyms_all.map(|v| v == YesNo::Y);
+        o.max_input_size = self.max_input_size;
+        o.max_decompressed_size = self.max_decompressed_size;
+        o.interval = std::time::Duration::from_micros(self.resched_us);
+        o.progress = progress_bar();
+        o
     }
 }
 
@@ -99,58 +90,60 @@ pub fn print_notes(notes: &[Note]) {
     }
 }
 
-/// Opens every kernel the arguments name (or the running one) and prints what was said while
-/// opening. A kernel that cannot be opened is reported on stderr (`klpsym: error: ...`) and
-/// the run ends with exit 2, while the others still answer; when none opens, its error is the
-/// command's.
-pub fn open_kernels(args: &SourceArgs, opts: &Options) -> Result<Vec<Kernel>, CliError> {
-    let (kernels, failed) = open_kernels_each(args, opts)?;
-    for f in &failed {
-        eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
-    }
-    Ok(kernels)
+/// Prints a kernel that could not be opened or answered (the run then ends with exit 2).
+pub fn print_failure(f: &KernelFailure) {
+    some_input_failed();
+    eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
 }
 
-/// [`open_kernels`] giving the kernels that could not be opened to the caller (check makes a
-/// matrix row of each) instead of printing them. Either way the run ends with exit 2.
-pub fn open_kernels_each(
+/// The kernels the arguments name (or the running one), opened, with what was said while
+/// opening printed. A kernel that cannot be opened is given back as a failure (its row), the
+/// others still answer; when none opens, the first error is the command's.
+pub fn open_kernels(
     args: &SourceArgs,
     opts: &Options,
 ) -> Result<(Vec<Kernel>, Vec<KernelFailure>), CliError> {
-    let opened = klpsym::open_all(&args.kernels, opts)?;
-    let mut out = Vec::with_capacity(opened.len());
-    let mut failed = Vec::new();
-    let mut first_error = None;
-    for Opened { kernel, source } in opened {
-        match kernel {
-            Ok(k) => out.push(k),
-            Err(e) => {
-                let text = source.display().to_string();
-                // The error names the file already when it is about that file.
-                let f = KernelFailure::new(text.clone(), &e);
-                let f = if f.error.contains(&text) {
-                    KernelFailure {
-                        error: f.error.replace(&format!("{text}: "), ""),
-                        ..f
-                    }
-                } else {
-                    f
-                };
-                failed.push(f);
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if out.is_empty() {
+    let set = klpsym::KernelSet::open(&args.kernels, opts)?;
+    print_notes(set.notes());
+    let (kernels, failed, first_error) = set.into_parts();
+    if kernels.is_empty() {
         if let Some(e) = first_error {
             return Err(e.into());
         }
     }
-    if !failed.is_empty() {
-        crate::output::some_input_failed();
-    }
-    for k in &out {
+    for k in &kernels {
         print_notes(k.notes());
     }
-    Ok((out, failed))
+    Ok((kernels, failed))
+}
+
+/// Each kernel's answer to `ask`, in order; a kernel that cannot answer is a failure of its
+/// own (printed; the run ends with exit 2), the others still answer. When no kernel answers,
+/// the first error is the command's.
+pub fn answer_each<T>(
+    kernels: &[Kernel],
+    failed: &mut Vec<KernelFailure>,
+    ask: impl Fn(&Kernel) -> klpsym::Result<T>,
+) -> Result<Vec<T>, CliError> {
+    let mut out = Vec::with_capacity(kernels.len());
+    let mut first = None;
+    for k in kernels {
+        match ask(k) {
+            Ok(a) => out.push(a),
+            Err(e) if e.is_cancelled() => return Err(e.into()),
+            Err(e) => {
+                failed.push(KernelFailure::new(k.path().display().to_string(), &e));
+                first.get_or_insert(e);
+            }
+        }
+    }
+    match first {
+        Some(e) if out.is_empty() && failed.len() == 1 => Err(e.into()),
+        _ => {
+            for f in failed.iter() {
+                print_failure(f);
+            }
+            Ok(out)
+        }
+    }
 }

@@ -86,7 +86,7 @@ impl AddrIndex {
         for (i, r) in table.syms.iter().enumerate() {
             resched.tick()?;
             // Section-relative addresses (offline modules) answer no address query.
-            if !table.objects[r.object as usize].relative {
+            if !table.objects[r.object as usize].unplaced {
                 order.push((r.addr, i as u32));
             }
         }

@@ -15,7 +15,7 @@ pub fn address_text(table: &SymbolTable, id: crate::table::SymbolId) -> String {
     let s = table.symbol(id);
     if table.addresses_hidden() {
         "(hidden)".to_string()
-    } else if table.object_info(s.object).relative {
+    } else if table.object_info(s.object).unplaced {
         format!("+{:#x}", s.addr)
     } else {
         format!("{:#018x}", s.addr)

@@ -12,6 +12,7 @@
 //! - [`resched`] is the one reschedule-point mechanism every long operation goes through.
 
 mod addr_index;
+mod candidate;
 mod columns;
 mod format;
 mod lookup;
@@ -25,6 +26,9 @@ mod symbolize;
 mod table;
 mod table_io;
 
+pub use candidate::{
+    candidate, candidates, file_line_text, hex, hex_serde, serialize_problem_candidates, Candidate,
+};
 pub use format::{address_text, write_kallsyms, KallsymsWriter};
 /// Reschedule points (re-exported from `klpsym-resched`, where every parser finds them
 /// without depending on the model).
@@ -33,14 +37,16 @@ pub use klpsym_resched::{
     merge_spans, yield_now, Cancelled, ChunkedFinder, Resched, ReschedPolicy, ReschedStats,
     EVERYWHERE, SCAN_CHUNK, STRETCH_BUCKET_EDGES_US,
 };
-pub use lookup::{find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, Verdict};
+pub use lookup::{
+    find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, LookupVerdict,
+};
 pub use object::{normalize_module_name, ObjectId, ObjectInfo, ObjectKind};
 pub use pairing::pair_definitions;
 pub use search::{search_names, NameMatch, NamePattern};
 pub use storage::Backing;
 pub use symbolize::{SymbolizeOutcome, Symbolized};
 pub use table::{
-    file_matches, BuildError, Symbol, SymbolId, SymbolTable, SymbolTableBuilder, SIZE_UNKNOWN,
-    STEM_WALKS,
+    file_match, file_matches, BuildError, FileMatch, Symbol, SymbolId, SymbolTable,
+    SymbolTableBuilder, SIZE_UNKNOWN, STEM_WALKS,
 };
 pub use table_io::DecodeError;

@@ -36,7 +36,7 @@ pub struct LookupRequest<'a> {
 /// The kernel's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum LookupVerdict {
     /// The kernel would use `address`.
     Found,
     /// `symbol '%s' not found in symbol table`.
@@ -51,7 +51,7 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupOutcome {
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: LookupVerdict,
     /// The symbol the kernel would resolve to (Found only).
     pub symbol: Option<SymbolId>,
     /// Its address; `None` when the source hides addresses.
@@ -85,7 +85,7 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
         table.object_by_name(&object)
     };
     let hidden = table.addresses_hidden();
-    let relative = object_id.is_some_and(|o| table.object_info(o).relative);
+    let relative = object_id.is_some_and(|o| table.object_info(o).unplaced);
     let candidates: Vec<SymbolId> = match object_id {
         Some(oid) => table.by_name_in(req.name, oid).map(|s| s.id).collect(),
         None => Vec::new(),
@@ -108,7 +108,7 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
 
     let (verdict, message) = if !address_recorded {
         (
-            Verdict::NotFound,
+            LookupVerdict::NotFound,
             Some(format!("symbol '{}' not found in symbol table", req.name)),
         )
     } else if count > 1 && req.sympos == 0 {
@@ -118,7 +118,7 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
             object.as_str()
         };
         (
-            Verdict::Ambiguous,
+            LookupVerdict::Ambiguous,
             Some(format!(
                 "unresolvable ambiguity for symbol '{}' in object '{}'",
                 req.name, raw
@@ -126,16 +126,16 @@ pub fn find_object_symbol(table: &SymbolTable, req: &LookupRequest<'_>) -> Looku
         )
     } else if req.sympos > 0 && count != req.sympos {
         (
-            Verdict::PositionNotFound,
+            LookupVerdict::PositionNotFound,
             Some(format!(
                 "symbol position {} for symbol '{}' in object '{}' not found",
                 req.sympos, req.name, object
             )),
         )
     } else {
-        (Verdict::Found, None)
+        (LookupVerdict::Found, None)
     };
-    let found = verdict == Verdict::Found;
+    let found = verdict == LookupVerdict::Found;
     LookupOutcome {
         verdict,
         symbol: if found { recorded } else { None },
@@ -157,10 +157,10 @@ pub fn resolve_in_object(
     name: &str,
     object: ObjectId,
     sympos: u64,
-) -> (Verdict, Option<SymbolId>) {
+) -> (LookupVerdict, Option<SymbolId>) {
     // Section-relative offsets (a module not placed) count as present even at 0: see the
     // module documentation.
-    let present_at_zero = table.addresses_hidden() || table.object_info(object).relative;
+    let present_at_zero = table.addresses_hidden() || table.object_info(object).unplaced;
     let mut count: u64 = 0;
     let mut last: Option<(SymbolId, u64)> = None;
     // Records only: a name is read once per probe of the index, never per match.
@@ -173,11 +173,11 @@ pub fn resolve_in_object(
         }
     }
     match last {
-        Some((_, addr)) if !present_at_zero && addr == 0 => (Verdict::NotFound, None),
-        None => (Verdict::NotFound, None),
-        Some(_) if count > 1 && sympos == 0 => (Verdict::Ambiguous, None),
-        Some(_) if sympos > 0 && count != sympos => (Verdict::PositionNotFound, None),
-        Some((id, _)) => (Verdict::Found, Some(id)),
+        Some((_, addr)) if !present_at_zero && addr == 0 => (LookupVerdict::NotFound, None),
+        None => (LookupVerdict::NotFound, None),
+        Some(_) if count > 1 && sympos == 0 => (LookupVerdict::Ambiguous, None),
+        Some(_) if sympos > 0 && count != sympos => (LookupVerdict::PositionNotFound, None),
+        Some((id, _)) => (LookupVerdict::Found, Some(id)),
     }
 }
 
@@ -216,13 +216,13 @@ mod tests {
     fn unique_and_positions() {
         let t = table();
         let o = look(&t, "unique", None, 0);
-        assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0x20)));
+        assert_eq!((o.verdict, o.address), (LookupVerdict::Found, Some(0x20)));
         // sympos 1 on a unique symbol is accepted
-        assert_eq!(look(&t, "unique", None, 1).verdict, Verdict::Found);
+        assert_eq!(look(&t, "unique", None, 1).verdict, LookupVerdict::Found);
         let o = look(&t, "init_once", None, 2);
         assert_eq!(
             (o.verdict, o.address, o.count),
-            (Verdict::Found, Some(0x30), 2)
+            (LookupVerdict::Found, Some(0x30), 2)
         );
         assert_eq!(o.candidates.len(), 3);
     }
@@ -231,7 +231,7 @@ mod tests {
     fn kernel_messages() {
         let t = table();
         let o = look(&t, "init_once", None, 0);
-        assert_eq!(o.verdict, Verdict::Ambiguous);
+        assert_eq!(o.verdict, LookupVerdict::Ambiguous);
         assert_eq!(o.count, 2, "the walk stops at the second match");
         assert_eq!(
             o.message.as_deref(),
@@ -243,7 +243,7 @@ mod tests {
             Some("unresolvable ambiguity for symbol 'helper' in object 'nf_tables'")
         );
         let o = look(&t, "init_once", Some("vmlinux"), 4);
-        assert_eq!(o.verdict, Verdict::PositionNotFound);
+        assert_eq!(o.verdict, LookupVerdict::PositionNotFound);
         assert_eq!(
             o.message.as_deref(),
             Some("symbol position 4 for symbol 'init_once' in object 'vmlinux' not found")
@@ -254,15 +254,18 @@ mod tests {
             Some("symbol 'nope' not found in symbol table")
         );
         // a real symbol at address 0 counts as missing
-        assert_eq!(look(&t, "at_zero", None, 0).verdict, Verdict::NotFound);
+        assert_eq!(
+            look(&t, "at_zero", None, 0).verdict,
+            LookupVerdict::NotFound
+        );
         // an object that is not loaded finds nothing
         assert_eq!(
             look(&t, "helper", Some("ext4"), 0).verdict,
-            Verdict::NotFound
+            LookupVerdict::NotFound
         );
         // module lookups only see the module
         let o = look(&t, "init_once", Some("nf_tables.ko"), 0);
-        assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0x900)));
+        assert_eq!((o.verdict, o.address), (LookupVerdict::Found, Some(0x900)));
     }
 
     #[test]
@@ -286,19 +289,22 @@ mod tests {
         let mut b = SymbolTableBuilder::new();
         b.push(ObjectId::VMLINUX, 0x10, b't', "x").unwrap();
         let m = b.object("dummy", ObjectKind::Module);
-        b.set_relative(m, true);
+        b.set_unplaced(m, true);
         b.push(m, 0, b'd', "numdummies").unwrap();
         b.push(m, 0, b't', "dummy_setup").unwrap();
         b.push(m, 0x40, b't', "dummy_setup").unwrap();
         let t = b.build();
         let o = look(&t, "numdummies", Some("dummy"), 0);
-        assert_eq!((o.verdict, o.address), (Verdict::Found, Some(0)));
+        assert_eq!((o.verdict, o.address), (LookupVerdict::Found, Some(0)));
         assert_eq!(look(&t, "dummy_setup", Some("dummy"), 1).address, Some(0));
         assert_eq!(
             look(&t, "dummy_setup", Some("dummy"), 0).verdict,
-            Verdict::Ambiguous
+            LookupVerdict::Ambiguous
         );
-        assert_eq!(resolve_in_object(&t, "numdummies", m, 0).0, Verdict::Found);
+        assert_eq!(
+            resolve_in_object(&t, "numdummies", m, 0).0,
+            LookupVerdict::Found
+        );
         // the load-address rule still holds for placed objects
         let mut b = SymbolTableBuilder::new();
         b.push(ObjectId::VMLINUX, 0x10, b't', "x").unwrap();
@@ -307,11 +313,11 @@ mod tests {
         let t = b.build();
         assert_eq!(
             look(&t, "numdummies", Some("dummy"), 0).verdict,
-            Verdict::NotFound
+            LookupVerdict::NotFound
         );
         assert_eq!(
             resolve_in_object(&t, "numdummies", p, 0).0,
-            Verdict::NotFound
+            LookupVerdict::NotFound
         );
     }
 
@@ -322,9 +328,9 @@ mod tests {
         b.push(ObjectId::VMLINUX, 0, b't', "x").unwrap();
         b.push(ObjectId::VMLINUX, 0, b't', "y").unwrap();
         let t = b.build();
-        assert_eq!(look(&t, "x", None, 0).verdict, Verdict::Ambiguous);
+        assert_eq!(look(&t, "x", None, 0).verdict, LookupVerdict::Ambiguous);
         let o = look(&t, "y", None, 0);
-        assert_eq!((o.verdict, o.address), (Verdict::Found, None));
-        assert_eq!(look(&t, "x", None, 2).verdict, Verdict::Found);
+        assert_eq!((o.verdict, o.address), (LookupVerdict::Found, None));
+        assert_eq!(look(&t, "x", None, 2).verdict, LookupVerdict::Found);
     }
 }

@@ -33,9 +33,10 @@ pub struct ObjectInfo {
     pub kind: ObjectKind,
     /// Number of symbols the object holds.
     pub symbol_count: u32,
-    /// True when the object's addresses are section-relative offsets (a module read from its
-    /// `.ko` with no load address): they are kept for display but never answer address queries.
-    pub relative: bool,
+    /// True when the object is unplaced: a module read from its `.ko` with no load address,
+    /// whose addresses are offsets in their sections. They are kept for display but never
+    /// answer address queries.
+    pub unplaced: bool,
 }
 
 impl ObjectKind {

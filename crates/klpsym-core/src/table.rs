@@ -154,7 +154,7 @@ impl SymbolTableBuilder {
                 name: "vmlinux".to_string(),
                 kind: ObjectKind::Vmlinux,
                 symbol_count: 0,
-                relative: false,
+                unplaced: false,
             }],
             object_ids: FxHashMap::default(),
             last_object: 0,
@@ -206,7 +206,7 @@ impl SymbolTableBuilder {
                     name: name.to_string(),
                     kind,
                     symbol_count: 0,
-                    relative: false,
+                    unplaced: false,
                 });
                 self.object_ids.insert(name.to_string(), id);
                 id
@@ -216,9 +216,9 @@ impl SymbolTableBuilder {
         ObjectId(id)
     }
 
-    /// Marks an object's addresses as section-relative (see [`ObjectInfo::relative`]).
-    pub fn set_relative(&mut self, object: ObjectId, relative: bool) {
-        self.objects[object.0 as usize].relative = relative;
+    /// Marks an object as unplaced (see [`ObjectInfo::unplaced`]).
+    pub fn set_unplaced(&mut self, object: ObjectId, unplaced: bool) {
+        self.objects[object.0 as usize].unplaced = unplaced;
     }
 
     /// Adds a symbol whose name is copied into the arena.
@@ -348,7 +348,7 @@ impl SymbolTableBuilder {
                 let mut absolute = self
                     .syms
                     .iter()
-                    .filter(|r| !self.objects[r.object as usize].relative);
+                    .filter(|r| !self.objects[r.object as usize].unplaced);
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
         let (names, syms) = into_utf8_arena(self.names, self.syms, resched)?;
@@ -710,7 +710,7 @@ impl SymbolTable {
     /// same object, as the index infers it (objects of section offsets have no inferred size).
     fn size_by_walk(&self, id: SymbolId) -> u64 {
         let r = &self.syms[id.0 as usize];
-        if self.objects[r.object as usize].relative {
+        if self.objects[r.object as usize].unplaced {
             return SIZE_UNKNOWN;
         }
         let span = self.spans()[r.object as usize];
@@ -1011,6 +1011,38 @@ pub fn file_matches(file: &str, wanted: &str) -> bool {
     !wanted.is_empty() && (suffix(wanted, file) || suffix(file, wanted))
 }
 
+/// How a symbol's source file answers a file a user named (`--file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileMatch {
+    /// The file is the one named: equal, or its path ends with the name right after a `/`
+    /// (`fs/inode.c` for `inode.c` or `fs/inode.c`).
+    Exact,
+    /// Only the base names agree: the table knows the file by its base name alone (an ELF FILE
+    /// symbol: `sysfs.c`) and the user named a path (`drivers/cpuidle/sysfs.c`). Every
+    /// `sysfs.c` of the tree looks the same here, so the path cannot be confirmed.
+    BaseName,
+    /// Another file.
+    No,
+}
+
+/// How `file` (a symbol's source file: a DWARF path or an ELF FILE base name) answers
+/// `wanted` (what the user named: a path, a path suffix or a base name).
+pub fn file_match(file: &str, wanted: &str) -> FileMatch {
+    let ends_at_slash = |long: &str, short: &str| {
+        long.strip_suffix(short)
+            .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+    };
+    if wanted.is_empty() || file.is_empty() {
+        FileMatch::No
+    } else if ends_at_slash(file, wanted) {
+        FileMatch::Exact
+    } else if !file.contains('/') && ends_at_slash(wanted, file) {
+        FileMatch::BaseName
+    } else {
+        FileMatch::No
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1191,7 +1223,7 @@ mod tests {
             let mut b = SymbolTableBuilder::new();
             let m = b.object("mod_a", ObjectKind::Module);
             let r = b.object("mod_r", ObjectKind::Module);
-            b.set_relative(r, true);
+            b.set_unplaced(r, true);
             for &(o, addr, name, dotted) in spec {
                 let obj = [ObjectId::VMLINUX, m, r][o as usize];
                 let name = match dotted {
@@ -1237,5 +1269,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Regression: `--file drivers/cpuidle/sysfs.c` on a table that knows only ELF FILE base
+    /// names matched `sysfs.c` as if the path were known, and so did a path that does not exist.
+    #[test]
+    fn a_path_against_a_base_name_is_only_a_base_name_match() {
+        assert_eq!(file_match("fs/inode.c", "inode.c"), FileMatch::Exact);
+        assert_eq!(file_match("fs/inode.c", "fs/inode.c"), FileMatch::Exact);
+        assert_eq!(file_match("inode.c", "inode.c"), FileMatch::Exact);
+        assert_eq!(file_match("fs/inode.c", "proc/inode.c"), FileMatch::No);
+        assert_eq!(file_match("fs/xinode.c", "inode.c"), FileMatch::No);
+        assert_eq!(
+            file_match("sysfs.c", "drivers/cpuidle/sysfs.c"),
+            FileMatch::BaseName
+        );
+        assert_eq!(
+            file_match("sysfs.c", "no/such/dir/sysfs.c"),
+            FileMatch::BaseName
+        );
+        assert_eq!(
+            file_match("drivers/acpi/sysfs.c", "drivers/cpuidle/sysfs.c"),
+            FileMatch::No
+        );
+        assert_eq!(file_match("sysfs.c", "xsysfs.c"), FileMatch::No);
+        assert_eq!(file_match("inode.c", ""), FileMatch::No);
     }
 }

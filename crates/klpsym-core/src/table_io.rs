@@ -106,7 +106,7 @@ impl SymbolTable {
                 ObjectKind::Pseudo => 2,
             });
             out.extend_from_slice(&o.symbol_count.to_le_bytes());
-            out.push(o.relative as u8);
+            out.push(o.unplaced as u8);
         }
         out.extend_from_slice(&(self.names.len() as u64).to_le_bytes());
         out.extend_from_slice(self.names.bytes());
@@ -232,12 +232,12 @@ impl SymbolTable {
                 k => return Err(bad(format!("object kind {k}"))),
             };
             let symbol_count = r.u32("object")?;
-            let relative = r.u8("object")? != 0;
+            let unplaced = r.u8("object")? != 0;
             objects.push(ObjectInfo {
                 name,
                 kind,
                 symbol_count,
-                relative,
+                unplaced,
             });
         }
         if objects[0].kind != ObjectKind::Vmlinux {
@@ -378,7 +378,7 @@ mod tests {
             .unwrap();
         b.set_last_size(0x10);
         let m = b.object("ext4", ObjectKind::Module);
-        b.set_relative(m, true);
+        b.set_unplaced(m, true);
         b.push(m, 0x40, b't', "init_once").unwrap();
         b.build()
     }
@@ -407,7 +407,7 @@ mod tests {
         let (back, used) = SymbolTable::decode(&out, &mut Resched::none()).unwrap();
         assert_eq!(used, out.len());
         assert_eq!(lines(&back), lines(&t));
-        assert!(back.object_info(ObjectId(1)).relative);
+        assert!(back.object_info(ObjectId(1)).unplaced);
         assert_eq!(back.by_name("init_once").count(), 2);
         // Every truncation and every single-byte change is caught or decodes to a valid table.
         for cut in 0..out.len() {

@@ -2,8 +2,8 @@
 //! kernel order answers, on random tables with duplicates, aliases and several modules.
 
 use klpsym_core::{
-    find_object_symbol, LookupRequest, ObjectId, ObjectKind, SymbolTable, SymbolTableBuilder,
-    SymbolizeOutcome, Verdict, SIZE_UNKNOWN,
+    find_object_symbol, LookupRequest, LookupVerdict, ObjectId, ObjectKind, SymbolTable,
+    SymbolTableBuilder, SymbolizeOutcome, SIZE_UNKNOWN,
 };
 use proptest::prelude::*;
 
@@ -64,16 +64,16 @@ proptest! {
             .collect();
         prop_assert_eq!(o.candidates.iter().map(|s| s.0 as usize).collect::<Vec<_>>(), matches.clone());
         let expected = if matches.is_empty() {
-            Verdict::NotFound
+            LookupVerdict::NotFound
         } else if sympos == 0 && matches.len() > 1 {
-            Verdict::Ambiguous
+            LookupVerdict::Ambiguous
         } else if sympos > 0 && (matches.len() as u64) < sympos {
-            Verdict::PositionNotFound
+            LookupVerdict::PositionNotFound
         } else {
-            Verdict::Found
+            LookupVerdict::Found
         };
         prop_assert_eq!(o.verdict, expected);
-        if expected == Verdict::Found {
+        if expected == LookupVerdict::Found {
             let idx = if sympos == 0 { 0 } else { sympos as usize - 1 };
             prop_assert_eq!(o.address, Some(rows[matches[idx]].addr));
         }

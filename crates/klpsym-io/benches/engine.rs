@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 
 use divan::{black_box, Bencher};
 use klpsym_core::resched::Resched;
-use klpsym_core::{find_object_symbol, LookupRequest, SymbolTable, SymbolizeOutcome, Verdict};
+use klpsym_core::{
+    find_object_symbol, LookupRequest, LookupVerdict, SymbolTable, SymbolizeOutcome,
+};
 use klpsym_io::{load, LoadOptions};
 use klpsym_sources::parse_text;
 
@@ -154,7 +156,7 @@ fn name_lookup_x1024(b: Bencher, label: &str) {
                     sympos: 1,
                 },
             );
-            found += (r.verdict == Verdict::Found) as usize;
+            found += (r.verdict == LookupVerdict::Found) as usize;
         }
         assert!(found > 0);
         black_box(found)

@@ -462,7 +462,7 @@ fn module_symbols_table_with(
 ) -> Result<SymbolTable, LoadError> {
     let mut b = SymbolTableBuilder::with_capacity(m.entries.len(), m.entries.name_bytes());
     let oid = b.object(&m.name, ObjectKind::Module);
-    b.set_relative(oid, addrs.is_none());
+    b.set_unplaced(oid, addrs.is_none());
     for (i, e) in m.entries.iter().enumerate() {
         resched.tick().map_err(klpsym_core::BuildError::from)?;
         let addr = addrs.map_or(e.addr, |a| a[i]);

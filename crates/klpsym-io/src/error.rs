@@ -54,7 +54,9 @@ pub enum LoadError {
         what: String,
     },
     /// The file is larger than the configured limit.
-    #[error("{path}: {size} bytes is more than the input limit of {limit} bytes (raise it with --max-input-size)")]
+    #[error(
+        "{path}: {size} bytes is more than the input limit of {limit} bytes (the input size limit)"
+    )]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -90,10 +92,10 @@ impl From<klpsym_core::resched::Cancelled> for LoadError {
     }
 }
 
-/// Names the flag that raises the decompression limit when that limit was hit.
+/// Says which limit was hit when it was the decompression limit.
 fn limit_hint(e: &klpsym_image::ImageError) -> &'static str {
     match e {
-        klpsym_image::ImageError::TooLarge { .. } => " (raise it with --max-decompressed-size)",
+        klpsym_image::ImageError::TooLarge { .. } => " (the decompressed size limit)",
         _ => "",
     }
 }

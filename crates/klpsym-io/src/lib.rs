@@ -3,7 +3,8 @@
 //! the library above it (`klpsym`) takes loaded kernels.
 //!
 //! Files from the top down: `load.rs` dispatches one source (cache, /proc reader, sparse
-//! vmlinux reader, package, decoders); `package.rs` groups packages into kernels;
+//! vmlinux reader, package, decoders); `package.rs` groups packages into kernels; `folder.rs` tells a folder's kernel parts
+//! from what it also holds;
 //! `cache_list.rs` lists every kind of cache entry; `cache.rs`, `tree_cache.rs` and
 //! `symvers_cache.rs` keep one kind each; `decode.rs` turns bytes into a kernel; `facts.rs`
 //! finds what a module loader checks against; `modules.rs` reads module trees; `entry.rs`,
@@ -17,6 +18,7 @@ mod detect;
 mod entry;
 mod error;
 mod facts;
+mod folder;
 mod lines;
 pub use lines::LineIndex;
 mod load;
@@ -42,6 +44,9 @@ pub use error::LoadError;
 pub use facts::{
     find_config, find_symvers, live_release, live_sig_enforce, read_btf, read_section_addresses,
     release_of, AddressVisibility,
+};
+pub use folder::{
+    classify as classify_folder_file, package_name_of, scan as scan_folder, FolderEntry,
 };
 pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
 pub use load::load;

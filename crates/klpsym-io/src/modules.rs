@@ -413,7 +413,7 @@ pub fn compose(
         } else {
             b.object(&info.name, info.kind)
         };
-        b.set_relative(oid, info.relative);
+        b.set_unplaced(oid, info.unplaced);
         for s in base.iter().filter(|s| s.object == oid_in) {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
             b.push(oid, s.addr, s.kind as u8, s.name)?;
@@ -435,7 +435,7 @@ pub fn compose(
         }
         let tree = tree.ok_or_else(|| {
             LoadError::Setup(format!(
-                "module '{name}' is named as loaded, but no --modules DIR says where its file is"
+                "module '{name}' is named as loaded, but no module tree says where its file is"
             ))
         })?;
         let m = tree.load(name, opts, resched)?;
@@ -464,7 +464,7 @@ pub fn compose(
             }
         };
         let oid = b.object(&m.name, ObjectKind::Module);
-        b.set_relative(oid, addrs.is_none());
+        b.set_unplaced(oid, addrs.is_none());
         for (i, e) in m.entries.iter().enumerate() {
             resched.tick().map_err(klpsym_core::BuildError::from)?;
             b.push(oid, addrs.as_ref().map_or(e.addr, |a| a[i]), e.kind, e.name)?;

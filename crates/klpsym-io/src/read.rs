@@ -25,8 +25,7 @@ pub fn read_bounded(path: &Path, limit: u64, resched: &mut Resched) -> Result<Ve
     if meta.is_dir() {
         return Err(LoadError::Unrecognized {
             path: path.to_path_buf(),
-            what: "is a directory; expected a symbol source file (use --modules for a module tree)"
-                .into(),
+            what: "is a directory; expected a file".into(),
         });
     }
     // /proc files report size 0; regular files are read in one go.

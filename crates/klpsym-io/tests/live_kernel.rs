@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use klpsym_core::resched::Resched;
-use klpsym_core::{find_object_symbol, LookupRequest, SymbolizeOutcome, Verdict};
+use klpsym_core::{find_object_symbol, LookupRequest, LookupVerdict, SymbolizeOutcome};
 use klpsym_io::{load, LoadOptions};
 
 #[test]
@@ -68,10 +68,10 @@ fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
                 },
             );
             if a == 0 {
-                assert_eq!(o.verdict, Verdict::NotFound, "{obj} {name}");
+                assert_eq!(o.verdict, LookupVerdict::NotFound, "{obj} {name}");
                 continue;
             }
-            assert_eq!(o.verdict, Verdict::Found, "{obj} {name} #{}", i + 1);
+            assert_eq!(o.verdict, LookupVerdict::Found, "{obj} {name} #{}", i + 1);
             assert_eq!(o.address, Some(a), "{obj} {name} #{}", i + 1);
         }
         let o = find_object_symbol(
@@ -83,7 +83,7 @@ fn every_name_and_every_symbol_start_agree_with_proc_kallsyms() {
             },
         );
         if addrs.len() > 1 {
-            assert_eq!(o.verdict, Verdict::Ambiguous, "{obj} {name}");
+            assert_eq!(o.verdict, LookupVerdict::Ambiguous, "{obj} {name}");
         }
     }
     for (&addr, name) in &first_at {

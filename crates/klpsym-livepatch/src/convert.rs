@@ -201,7 +201,7 @@ pub fn convert_with(
 ) -> Result<(Vec<u8>, ConvertReport), ConvertError> {
     target.kernel.build_name_index(resched)?;
     target.kernel.build_stem_index(resched)?;
-    for t in target.offline_modules.values() {
+    for t in target.unplaced_modules.values() {
         t.build_name_index(resched)?;
         t.build_stem_index(resched)?;
     }
@@ -495,7 +495,7 @@ fn place_symbol(
         }
     };
     push_from(target.kernel, None);
-    for (m, t) in &target.offline_modules {
+    for (m, t) in &target.unplaced_modules {
         if !target.is_loaded(m) {
             push_from(t, Some(m));
         }
@@ -577,7 +577,7 @@ fn place_symbol(
     match defs.len() {
         0 => {
             let variants = std::iter::once(target.kernel)
-                .chain(target.offline_modules.values().copied())
+                .chain(target.unplaced_modules.values().copied())
                 .find_map(|t| crate::hints::variants_hint(t, name));
             Err(format!(
                 "'{name}' is not defined in the target kernel (vmlinux, loaded or given modules){}",

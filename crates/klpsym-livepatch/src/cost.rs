@@ -660,7 +660,7 @@ pub fn resolution_cost_with(
         .collect();
     let mut w = Walks::new(target.kernel, v >= (6, 2), &wanted, resched)?;
     w.loading = target
-        .offline_modules
+        .unplaced_modules
         .iter()
         .filter_map(|(n, t)| Some((n.clone(), *t, *target.loading_order.get(n)?)))
         .collect();
@@ -762,7 +762,7 @@ pub fn resolution_cost_with(
         let key = normalize_module_name(&obj);
         let count = match target.loading_symbols.get(&key) {
             Some(&n) => n as usize,
-            None => target.offline_modules.get(&key).map_or(0, |t| t.len()),
+            None => target.unplaced_modules.get(&key).map_or(0, |t| t.len()),
         };
         let mut list = vec![(normalize_module_name(&obj), count)];
         list.extend(at_enable.iter().cloned());

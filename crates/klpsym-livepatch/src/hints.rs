@@ -3,26 +3,7 @@
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
 
-use crate::report::Candidate;
-
-pub(crate) fn candidates(table: &SymbolTable, ids: &[klpsym_core::SymbolId]) -> Vec<Candidate> {
-    ids.iter()
-        .enumerate()
-        .map(|(i, &id)| {
-            let s = table.symbol(id);
-            Candidate {
-                position: i as u64 + 1,
-                object: table.object_info(s.object).name.clone(),
-                address: (!table.addresses_hidden()).then_some(s.addr),
-                unplaced: table.object_info(s.object).relative,
-                kind: s.kind,
-                file: table.file(id).map(str::to_string),
-                line: None,
-                decl_file: None,
-            }
-        })
-        .collect()
-}
+pub(crate) use klpsym_core::candidates;
 
 /// Where else the name lives, or compiler-made variants of it (one lookup in the table's stem
 /// index, built once with a tick per symbol).

@@ -54,6 +54,6 @@ pub use names::{
 };
 pub use report::{
     errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
-    ObjectState, PatchVerdict, Problem, ProblemKind, RelocationReport, Stage, VerdictKind,
+    ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind, RelocationReport, Stage,
 };
 pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, Target};

@@ -7,6 +7,7 @@ use serde::Serialize;
 use klpsym_core::resched::{Cancelled, Resched};
 
 use klpsym_core::bulk::free_with_points;
+pub use klpsym_core::Candidate;
 
 /// When the kernel hits a problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -139,39 +140,25 @@ pub struct Problem {
     /// What to do about it.
     pub hint: String,
     /// For ambiguity and bad positions: every definition, with its position.
+    #[serde(serialize_with = "klpsym_core::serialize_problem_candidates")]
     pub candidates: Vec<Candidate>,
-}
-
-/// One definition of an ambiguous name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Candidate {
-    /// 1-based position in the object's kallsyms order (old_sympos / `,N` of a klp symbol).
-    pub position: u64,
-    /// The object.
-    pub object: String,
-    /// The address (`None` when hidden).
-    #[serde(serialize_with = "hex_opt")]
-    pub address: Option<u64>,
-    /// True when `address` is an offset in its section (a module read from its `.ko`, not
-    /// placed): no load address yet.
-    pub unplaced: bool,
-    /// The kallsyms type letter.
-    pub kind: char,
-    /// The source file of its translation unit (STT_FILE), when the target's table knows it
-    /// (a vmlinux with .symtab, a module).
-    pub file: Option<String>,
-    /// The declaration line from DWARF, added by a caller that has the vmlinux's debug info.
-    pub line: Option<u64>,
-    /// The file holding `line`: `file`, or a header for a `static inline` copy.
-    pub decl_file: Option<String>,
 }
 
 /// The overall outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum VerdictKind {
-    /// The kernel loads and enables the patch; deferred objects checked offline are fine.
+pub enum PatchVerdictKind {
+    /// The kernel loads and enables the patch, and everything that decides that was checked:
+    /// deferred objects against their modules, the module loader's facts, and (by the caller
+    /// that knows the built-for kernel) every binding.
     Accepted,
+    /// The kernel loads and enables the patch as far as checked, but something that decides
+    /// the load was not checked (a deferred object without its module, a loader fact
+    /// unknown, bindings nothing proves): the caller lists what.
+    Unverified,
+    /// The kernel loads and enables the patch, and some symbol binds another definition than
+    /// on the kernel the patch was built for: it patches or refers to other code, silently.
+    BindsAnotherDefinition,
     /// insmod fails.
     RefusedAtLoad,
     /// The patch loads, but the kernel will refuse to load some module later.
@@ -195,7 +182,7 @@ pub struct LogLine {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PatchVerdict {
     /// The outcome.
-    pub kind: VerdictKind,
+    pub kind: PatchVerdictKind,
     /// errno of the failing load (RefusedAtLoad).
     pub errno: Option<i32>,
     /// Modules the kernel would refuse to load (RefusedWhenModuleLoads).
@@ -254,22 +241,25 @@ impl PatchVerdict {
         }
         Ok(match first_fatal {
             Some(p) => PatchVerdict {
-                kind: VerdictKind::RefusedAtLoad,
+                kind: PatchVerdictKind::RefusedAtLoad,
                 errno: Some(p.errno),
                 refused_modules: vec![],
                 unchecked_modules: unchecked,
             },
             None if !refused.is_empty() => PatchVerdict {
-                kind: VerdictKind::RefusedWhenModuleLoads,
+                kind: PatchVerdictKind::RefusedWhenModuleLoads,
                 errno: None,
                 refused_modules: refused,
                 unchecked_modules: unchecked,
             },
             None => PatchVerdict {
                 kind: if ordinary {
-                    VerdictKind::OrdinaryModule
+                    PatchVerdictKind::OrdinaryModule
+                } else if !unchecked.is_empty() {
+                    // What happens when those modules load was not checked.
+                    PatchVerdictKind::Unverified
                 } else {
-                    VerdictKind::Accepted
+                    PatchVerdictKind::Accepted
                 },
                 errno: None,
                 refused_modules: vec![],
@@ -299,7 +289,7 @@ pub struct FuncReport {
     /// `old_sympos`.
     pub old_sympos: u64,
     /// The lookup verdict (None when not looked up).
-    pub verdict: Option<klpsym_core::Verdict>,
+    pub verdict: Option<klpsym_core::LookupVerdict>,
     /// The address the kernel would patch (offline layout for deferred objects).
     #[serde(serialize_with = "hex_opt")]
     pub address: Option<u64>,
@@ -338,8 +328,10 @@ pub struct RelocationReport {
     /// The resolved address (S); `None` when unresolved or hidden.
     #[serde(serialize_with = "hex_opt")]
     pub resolved: Option<u64>,
-    /// True when S comes from an offline `.ko` layout, not a live address.
-    pub offline: bool,
+    /// True when S is an unplaced module symbol (an offset in its section, from the `.ko`
+    /// read offline), not a load address.
+    #[serde(rename = "offline")]
+    pub unplaced: bool,
     /// `r_addend`.
     pub addend: i64,
     /// `S + A`, `S + A - P`...
@@ -443,14 +435,7 @@ impl CheckReport {
     }
 }
 
-/// Addresses as `0x`-prefixed 16-digit hex strings in JSON, like the other verbs (a u64 does
-/// not survive a JSON number in most readers).
-pub(crate) fn hex_opt<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(a) => s.serialize_str(&format!("{a:#018x}")),
-        None => s.serialize_none(),
-    }
-}
+pub(crate) use klpsym_core::hex_serde::addr_opt as hex_opt;
 
 /// The name of a (positive) errno value.
 pub fn errno_name(errno: i32) -> &'static str {

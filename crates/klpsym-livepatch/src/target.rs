@@ -36,7 +36,7 @@ pub enum TableSource {
 /// let ext4_table = e.build();
 /// let exported = |n: &str| n == "printk";
 /// let t = Target::new(&table, KernelRules::for_version(6, 1), Arch::X86_64)
-///     .with_offline_module("ext4", &ext4_table)
+///     .with_unplaced_module("ext4", &ext4_table)
 ///     .with_exports(&exported);
 /// assert!(!t.is_loaded("ext4"));
 /// let (found, _, _) = t.lookup("ext4", "ext4_fill_super", 0, Some("ext4"));
@@ -52,13 +52,13 @@ pub struct Target<'a> {
     /// Symbol tables of modules that are not loaded, from their `.ko` (offline layout, non-zero
     /// section bases), keyed by normalized module name; each table must hold an object of that
     /// name (as klpsym-elf's module tables do).
-    pub offline_modules: BTreeMap<String, &'a SymbolTable>,
+    pub unplaced_modules: BTreeMap<String, &'a SymbolTable>,
     /// For an offline module: the symbol table entries a lookup walks while it is loading
-    /// (its whole `.symtab` but the undefined entries), keyed like `offline_modules`.
+    /// (its whole `.symtab` but the undefined entries), keyed like `unplaced_modules`.
     pub loading_symbols: BTreeMap<String, u32>,
     /// For an offline module: for each symbol of its table (by id), its place in that walk,
     /// so a lookup that stops at a match visits `place + 1` entries; keyed like
-    /// `offline_modules`. Without it a lookup while the module loads counts the whole walk.
+    /// `unplaced_modules`. Without it a lookup while the module loads counts the whole walk.
     pub loading_order: BTreeMap<String, &'a [u32]>,
     /// Which undefined symbols the target exports (`__ksymtab_*`, Module.symvers). `None`:
     /// unknown, so only `.klp.sym.*` undefined symbols are reported as unresolvable.
@@ -159,8 +159,8 @@ impl fmt::Debug for Target<'_> {
             .field("rules", &self.rules)
             .field("arch", &self.arch)
             .field(
-                "offline_modules",
-                &self.offline_modules.keys().collect::<Vec<_>>(),
+                "unplaced_modules",
+                &self.unplaced_modules.keys().collect::<Vec<_>>(),
             )
             .field("exported", &self.exported.is_some())
             .field("section_bases", &self.section_bases)
@@ -181,7 +181,7 @@ impl<'a> Target<'a> {
             kernel,
             rules,
             arch,
-            offline_modules: BTreeMap::new(),
+            unplaced_modules: BTreeMap::new(),
             loading_symbols: BTreeMap::new(),
             loading_order: BTreeMap::new(),
             exported: None,
@@ -205,8 +205,8 @@ impl<'a> Target<'a> {
     }
 
     /// Adds the table of a module that is not loaded.
-    pub fn with_offline_module(mut self, name: &str, table: &'a SymbolTable) -> Self {
-        self.offline_modules
+    pub fn with_unplaced_module(mut self, name: &str, table: &'a SymbolTable) -> Self {
+        self.unplaced_modules
             .insert(normalize_module_name(name), table);
         self
     }
@@ -295,7 +295,7 @@ impl<'a> Target<'a> {
         coming: Option<&str>,
     ) -> (LookupOutcome, TableSource, &'a SymbolTable) {
         let obj = normalize_module_name(object);
-        let (table, src) = match (coming, self.offline_modules.get(&obj)) {
+        let (table, src) = match (coming, self.unplaced_modules.get(&obj)) {
             (Some(c), Some(t)) if c == obj && !self.is_loaded(&obj) => (*t, TableSource::Offline),
             _ => (self.kernel, TableSource::Kernel),
         };
@@ -313,28 +313,28 @@ impl<'a> Target<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use klpsym_core::{ObjectKind, SymbolTableBuilder, Verdict};
+    use klpsym_core::{LookupVerdict, ObjectKind, SymbolTableBuilder};
 
     #[test]
     fn offline_symbol_at_offset_zero_is_found() {
         let mut b = SymbolTableBuilder::new();
         let m = b.object("ext4", ObjectKind::Module);
-        b.set_relative(m, true);
+        b.set_unplaced(m, true);
         b.push(m, 0, b't', "first").unwrap();
         b.push(m, 0x10, b't', "dup").unwrap();
         b.push(m, 0x20, b't', "dup").unwrap();
         let off = b.build();
         let k = SymbolTableBuilder::new().build();
         let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::X86_64)
-            .with_offline_module("ext4", &off);
+            .with_unplaced_module("ext4", &off);
         let (o, src, _) = t.lookup("ext4", "first", 0, Some("ext4"));
         assert_eq!(
             (o.verdict, o.address, src),
-            (Verdict::Found, Some(0), TableSource::Offline)
+            (LookupVerdict::Found, Some(0), TableSource::Offline)
         );
         assert_eq!(
             t.lookup("ext4", "dup", 0, Some("ext4")).0.verdict,
-            Verdict::Ambiguous
+            LookupVerdict::Ambiguous
         );
         assert_eq!(
             t.lookup("ext4", "dup", 2, Some("ext4")).0.address,
@@ -342,12 +342,12 @@ mod tests {
         );
         assert_eq!(
             t.lookup("ext4", "dup", 3, Some("ext4")).0.verdict,
-            Verdict::PositionNotFound
+            LookupVerdict::PositionNotFound
         );
         // not coming: the kernel does not see it
         assert_eq!(
             t.lookup("ext4", "first", 0, None).0.verdict,
-            Verdict::NotFound
+            LookupVerdict::NotFound
         );
     }
 }

@@ -394,7 +394,7 @@ pub fn kernel() -> SymbolTable {
 }
 
 /// An offline module table (`ext4`, not loaded), with non-zero synthetic addresses.
-pub fn ext4_offline() -> SymbolTable {
+pub fn ext4_unplaced() -> SymbolTable {
     let mut b = SymbolTableBuilder::new();
     let m = b.object("ext4", ObjectKind::Module);
     b.push(m, 0x1000, b't', "ext4_fill_super").unwrap();

@@ -9,14 +9,14 @@
 //!
 //! ```
 //! use klpsym_testkit::patches::{large_patch, vmlinux_with};
-//! use klpsym_livepatch::{check, Arch, KernelRules, LivepatchModule, Target, VerdictKind};
+//! use klpsym_livepatch::{check, Arch, KernelRules, LivepatchModule, Target, PatchVerdictKind};
 //!
 //! let names = ["vfs_read", "vfs_write", "do_sys_open"];
 //! let table = vmlinux_with(&names);
 //! let bytes = large_patch(&names, 100, 3);
 //! let m = LivepatchModule::parse(&bytes).unwrap();
 //! let r = check(&m, &Target::new(&table, KernelRules::for_version(6, 1), Arch::X86_64));
-//! assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+//! assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
 //! assert_eq!(r.relocations.len(), 100);
 //! ```
 
@@ -172,7 +172,12 @@ mod tests {
         assert_eq!(m.klp_symbols.len(), 300);
         let t = Target::new(&table, KernelRules::for_version(6, 1), Arch::X86_64);
         let r = check(&m, &t);
-        assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::Accepted,
+            "{:#?}",
+            r.problems
+        );
         assert!(r.problems.is_empty());
         assert_eq!(r.relocations.len(), 5_000);
         assert!(r.relocations.iter().all(|x| x.status == "applied"));
@@ -186,7 +191,12 @@ mod tests {
         // Before 5.8 the same relocations are applied at enable time: same outcome.
         let t = Target::new(&table, KernelRules::for_version(5, 4), Arch::X86_64);
         let r = check(&m, &t);
-        assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::Accepted,
+            "{:#?}",
+            r.problems
+        );
         assert_eq!(r.relocations.len(), 5_000);
     }
 
@@ -206,13 +216,18 @@ mod tests {
         assert_eq!(rep.sections_created, vec![".klp.rela.vmlinux..text"]);
         let m = LivepatchModule::parse(&out).unwrap();
         let r = check(&m, &t);
-        assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::Accepted,
+            "{:#?}",
+            r.problems
+        );
         assert_eq!(r.relocations.len(), 4_000);
         assert_eq!(r.objects[0].funcs.len(), 1);
         // The converted module and the generated patch agree relocation by relocation.
         let direct = large_patch(&names, 4_000, 1);
         let d = check(&LivepatchModule::parse(&direct).unwrap(), &t);
-        assert_eq!(d.verdict.kind, VerdictKind::Accepted);
+        assert_eq!(d.verdict.kind, PatchVerdictKind::Accepted);
         let key = |x: &RelocationReport| (x.offset, x.r_type, x.symbol.clone(), x.value);
         assert_eq!(
             r.relocations.iter().map(key).collect::<Vec<_>>(),
@@ -239,7 +254,7 @@ mod tests {
         let parse_points = r.stats().points;
         assert!(parse_points > 0, "{:?}", r.stats());
         let report = check_with(&m, &t, &mut r).unwrap();
-        assert_eq!(report.verdict.kind, VerdictKind::Accepted);
+        assert_eq!(report.verdict.kind, PatchVerdictKind::Accepted);
         assert!(r.stats().points > parse_points, "{:?}", r.stats());
         // At least a tick per relocation, twice (resolution, then application).
         assert!(r.stats().items >= 6_000, "{:?}", r.stats());

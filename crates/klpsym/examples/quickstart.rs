@@ -1,7 +1,7 @@
 // Open a kernel package, look a static function up by position, symbolize an address in it,
 // and check a livepatch module against the kernel, with the `klpsym` crate alone:
 //   cargo run -p klpsym --example quickstart -- linux-image-6.1.0-57-amd64_6.1.192-3_amd64.deb lp.ko [NAME]
-use klpsym::{CheckOptions, LookupQuery, Options, Patch, Verdict};
+use klpsym::{CheckOptions, LookupQuery, LookupVerdict, Options, Patch};
 
 fn main() -> Result<(), klpsym::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -10,7 +10,6 @@ fn main() -> Result<(), klpsym::Error> {
         std::process::exit(2);
     };
     let name = rest.first().map_or("init_once", String::as_str);
-    klpsym::bounded_malloc();
     let opts = Options::new();
 
     // A Debian kernel package, read in place: its image's kallsyms, config and Module.symvers.
@@ -22,19 +21,19 @@ fn main() -> Result<(), klpsym::Error> {
     for c in &defs.candidates {
         println!(
             "definition {} of {name}: {} in {}",
-            c.position, c.text, c.object
+            c.position,
+            c.address_text(),
+            c.object
         );
     }
 
     // What klp_find_object_symbol(NAME, POS) answers: the last definition here.
     let pos = defs.candidates.len() as u64;
     let answer = kernel.lookup(&LookupQuery::new(name).sympos(pos))?;
-    match answer.verdict {
-        Verdict::Found => {
-            let address = answer.address.unwrap_or_default();
-            println!("lookup {name},{pos}: {address}");
+    match (answer.verdict, answer.address) {
+        (LookupVerdict::Found, Some(addr)) => {
+            println!("lookup {name},{pos}: {}", klpsym::hex(addr));
             // %pS of an address 4 bytes into it.
-            let addr = u64::from_str_radix(address.trim_start_matches("0x"), 16).unwrap_or(0);
             let pretty = kernel
                 .describe_address("", addr + 4)
                 .text
@@ -48,13 +47,22 @@ fn main() -> Result<(), klpsym::Error> {
     }
 
     // What the kernel will do with the livepatch module.
-    let copts = CheckOptions::default();
     let patch = Patch::read(patch, &opts)?;
-    let run = klpsym::check(&patch, &[&kernel], &copts)?;
-    let report = &run.results[0].report;
-    println!("check: {:?}", report.verdict.kind);
-    for line in report.problems.iter().flat_map(|p| &p.log) {
-        println!("  kernel: {line}");
+    let run = klpsym::check(&patch, &[&kernel], &CheckOptions::default())?;
+    for r in &run.results {
+        println!("check: {:?}", r.verdict());
+        for line in r
+            .report
+            .problems
+            .iter()
+            .filter(|p| p.reached)
+            .flat_map(|p| &p.log)
+        {
+            println!("  kernel: {line}");
+        }
+    }
+    for f in &run.failed {
+        println!("check: not checked on {}: {}", f.kernel, f.error);
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use klpsym_livepatch::{parse_klp_symbol, LivepatchModule};
 
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::query::Candidate;
+use klpsym_core::Candidate;
 
 /// Where a patch names a symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -61,7 +61,7 @@ pub enum AsBuilt {
         /// The definition on the built-for kernel.
         built_for: Identity,
         /// Its position on this kernel.
-        intended_position: usize,
+        intended_position: u64,
     },
     /// The definition the patch was built for is not on this kernel (another file, inlined
     /// away, renamed by the compiler).
@@ -153,7 +153,7 @@ fn identity(defs: &[Candidate], i: usize) -> Option<Identity> {
 
 /// Where `want` is among `defs`: the position (1-based) of the definition with that identity.
 /// A file from DWARF (`fs/inode.c`) and one from STT_FILE (`inode.c`) match on a path suffix.
-fn position_of(defs: &[Candidate], want: &Identity) -> Option<usize> {
+fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
     let mut rank = 0;
     for (i, d) in defs.iter().enumerate() {
         if d.file.as_deref().is_some_and(|f| {
@@ -161,7 +161,7 @@ fn position_of(defs: &[Candidate], want: &Identity) -> Option<usize> {
         }) {
             rank += 1;
             if rank == want.rank {
-                return Some(i + 1);
+                return Some(i as u64 + 1);
             }
         }
     }
@@ -256,7 +256,7 @@ fn compare(
     }
     Ok(match position_of(defs, &want) {
         None => AsBuilt::Gone { built_for: want },
-        Some(p) if bound == Some(p - 1) => AsBuilt::Same,
+        Some(p) if bound.map(|b| b as u64 + 1) == Some(p) => AsBuilt::Same,
         Some(p) => AsBuilt::Moved {
             built_for: want,
             intended_position: p,
@@ -287,9 +287,9 @@ pub struct DriftRow {
     /// Its source file and rank in it, when known.
     pub identity: Option<Identity>,
     /// Its position on the first build (1-based), when there.
-    pub from_position: Option<usize>,
+    pub from_position: Option<u64>,
     /// Its position on the second build, when there.
-    pub to_position: Option<usize>,
+    pub to_position: Option<u64>,
     /// What became of it.
     pub status: DriftStatus,
 }
@@ -334,32 +334,41 @@ pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Dri
         from.definitions(name, Some(object)),
         to.definitions(name, Some(object)),
     );
-    let known = |d: &[Candidate]| d.iter().any(|c| c.file.is_some());
-    let both = known(&a) && known(&b);
+    // Definitions are told apart by their source files: a side with definitions and no file
+    // proves nothing, and a drift that proves nothing must not read as "no drift".
+    let known = |d: &[Candidate]| d.is_empty() || d.iter().any(|c| c.file.is_some());
+    for (k, d) in [(from, &a), (to, &b)] {
+        if !known(d) {
+            return Err(crate::Error::bad_input(format!(
+                "{}: names no source files, so its definitions of {name} cannot be told apart from another build's (an image's kallsyms names none): give its -dbg package or a vmlinux with debug info",
+                k.path().display()
+            )));
+        }
+    }
     let mut rows = Vec::new();
     let mut matched = vec![false; b.len()];
     for i in 0..a.len() {
         let id = identity(&a, i);
-        let row = match (&id, both) {
-            (Some(id), true) => {
+        let row = match &id {
+            Some(id) => {
                 let to_position = position_of(&b, id);
                 if let Some(p) = to_position {
-                    matched[p - 1] = true;
+                    matched[p as usize - 1] = true;
                 }
                 DriftRow {
                     identity: Some(id.clone()),
-                    from_position: Some(i + 1),
+                    from_position: Some(i as u64 + 1),
                     to_position,
                     status: match to_position {
                         None => DriftStatus::Gone,
-                        Some(p) if p == i + 1 => DriftStatus::Same,
+                        Some(p) if p == i as u64 + 1 => DriftStatus::Same,
                         Some(_) => DriftStatus::Moved,
                     },
                 }
             }
-            _ => DriftRow {
+            None => DriftRow {
                 identity: id,
-                from_position: Some(i + 1),
+                from_position: Some(i as u64 + 1),
                 to_position: None,
                 status: DriftStatus::Unknown,
             },
@@ -368,15 +377,16 @@ pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Dri
     }
     for (j, m) in matched.iter().enumerate() {
         if !m {
+            let identity = identity(&b, j);
             rows.push(DriftRow {
-                identity: identity(&b, j),
-                from_position: None,
-                to_position: Some(j + 1),
-                status: if both {
+                status: if identity.is_some() {
                     DriftStatus::New
                 } else {
                     DriftStatus::Unknown
                 },
+                identity,
+                from_position: None,
+                to_position: Some(j as u64 + 1),
             });
         }
     }
@@ -395,20 +405,18 @@ pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Dri
 mod tests {
     use super::*;
 
-    fn def(position: usize, file: Option<&str>) -> Candidate {
+    fn def(position: u64, file: Option<&str>) -> Candidate {
         Candidate {
             position,
             address: None,
-            kind: "t".into(),
+            kind: 't',
             size: None,
             object: "vmlinux".into(),
             unplaced: false,
-            relative: false,
             file: file.map(str::to_string),
             line: None,
             decl_file: None,
             id: klpsym_core::SymbolId(0),
-            text: String::new(),
         }
     }
 

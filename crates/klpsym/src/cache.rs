@@ -39,7 +39,7 @@ pub fn cache_listing(dir: Option<PathBuf>, prune: Option<u64>) -> Result<CacheLi
     let dir = dir.or_else(Cache::default_dir).ok_or_else(|| {
         Error::new(
             ErrorKind::Usage,
-            "no cache folder: set --cache-dir, XDG_CACHE_HOME or HOME",
+            "no cache folder: name one, or set XDG_CACHE_HOME or HOME",
         )
     })?;
     let cache = Cache { dir: dir.clone() };

@@ -25,11 +25,47 @@ pub enum ErrorKind {
     Usage,
 }
 
+/// Which of a caller's inputs an [`Error`] is about, when it is about one of them: a command
+/// names the argument it came from (`--modules`), a program the field it set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Input {
+    /// The module tree ([`crate::Options::modules`]).
+    ModuleTree,
+    /// The modules named loaded ([`crate::Options::loaded`]).
+    LoadedModules,
+    /// The kallsyms that places loaded modules ([`crate::Options::place_from`]).
+    Placement,
+    /// The debug vmlinux ([`crate::Options::debug_vmlinux`]).
+    DebugVmlinux,
+    /// The kernel a patch was built for ([`crate::CheckOptions::built_for`]).
+    BuiltFor,
+    /// The BTF for struct layouts ([`crate::TargetOptions::btf`]).
+    Btf,
+    /// The kernel version whose rules apply ([`crate::TargetOptions::kernel_version`]).
+    KernelVersion,
+    /// The kernel's build configuration ([`crate::TargetOptions::kernel_config`]).
+    KernelConfig,
+    /// The target's Module.symvers ([`crate::TargetOptions::symvers`]).
+    Symvers,
+    /// A section placement ([`crate::CheckOptions::section_bases`]).
+    SectionBase,
+    /// The folder placing a module's sections ([`crate::CheckOptions::sections_from`]).
+    SectionsFolder,
+    /// The livepatch module ([`crate::Patch`]).
+    Patch,
+    /// The input size limit ([`crate::Options::max_input_size`]).
+    InputLimit,
+    /// The decompressed size limit ([`crate::Options::max_decompressed_size`]).
+    DecompressedLimit,
+}
+
 /// A failure, with a message that names what it is about (file, line, section, symbol).
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    input: Option<Input>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -42,8 +78,20 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            input: None,
             source: None,
         }
+    }
+
+    /// The caller's input this error is about, when it is about one.
+    pub fn input(&self) -> Option<Input> {
+        self.input
+    }
+
+    /// The same error, about `input` (kept when it was already about an input).
+    pub(crate) fn about(mut self, input: Input) -> Error {
+        self.input.get_or_insert(input);
+        self
     }
 
     /// A usage error: options that do not fit together.
@@ -137,9 +185,18 @@ impl From<klpsym_io::LoadError> for Error {
         if kind == ErrorKind::Cancelled {
             return Error::cancelled();
         }
+        let input = match &e {
+            L::TooLarge { .. } => Some(Input::InputLimit),
+            L::Image {
+                source: klpsym_image::ImageError::TooLarge { .. },
+                ..
+            } => Some(Input::DecompressedLimit),
+            _ => None,
+        };
         Error {
             kind,
             message: e.to_string(),
+            input,
             source: Some(Box::new(e)),
         }
     }
@@ -164,6 +221,7 @@ impl From<std::io::Error> for Error {
         Error {
             kind,
             message: e.to_string(),
+            input: None,
             source: Some(Box::new(e)),
         }
     }

@@ -1,23 +1,40 @@
 //! Many kernels, one at a time: the kernels a list of sources names, told apart without
-//! opening them, and split into shards, so that a caller opens, uses and frees one kernel
-//! before the next (memory bounded by one kernel, whatever the fleet's size) and many
-//! machines can share a fleet (`--shard I/N`).
+//! opening them, split into shards, and checked by a [`Fleet`] that opens, checks and frees
+//! each before the next (memory bounded by `jobs` kernels, whatever the fleet's size), so that
+//! many machines can share a fleet (`--shard I/N`).
 //!
 //! ```no_run
-//! use klpsym::{kernel_units, Options, Shard};
+//! use std::sync::Arc;
+//! use klpsym::{CheckOptions, Fleet, FleetItem, Options, Patch, Shard};
 //!
-//! let shard: Shard = "2/4".parse()?;
-//! for unit in shard.take(kernel_units(&["/srv/kernels".into()])?) {
-//!     for opened in klpsym::open_all(&unit.sources, &Options::default())? {
-//!         // ... use opened.kernel, then let it go before the next unit
+//! let opts = Options::new();
+//! let patch = Arc::new(Patch::read("livepatch-fix.ko", &opts)?);
+//! let fleet = Fleet::new(&["/srv/kernels".into()], &opts.for_patch(&patch))?
+//!     .shard("2/4".parse::<Shard>()?)
+//!     .jobs(2);
+//! for note in fleet.notes() {
+//!     eprintln!("{}", note.text); // a file of the folder passed over, and why
+//! }
+//! for item in fleet.check(patch, CheckOptions::default()) {
+//!     match item? {
+//!         FleetItem::Checked(r) => println!("{}: {:?}", r.kernel, r.verdict()),
+//!         FleetItem::Failed(f) => println!("{}: {}", f.kernel, f.error),
 //!     }
 //! }
 //! # Ok::<(), klpsym::Error>(())
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use klpsym_io::FolderEntry;
+
+use crate::check::{CheckOptions, KernelCheck, KernelFailure, Patch};
+use crate::error::{Error, ErrorKind, Result};
+use crate::kernel::Note;
+use crate::options::Options;
 
 /// The sources of one kernel, or of the few kernels one package set holds: a file alone, or
 /// the packages of one version and architecture (an image with its `-dbg`, headers and
@@ -44,9 +61,10 @@ impl KernelUnit {
 /// is not a package is a unit of its own; packages are grouped by the version and
 /// architecture their file names give (Debian `NAME_VERSION_ARCH.deb`, RPM
 /// `NAME-VERSION-RELEASE.ARCH.rpm`), a package named otherwise alone. In order of first
-/// appearance (a folder's files in name order).
-pub fn kernel_units(sources: &[PathBuf]) -> Result<Vec<KernelUnit>> {
-    let paths = crate::open::expand_dirs(sources)?;
+/// appearance (a folder's files in name order). What a folder holds besides kernel parts
+/// (source and documentation packages, notes, checksums) is passed over, each with a note.
+pub fn kernel_units(sources: &[PathBuf]) -> Result<(Vec<KernelUnit>, Vec<Note>)> {
+    let (paths, notes) = expand_dirs(sources)?;
     let mut units: Vec<(Option<String>, KernelUnit)> = Vec::new();
     for p in paths {
         let key = klpsym_io::is_package(&p).then(|| package_key(&p)).flatten();
@@ -58,7 +76,41 @@ pub fn kernel_units(sources: &[PathBuf]) -> Result<Vec<KernelUnit>> {
             None => units.push((key, KernelUnit { sources: vec![p] })),
         }
     }
-    Ok(units.into_iter().map(|(_, u)| u).collect())
+    Ok((units.into_iter().map(|(_, u)| u).collect(), notes))
+}
+
+/// Every source with a folder replaced by its kernel parts (in name order), and a note for
+/// each file of a folder passed over. A source named directly is always kept: reading it
+/// says what is wrong with it.
+pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Note>)> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let files = klpsym_io::scan_folder(p).map_err(|e| Error::from(e).context(p.display()))?;
+        let before = out.len();
+        for (f, what) in files {
+            match what {
+                FolderEntry::PassedOver(why) => {
+                    notes.push(Note::info(format!("passed over {}: {why}", f.display())))
+                }
+                FolderEntry::Package | FolderEntry::Source => out.push(f),
+            }
+        }
+        if out.len() == before {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{}: the folder holds no kernel source files (symbol tables, images, vmlinux files, modules or kernel packages)",
+                    p.display()
+                ),
+            ));
+        }
+    }
+    Ok((out, notes))
 }
 
 /// The version and architecture a package's file name gives, with its folder: packages of
@@ -134,6 +186,203 @@ impl std::str::FromStr for Shard {
     }
 }
 
+/// A fleet of kernels to check a patch on: its units (a shard of them), opened `jobs` at a
+/// time, each checked and freed before the next.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    units: Vec<KernelUnit>,
+    notes: Vec<Note>,
+    opts: Options,
+    jobs: usize,
+}
+
+/// One kernel of a fleet: its check, or why it could not be opened or checked.
+#[derive(Debug)]
+pub enum FleetItem {
+    /// The kernel's answer.
+    Checked(Box<KernelCheck>),
+    /// The kernel could not be opened or checked (the others still are).
+    Failed(KernelFailure),
+}
+
+impl Fleet {
+    /// The fleet `sources` name (files, folders, packages), each kernel to be opened with
+    /// `opts` ([`Options::for_patch`] reads a package's modules of the patch's objects with
+    /// its kernel).
+    pub fn new(sources: &[PathBuf], opts: &Options) -> Result<Fleet> {
+        if sources.is_empty() {
+            return Err(Error::usage(
+                "a fleet needs kernel sources (files, folders)",
+            ));
+        }
+        let (units, notes) = kernel_units(sources)?;
+        Ok(Fleet {
+            units,
+            notes,
+            opts: opts.clone(),
+            jobs: 1,
+        })
+    }
+
+    /// Only the units of `shard`.
+    pub fn shard(mut self, shard: Shard) -> Fleet {
+        self.units = shard.take(self.units);
+        self
+    }
+
+    /// Checks this many kernels at once (memory: that many kernels); at least 1.
+    pub fn jobs(mut self, jobs: usize) -> Fleet {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// The units, in order.
+    pub fn units(&self) -> &[KernelUnit] {
+        &self.units
+    }
+
+    /// What was passed over while listing the sources (files of a folder that are not
+    /// kernel parts).
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// Checks `patch` on every kernel of the fleet: an item per kernel, in the order kernels
+    /// finish (one job: the fleet's order). At most `jobs` kernels are held at once, and a
+    /// finished answer waits for its reader before the next kernel of that job opens. An
+    /// error that concerns every kernel (a cancellation) ends the iteration.
+    pub fn check(self, patch: Arc<Patch>, copts: CheckOptions) -> FleetChecks {
+        let jobs = self.jobs.min(self.units.len()).max(1);
+        let (tx, rx) = sync_channel::<Result<FleetItem>>(jobs);
+        let shared = Arc::new(Shared {
+            units: self.units,
+            next: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            opts: self.opts,
+            copts,
+            patch,
+        });
+        let workers = (0..jobs)
+            .map(|_| {
+                let (s, tx) = (Arc::clone(&shared), tx.clone());
+                std::thread::spawn(move || s.work(&tx))
+            })
+            .collect();
+        FleetChecks {
+            rx: Some(rx),
+            shared,
+            workers,
+        }
+    }
+}
+
+/// What the workers of [`Fleet::check`] share.
+#[derive(Debug)]
+struct Shared {
+    units: Vec<KernelUnit>,
+    next: AtomicUsize,
+    stop: AtomicBool,
+    opts: Options,
+    copts: CheckOptions,
+    patch: Arc<Patch>,
+}
+
+type Sender = std::sync::mpsc::SyncSender<Result<FleetItem>>;
+
+impl Shared {
+    /// Takes units until none is left (or the reader is gone): each opened, checked, sent,
+    /// freed.
+    fn work(&self, tx: &Sender) {
+        while !self.stop.load(Ordering::Relaxed) {
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(unit) = self.units.get(n) else { break };
+            if let Err(e) = self.unit(unit, tx) {
+                // A cancellation or a usage mistake: everybody's; the reader sees it once.
+                self.stop.store(true, Ordering::Relaxed);
+                let _ = tx.send(Err(e));
+                break;
+            }
+        }
+    }
+
+    fn unit(&self, unit: &KernelUnit, tx: &Sender) -> Result<()> {
+        let send = |item: FleetItem| -> Result<()> {
+            tx.send(Ok(item))
+                .map_err(|_| Error::new(ErrorKind::Cancelled, "the reader is gone"))
+        };
+        let opened = match crate::open::open_all(&unit.sources, &self.opts) {
+            Ok(o) => o,
+            Err(e) if e.is_cancelled() || e.kind() == ErrorKind::Usage => return Err(e),
+            Err(e) => return send(FleetItem::Failed(KernelFailure::new(unit.label(), &e))),
+        };
+        let mut kernels = Vec::new();
+        for o in opened {
+            match o.kernel {
+                Ok(k) => kernels.push(k),
+                Err(e) => send(FleetItem::Failed(KernelFailure::new(
+                    o.source.display().to_string(),
+                    &e,
+                )))?,
+            }
+        }
+        if kernels.is_empty() {
+            return Ok(());
+        }
+        let refs: Vec<&crate::Kernel> = kernels.iter().collect();
+        let run = crate::check::check(&self.patch, &refs, &self.copts)?;
+        drop(refs);
+        for f in run.failed {
+            send(FleetItem::Failed(f))?;
+        }
+        for r in run.results {
+            send(FleetItem::Checked(Box::new(r)))?;
+        }
+        // Freed before the next unit opens: memory is one unit's (per job).
+        let mut rs = self.opts.resched();
+        for k in kernels {
+            k.free(&mut rs)?;
+        }
+        Ok(())
+    }
+}
+
+/// The items of [`Fleet::check`]. Dropping it stops the fleet after the kernels being
+/// checked.
+#[derive(Debug)]
+pub struct FleetChecks {
+    rx: Option<Receiver<Result<FleetItem>>>,
+    shared: Arc<Shared>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Iterator for FleetChecks {
+    type Item = Result<FleetItem>;
+
+    fn next(&mut self) -> Option<Result<FleetItem>> {
+        match self.rx.as_ref()?.recv() {
+            Ok(item) => Some(item),
+            // Every worker is done.
+            Err(_) => {
+                for w in self.workers.drain(..) {
+                    let _ = w.join();
+                }
+                None
+            }
+        }
+    }
+}
+
+impl Drop for FleetChecks {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        // A worker's next send fails: it stops after the kernel in hand.
+        drop(self.rx.take());
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,9 +400,11 @@ mod tests {
         let dbg = deb("linux-image-6.1.0-57-amd64-dbg_6.1.192-3_amd64.deb");
         let other = deb("linux-image-6.1.0-58-amd64_6.1.193-1_amd64.deb");
         let arm = deb("linux-image-6.1.0-57-arm64_6.1.192-3_arm64.deb");
+        let src = deb("linux-source-6.1_6.1.192-3_all.deb");
         let text = dir.path().join("kallsyms.txt");
         std::fs::write(&text, "ffffffff81000000 T _text\n").unwrap();
-        let units = kernel_units(&[dir.path().to_path_buf()]).unwrap();
+        std::fs::write(dir.path().join("NOTES.txt"), "where these came from\n").unwrap();
+        let (units, notes) = kernel_units(&[dir.path().to_path_buf()]).unwrap();
         let sets: Vec<Vec<PathBuf>> = units.iter().map(|u| u.sources.clone()).collect();
         assert_eq!(
             sets,
@@ -164,6 +415,11 @@ mod tests {
                 vec![other.clone()],
             ]
         );
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes.iter().any(|n| n.text.contains("NOTES.txt")));
+        assert!(notes
+            .iter()
+            .any(|n| n.text.contains(&src.display().to_string())));
         let a: Shard = "1/2".parse().unwrap();
         let b: Shard = "2/2".parse().unwrap();
         let (sa, sb) = (a.take(units.clone()), b.take(units.clone()));
@@ -173,5 +429,13 @@ mod tests {
         for bad in ["0/2", "3/2", "1/0", "x", "1/", "/2"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_folder_without_kernel_parts_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("README"), "nothing here\n").unwrap();
+        let e = kernel_units(&[dir.path().to_path_buf()]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
     }
 }

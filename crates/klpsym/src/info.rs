@@ -6,18 +6,20 @@ use std::io::Write;
 use serde::Serialize;
 
 use klpsym_core::{write_kallsyms, KallsymsWriter, ObjectKind, Resched};
+use klpsym_io::SourceKind;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
-use crate::query::hex;
 
 /// What one source holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelInfo {
     /// The source.
     pub kernel: String,
-    /// `kallsyms`, `system_map`, `vmlinux_elf`, `kernel_image`, `module`.
-    pub kind: &'static str,
+    /// What kind of source it is (JSON: `kallsyms`, `system_map`, `vmlinux_elf`,
+    /// `kernel_image`, `module`).
+    #[serde(serialize_with = "source_kind")]
+    pub kind: SourceKind,
     /// Bytes read.
     pub bytes: u64,
     /// Symbols in the table.
@@ -27,9 +29,11 @@ pub struct KernelInfo {
     /// True when every address is zero.
     pub addresses_hidden: bool,
     /// The lowest address.
-    pub lowest_address: Option<String>,
+    #[serde(serialize_with = "klpsym_core::hex_serde::addr_opt")]
+    pub lowest_address: Option<u64>,
     /// The highest address.
-    pub highest_address: Option<String>,
+    #[serde(serialize_with = "klpsym_core::hex_serde::addr_opt")]
+    pub highest_address: Option<u64>,
     /// The release (`6.1.0-57-amd64`), the same form for every kind of source.
     pub version: Option<String>,
     /// The whole `Linux version ...` banner, when the source has one.
@@ -67,8 +71,10 @@ pub struct ObjectSummary {
     pub kind: ObjectKind,
     /// Its symbols.
     pub symbols: u32,
-    /// True when its addresses are section offsets (a module read from its `.ko`).
-    pub relative: bool,
+    /// True when it is unplaced: a module read from its `.ko`, its addresses offsets in its
+    /// sections.
+    #[serde(rename = "relative")]
+    pub unplaced: bool,
 }
 
 impl Kernel {
@@ -87,13 +93,13 @@ impl Kernel {
         };
         KernelInfo {
             kernel: k.path.display().to_string(),
-            kind: k.kind.as_str(),
+            kind: k.kind,
             bytes: k.bytes,
             symbols: t.len(),
             distinct_names: distinct,
             addresses_hidden: t.addresses_hidden(),
-            lowest_address: lo.map(hex),
-            highest_address: hi.map(hex),
+            lowest_address: lo,
+            highest_address: hi,
             version: self.release(),
             banner: k
                 .facts
@@ -113,7 +119,7 @@ impl Kernel {
                     name: o.name.clone(),
                     kind: o.kind,
                     symbols: o.symbol_count,
-                    relative: o.relative,
+                    unplaced: o.unplaced,
                 })
                 .collect(),
             read_ms: k.read_time.as_secs_f64() * 1e3,
@@ -130,7 +136,7 @@ impl Kernel {
         let filter = object.map(|o| self.dump_object(o)).transpose()?;
         Ok(t.objects()
             .iter()
-            .filter(|o| o.relative && filter.is_none_or(|f| t.object_by_name(&o.name) == Some(f)))
+            .filter(|o| o.unplaced && filter.is_none_or(|f| t.object_by_name(&o.name) == Some(f)))
             .map(|o| o.name.clone())
             .collect())
     }
@@ -173,4 +179,8 @@ impl Write for WriteRef<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.0.flush()
     }
+}
+
+fn source_kind<S: serde::Serializer>(k: &SourceKind, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(k.as_str())
 }

@@ -2,7 +2,7 @@
 //! while opening it.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use klpsym_core::{Resched, SymbolId, SymbolTable};
 use klpsym_io::{LoadedKernel, ModuleTree, SourceKind};
@@ -73,6 +73,9 @@ pub struct Kernel {
     unsupported: OnceLock<Option<String>>,
     /// The vmlinux addresses `%pS` symbolizes (`is_ksym_addr()`), found once: `[start, end)`.
     pub(crate) ksym_range: OnceLock<Option<(u64, u64)>>,
+    /// Modules read from the kernel's packages after it was opened without them (a check
+    /// that needs them), with the names asked for.
+    package_modules: Mutex<Option<(Vec<String>, Arc<ModuleTree>)>>,
 }
 
 impl Kernel {
@@ -87,6 +90,7 @@ impl Kernel {
             by_default: false,
             unsupported: OnceLock::new(),
             ksym_range: OnceLock::new(),
+            package_modules: Mutex::new(None),
         }
     }
 
@@ -195,7 +199,11 @@ impl Kernel {
                 return Ok(t.clone());
             }
             let t = ModuleTree::open(&dir, &self.opts.load_options(), &mut self.opts.resched())
-                .map_err(|e| Error::from(e).context("--modules"))?;
+                .map_err(|e| {
+                    Error::from(e)
+                        .context("module tree")
+                        .about(crate::error::Input::ModuleTree)
+                })?;
             return Ok(self.default_tree.get_or_init(|| Some(Arc::new(t))).clone());
         }
         Ok(self
@@ -204,6 +212,49 @@ impl Kernel {
             .as_ref()
             .and_then(|p| p.modules.clone())
             .map(Arc::new))
+    }
+
+    /// The module tree that holds `names` (module names, as a patch's objects name them): the
+    /// [`Kernel::module_tree`], or, for a kernel opened from packages without their modules,
+    /// the modules of those names read from its packages now (once; the package kernel is
+    /// then cached with them, so the next run reads no package).
+    pub fn module_tree_for(&self, names: &[String]) -> Result<Option<Arc<ModuleTree>>> {
+        let tree = self.module_tree()?;
+        let packages = match self.inner.package.as_ref() {
+            Some(p) if tree.is_none() && !names.is_empty() => p.packages.clone(),
+            _ => return Ok(tree),
+        };
+        let mut held = self
+            .package_modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((n, t)) = held.as_ref() {
+            if n == names {
+                return Ok(Some(Arc::clone(t)));
+            }
+        }
+        let mut load = self.opts.load_options();
+        load.package_modules = true;
+        load.package_module_names = Some(names.to_vec());
+        // The debug package holds no module to load.
+        let packages: Vec<std::path::PathBuf> = packages
+            .into_iter()
+            .filter(|p| !klpsym_io::is_debug_package(p))
+            .collect();
+        let mut rs = self.opts.resched();
+        let read = klpsym_io::load_packages(&packages, &load, &mut rs)?;
+        let mut tree = None;
+        for (_, k) in read {
+            let k = k?;
+            if let Some(m) = k.package.and_then(|p| p.modules) {
+                tree = Some(Arc::new(m));
+            }
+        }
+        let Some(tree) = tree else {
+            return Ok(None);
+        };
+        *held = Some((names.to_vec(), Arc::clone(&tree)));
+        Ok(Some(tree))
     }
 
     /// The folder of [`Kernel::module_tree`] when it is one: [`Options::modules`], or the

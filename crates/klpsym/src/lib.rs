@@ -11,7 +11,7 @@
 //! target facts the kernel's module loader uses.
 //!
 //! ```no_run
-//! use klpsym::{CheckOptions, LookupQuery, Options, Patch, Verdict};
+//! use klpsym::{CheckOptions, LookupQuery, LookupVerdict, Options, Patch};
 //!
 //! let opts = Options::new();
 //! // A Debian kernel package, read in place: its image's kallsyms, config, Module.symvers.
@@ -19,26 +19,30 @@
 //!
 //! // What klp_find_object_symbol("init_once", 3) answers on it.
 //! let answer = kernel.lookup(&LookupQuery::new("init_once").sympos(3))?;
-//! assert_eq!(answer.verdict, Verdict::Found);
+//! assert_eq!(answer.verdict, LookupVerdict::Found);
 //!
 //! // %pS of an address, and every definition with its position.
-//! let addr = u64::from_str_radix(answer.address.as_deref().unwrap().trim_start_matches("0x"), 16).unwrap();
-//! println!("{}", kernel.describe_address("", addr + 4).text.unwrap_or_default());
+//! if let Some(addr) = answer.address {
+//!     println!("{}", kernel.describe_address("", addr + 4).text.unwrap_or_default());
+//! }
 //! for c in kernel.sympos("init_once", None, None)?.candidates {
-//!     println!("{} {} {}", c.position, c.text, c.object);
+//!     println!("{} {} {}", c.position, c.address_text(), c.object);
 //! }
 //!
-//! // What the kernel will do with a livepatch module.
-//! let copts = CheckOptions::default();
+//! // What the kernel will do with a livepatch module (a kernel that could not be checked
+//! // is in `run.failed`, with why).
 //! let patch = Patch::read("livepatch-fix.ko", &opts)?;
-//! let run = klpsym::check(&patch, &[&kernel], &copts)?;
-//! println!("{:?}", run.results[0].report.verdict.kind);
+//! let run = klpsym::check(&patch, &[&kernel], &CheckOptions::default())?;
+//! for r in &run.results {
+//!     println!("{:?}", r.verdict());
+//! }
 //! # Ok::<(), klpsym::Error>(())
 //! ```
 //!
 //! ## Entry points
-//! - Opening: [`open`], [`open_running`], [`open_all`] (files, folders, packages; one bad
-//!   input never sinks the others), configured by [`Options`].
+//! - Opening: [`open`], [`open_running`], [`open_all`] and [`KernelSet`] (files, folders,
+//!   packages; one bad input never sinks the others), configured by [`Options`]; a
+//!   [`Fleet`] checks a patch on many kernels one at a time.
 //! - Names: [`Kernel::lookup`] (`klp_find_object_symbol()`), [`Kernel::sympos`] (every
 //!   definition with its position and source file), [`Kernel::search`].
 //! - Addresses: [`Kernel::symbolize`] and [`Kernel::describe_address`] (`%pS`),
@@ -48,19 +52,21 @@
 //!   kernel's order, with its lines), [`convert`] (klp relocations with the target's
 //!   positions), [`status`] (what the running kernel has loaded).
 //! - Facts: [`Kernel::info`], [`Kernel::write_kallsyms`], [`cache_listing`].
+//! - Text: [`render`] prints every answer as the `klpsym` command does.
 //!
 //! ## Never hogging a CPU
 //! Every operation whose work grows with its input reaches reschedule points (see
 //! [`Options::policy`] and [`Options::interval`]): a program that opens a kernel package on a
 //! busy host delays nothing else on its CPU by more than a fraction of a millisecond, and can
 //! cancel (see [`Options::cancel`]); a cancelled operation fails with
-//! [`ErrorKind::Cancelled`]. Programs that free big tables should call [`bounded_malloc`]
-//! first thing.
+//! [`ErrorKind::Cancelled`]. Big tables are freed in steps too; for that the library fixes
+//! glibc's mmap and trim thresholds once, when it first runs (`mallopt`: big blocks mapped on
+//! their own, heap trims small), so that no `free` returns tens of megabytes at once.
 //!
 //! ## Errors
 //! One [`Error`] type; [`Error::kind`] tells a cancellation from a missing file, bad input, a
 //! limit or a usage mistake. "Not found" answers of the kernel (a name that does not resolve)
-//! are results ([`Verdict`]), never errors.
+//! are results ([`LookupVerdict`]), never errors.
 
 #![deny(missing_docs)]
 
@@ -75,48 +81,44 @@ mod kernel;
 mod open;
 mod options;
 mod query;
+pub mod render;
 mod status;
 mod symbolize;
 mod target;
 
 pub use binding::{drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity};
 pub use cache::{cache_listing, input_present, CacheListing};
-pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch};
+pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch, Unchecked};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
-pub use error::{Error, ErrorKind, Result};
-pub use fleet::{kernel_units, KernelUnit, Shard};
+pub use error::{Error, ErrorKind, Input, Result};
+pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};
 pub use info::{KernelInfo, ObjectSummary};
 pub use kernel::{Kernel, Level, Note};
-pub use open::{open, open_all, open_running, Opened, RUNNING_KERNEL};
+pub use open::{open, open_all, open_running, KernelSet, Opened, RUNNING_KERNEL};
 pub use options::{CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
 pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
 };
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
-pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, Query};
-pub use target::{exported_by, knows_exports, Layouts, OfflineModule, TargetFacts, TargetOptions};
+pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, NoSymbol, Query, Resolved};
+pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
 
 /// Reschedule points, for callers that drive the lower layers themselves.
 pub use klpsym_core::{Cancelled, Resched, ReschedPolicy};
 /// The kernel's lookup verdicts, symbolization outcomes, symbol tables and patterns.
 pub use klpsym_core::{
-    NamePattern, ObjectId, ObjectKind, SymbolId, SymbolTable, SymbolizeOutcome, Verdict,
-    SIZE_UNKNOWN,
+    FileMatch, LookupVerdict, NamePattern, ObjectId, ObjectInfo, ObjectKind, Symbol, SymbolId,
+    SymbolTable, SymbolizeOutcome, Symbolized, SIZE_UNKNOWN,
 };
 /// What a source told about itself, the cache's entries, source kinds.
 pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 /// What a livepatch check reports.
 pub use klpsym_livepatch::{
-    errno_name, CheckReport, CheckStatus, ConvertReport, ObjectState, Pin, Problem,
-    RelocationReport, ResolutionCost, Stage, VerdictKind,
+    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck, LogLine,
+    ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin, Problem, ProblemKind,
+    RelocationReport, ResolutionCost, Stage,
 };
-
-/// Makes glibc's malloc give memory back in bounded pieces (see the crate docs): call it
-/// first thing in a program that loads big files next to latency-sensitive work.
-pub fn bounded_malloc() {
-    klpsym_io::bounded_malloc();
-}
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe
 /// (`klpsym dump | head`) ends quietly, as nm or grep do (exit status 141). Call it first

@@ -33,7 +33,7 @@ pub struct Opened {
 /// # Ok::<(), klpsym::Error>(())
 /// ```
 pub fn open(source: impl AsRef<Path>, opts: &Options) -> Result<Kernel> {
-    let mut all = open_sources(&[source.as_ref().to_path_buf()], opts)?;
+    let mut all = open_sources(&[source.as_ref().to_path_buf()], opts)?.0;
     match all.len() {
         1 => all.remove(0).kernel,
         n => Err(Error::usage(format!(
@@ -56,16 +56,63 @@ pub fn open_running(opts: &Options) -> Result<Kernel> {
 /// this function's error; a source that cannot be opened gets its own [`Opened`] with the
 /// error, and the others still open.
 pub fn open_all(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
-    open_sources(sources, opts)
+    Ok(open_sources(sources, opts)?.0)
 }
 
-fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
+/// Kernels opened from many sources ([`KernelSet::open`]): those that opened, those that
+/// could not (each with why), and what was passed over in folders.
+#[derive(Debug)]
+pub struct KernelSet {
+    opened: Vec<Opened>,
+    notes: Vec<Note>,
+}
+
+impl KernelSet {
+    /// Opens every kernel `sources` name, as [`open_all`] does, keeping what was said about
+    /// the sources themselves (a folder's files passed over).
+    pub fn open(sources: &[PathBuf], opts: &Options) -> Result<KernelSet> {
+        let (opened, notes) = open_sources(sources, opts)?;
+        Ok(KernelSet { opened, notes })
+    }
+
+    /// Each source and what became of it.
+    pub fn opened(&self) -> &[Opened] {
+        &self.opened
+    }
+
+    /// What was said about the sources (files of a folder passed over, and why).
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// The kernels that opened, the sources that did not (each as a failure row), and the
+    /// first error among those.
+    pub fn into_parts(self) -> (Vec<Kernel>, Vec<crate::KernelFailure>, Option<Error>) {
+        let mut kernels = Vec::new();
+        let mut failed = Vec::new();
+        let mut first = None;
+        for Opened { source, kernel } in self.opened {
+            match kernel {
+                Ok(k) => kernels.push(k),
+                Err(e) => {
+                    failed.push(crate::KernelFailure::new(source.display().to_string(), &e));
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        (kernels, failed, first)
+    }
+}
+
+fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec<Note>)> {
     let load = opts.load_options();
     let mut rs = opts.resched();
     let loaded: Vec<String> = match opts.loaded.as_slice() {
-        [one] if one.starts_with('@') => LoadedSpec::parse(one)
-            .names()
-            .map_err(|e| Error::from(e).context("--loaded"))?,
+        [one] if one.starts_with('@') => LoadedSpec::parse(one).names().map_err(|e| {
+            Error::from(e)
+                .context("loaded modules")
+                .about(crate::error::Input::LoadedModules)
+        })?,
         list => list
             .iter()
             .map(|n| klpsym_core::normalize_module_name(n))
@@ -73,13 +120,15 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
     };
     if opts.place_from.is_some() && loaded.is_empty() {
         return Err(Error::usage(
-            "--place-from places the modules named by --loaded, and no --loaded was given",
-        ));
+            "a placement (kallsyms) places the loaded modules, and no loaded modules are named",
+        )
+        .about(crate::error::Input::Placement));
     }
     if !loaded.is_empty() && opts.modules.is_none() {
         return Err(Error::usage(
-            "--loaded names modules, but no --modules DIR says where their files are",
-        ));
+            "loaded modules are named, but no module tree says where their files are",
+        )
+        .about(crate::error::Input::ModuleTree));
     }
     // Composing the loaded modules needs the tree first; otherwise it is scanned on a helper
     // thread while the kernels load.
@@ -94,27 +143,32 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<Vec<Opened>> {
         Some(scan) => Some(scan.finish(&mut rs)?),
         None => tree,
     };
-    let mut opened = opened?;
+    let (mut opened, notes) = opened?;
     for o in &mut opened {
         if let Ok(k) = &mut o.kernel {
             k.tree.clone_from(&tree);
             k.by_default = sources.is_empty();
         }
     }
-    Ok(opened)
+    Ok((opened, notes))
 }
 
 /// `--modules DIR` scanned, or the error that says why it cannot serve.
 fn checked_tree(dir: &Path, load: &LoadOptions, rs: &mut Resched) -> Result<Arc<ModuleTree>> {
-    let t = ModuleTree::open(dir, load, rs).map_err(|e| Error::from(e).context("--modules"))?;
+    let t = ModuleTree::open(dir, load, rs).map_err(|e| {
+        Error::from(e)
+            .context("module tree")
+            .about(crate::error::Input::ModuleTree)
+    })?;
     if t.is_empty() {
         return Err(Error::new(
             ErrorKind::BadInput,
             format!(
-                "--modules {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
+                "module tree {}: no kernel modules (.ko, .ko.xz, .ko.zst, .ko.gz) under it",
                 dir.display()
             ),
-        ));
+        )
+        .about(crate::error::Input::ModuleTree));
     }
     Ok(Arc::new(t))
 }
@@ -150,34 +204,6 @@ impl BackgroundScan {
     }
 }
 
-/// Every regular file of a folder source, sorted; other sources as given.
-pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| Error::from(e).context(p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file())
-                .collect();
-            if files.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!(
-                        "{}: the directory holds no kernel source files",
-                        p.display()
-                    ),
-                ));
-            }
-            files.sort();
-            out.extend(files);
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
 /// The body of [`open_all`] once the module tree is known or on its way.
 fn open_kernels(
     sources: &[PathBuf],
@@ -186,37 +212,43 @@ fn open_kernels(
     tree: Option<Arc<ModuleTree>>,
     loaded: &[String],
     rs: &mut Resched,
-) -> Result<Vec<Opened>> {
+) -> Result<(Vec<Opened>, Vec<Note>)> {
     let paths: Vec<PathBuf> = if sources.is_empty() {
         vec![PathBuf::from(RUNNING_KERNEL)]
     } else {
         sources.to_vec()
     };
     let placement_kernel = match &opts.place_from {
-        Some(p) => {
-            Some(klpsym_io::load(p, load, rs).map_err(|e| Error::from(e).context("--place-from"))?)
-        }
+        Some(p) => Some(klpsym_io::load(p, load, rs).map_err(|e| {
+            Error::from(e)
+                .context("placement kallsyms")
+                .about(crate::error::Input::Placement)
+        })?),
         None => None,
     };
     let placement = placement_kernel
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
-    let paths = expand_dirs(&paths)?;
+    let (paths, notes) = crate::fleet::expand_dirs(&paths)?;
     let debug = match &opts.debug_vmlinux {
         None => None,
         Some(d) => {
             if paths.len() != 1 {
                 return Err(Error::usage(
-                    "--debug-vmlinux goes with exactly one --kernel (the same build)",
-                ));
+                    "a debug vmlinux goes with exactly one kernel (the same build)",
+                )
+                .about(crate::error::Input::DebugVmlinux));
             }
-            let dk = klpsym_io::load(d, load, rs)
-                .map_err(|e| Error::from(e).context("--debug-vmlinux"))?;
+            let dk = klpsym_io::load(d, load, rs).map_err(|e| {
+                Error::from(e)
+                    .context("debug vmlinux")
+                    .about(crate::error::Input::DebugVmlinux)
+            })?;
             if !dk.table.has_files() {
                 return Err(Error::bad_input(format!(
-                    "--debug-vmlinux {}: no source files in it (no DWARF, no FILE entries): expected a vmlinux with debug info (the -dbg package's)",
+                    "debug vmlinux {}: no source files in it (no DWARF, no FILE entries): expected a vmlinux with debug info (the -dbg package's)",
                     d.display()
-                )));
+                )).about(crate::error::Input::DebugVmlinux));
             }
             Some(dk)
         }
@@ -282,7 +314,7 @@ fn open_kernels(
     {
         return Err(Error::cancelled());
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// Builds the indexes now (timed), or marks the table to be walked; either way, whatever the
@@ -366,8 +398,8 @@ impl Kernel {
         match (&k.facts.build_id, &d.facts.build_id) {
             (Some(a), Some(b)) if a != b => {
                 return Err(Error::bad_input(format!(
-                    "--debug-vmlinux {dd}: build id {b}, but {kd} has {a}: not the same build"
-                )))
+                    "debug vmlinux {dd}: build id {b}, but {kd} has {a}: not the same build"
+                )).about(crate::error::Input::DebugVmlinux))
             }
             (Some(a), Some(_)) => self.notes.push(Note::info(format!(
                 "source files from {dd} (build id {a}, the same as {kd}'s)"

@@ -121,20 +121,9 @@ pub struct Options {
     pub queries: Queries,
     /// Called as kernels open.
     pub progress: Option<ProgressFn>,
-    /// Read a package's modules and Module.symvers too (the whole package: seconds for a
-    /// Debian image package), as checking a patch that has objects in modules needs; else
-    /// reading stops once the image, its config and System.map, or a debug vmlinux are
-    /// found.
-    pub package_modules: bool,
-    /// With `package_modules`: only the modules of these names are kept (a patch's module
-    /// objects, [`crate::Patch::module_objects`]), and such a kernel is cached with them;
-    /// `None` keeps every module.
-    pub package_module_names: Option<Vec<String>>,
-    /// Read debug packages given with an image (`-dbg`, `-dbgsym`, `debuginfo` in the file
-    /// name): the source files and declaration lines of `sympos`, `lookup --file` and
-    /// symbolized lines. Verbs that need none (check, convert, status) set it false, and such
-    /// a package is then passed over unread (a Debian `-dbg` package is about 1 GiB).
-    pub debug_packages: bool,
+    /// The modules of a patch's objects, read from a package when it is opened (see
+    /// [`Options::for_patch`]); a check reads them itself when they were not.
+    pub(crate) package_module_names: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -153,9 +142,7 @@ impl std::fmt::Debug for Options {
             .field("cancel", &self.cancel.is_some())
             .field("queries", &self.queries)
             .field("progress", &self.progress.is_some())
-            .field("package_modules", &self.package_modules)
             .field("package_module_names", &self.package_module_names)
-            .field("debug_packages", &self.debug_packages)
             .finish()
     }
 }
@@ -176,9 +163,7 @@ impl Default for Options {
             cancel: None,
             queries: Queries::Many,
             progress: None,
-            package_modules: false,
             package_module_names: None,
-            debug_packages: true,
         }
     }
 }
@@ -223,6 +208,21 @@ impl Options {
         self
     }
 
+    /// These options for opening the kernels `patch` will be checked against: a package's
+    /// modules of the patch's objects are read with it (and cached with it), so the check
+    /// does not read the package again. Without it a check reads them itself.
+    pub fn for_patch(mut self, patch: &crate::Patch) -> Options {
+        self.package_module_names = patch
+            .needs_modules()
+            .then(|| patch.module_objects())
+            .flatten();
+        if patch.needs_modules() && self.package_module_names.is_none() {
+            // A module that is not a livepatch: any module may export what it refers to.
+            self.package_module_names = Some(Vec::new());
+        }
+        self
+    }
+
     /// Sets the cancel flag.
     pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Options {
         self.cancel = Some(flag);
@@ -231,6 +231,10 @@ impl Options {
 
     /// A reschedule-point driver with these options' policy, interval and cancel flag.
     pub fn resched(&self) -> Resched {
+        // Every operation starts here: big blocks are freed in steps only with fixed malloc
+        // thresholds (see the crate docs), set once for the process.
+        static MALLOC: std::sync::Once = std::sync::Once::new();
+        MALLOC.call_once(klpsym_io::bounded_malloc);
         let policy = match &self.policy {
             PointPolicy::Nothing => ReschedPolicy::Nothing,
             PointPolicy::Yield => ReschedPolicy::Yield,
@@ -261,11 +265,11 @@ impl Options {
             max_input_size: self.max_input_size,
             max_decompressed_size: self.max_decompressed_size,
             kallsyms_all: self.kallsyms_all,
-            package_modules: self.package_modules,
-            package_module_names: self.package_module_names.clone(),
+            package_modules: self.package_module_names.is_some(),
+            package_module_names: self.package_module_names.clone().filter(|n| !n.is_empty()),
             cache: self.cache_dir().map(|dir| klpsym_io::Cache { dir }),
             export_facts: self.queries != Queries::Few,
-            debug_packages: self.debug_packages,
+            debug_packages: true,
         }
     }
 }

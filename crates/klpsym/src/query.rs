@@ -6,92 +6,17 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use klpsym_core::hex_serde;
+use klpsym_core::{file_match, FileMatch};
 use klpsym_core::{
-    find_object_symbol, normalize_module_name, search_names, LookupRequest, NamePattern, ObjectId,
-    SymbolId, SymbolTable, Verdict, SIZE_UNKNOWN,
+    find_object_symbol, normalize_module_name, search_names, LookupRequest, LookupVerdict,
+    NamePattern, ObjectId, SymbolId, SIZE_UNKNOWN,
 };
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
 
-/// `0x`-prefixed, zero-padded hex as JSON carries addresses (a u64 does not fit a JSON number).
-pub fn hex(v: u64) -> String {
-    format!("{v:#018x}")
-}
-
-/// One definition of a name, as the reports list it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Candidate {
-    /// 1-based position in the object's kallsyms order (old_sympos).
-    pub position: usize,
-    /// Address, `0x`-prefixed hex; null when the source hides addresses.
-    pub address: Option<String>,
-    /// Type letter.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Size in bytes, `0x`-prefixed hex; null when unknown.
-    pub size: Option<String>,
-    /// The object.
-    pub object: String,
-    /// True when `address` is an offset in the symbol's section (a module read from its
-    /// `.ko`, not placed): no load address yet. Printed as `+0x150`.
-    pub unplaced: bool,
-    /// The same as `unplaced` (its first name; kept for readers of older output).
-    pub relative: bool,
-    /// The source file of its translation unit (STT_FILE: `inode.c`; DWARF: `fs/inode.c`),
-    /// when the source has them; null otherwise.
-    pub file: Option<String>,
-    /// The declaration line in `decl_file`, from DWARF; null otherwise.
-    pub line: Option<u64>,
-    /// The file holding that line: `file` itself, or a header for a `static inline` copy.
-    pub decl_file: Option<String>,
-    /// The symbol.
-    #[serde(skip)]
-    pub id: SymbolId,
-    /// The address as text prints it (`0x...`, `+0x...`, `(hidden)`).
-    #[serde(skip)]
-    pub text: String,
-}
-
-/// Describes `ids` (one object's matches in kernel order) as candidates.
-pub fn candidates(table: &SymbolTable, ids: &[SymbolId]) -> Vec<Candidate> {
-    ids.iter()
-        .enumerate()
-        .map(|(i, &id)| {
-            let s = table.symbol(id);
-            let relative = table.object_info(s.object).relative;
-            let size = if table.addresses_hidden() || relative {
-                SIZE_UNKNOWN
-            } else {
-                table.size(id)
-            };
-            Candidate {
-                position: i + 1,
-                address: (!table.addresses_hidden()).then(|| hex(s.addr)),
-                kind: s.kind.to_string(),
-                size: (size != SIZE_UNKNOWN).then(|| format!("{size:#x}")),
-                object: table.object_info(s.object).name.clone(),
-                unplaced: relative,
-                relative,
-                file: table.file(id).map(str::to_string),
-                line: None,
-                decl_file: None,
-                id,
-                text: klpsym_core::address_text(table, id),
-            }
-        })
-        .collect()
-}
-
-/// `fs/inode.c:432`, `fs/inode.c (include/linux/fs.h:12)` for a `static inline` copy declared
-/// in a header, or the file alone.
-pub fn file_line_text(file: &str, decl_file: Option<&str>, line: Option<u64>) -> String {
-    match (decl_file, line) {
-        (Some(d), Some(l)) if klpsym_core::file_matches(d, file) => format!("{d}:{l}"),
-        (Some(d), Some(l)) => format!("{file} ({d}:{l})"),
-        _ => file.to_string(),
-    }
-}
+pub use klpsym_core::{candidates, file_line_text, hex, Candidate};
 
 impl Kernel {
     /// Adds DWARF declaration lines to the vmlinux candidates that have a source file, when
@@ -122,7 +47,7 @@ impl Kernel {
             return Ok(());
         }
         Err(Error::bad_input(format!(
-            "--file: {} has no source files (FILE entries); give a vmlinux with .symtab (the -dbg package's) or a module",
+            "{} names no source files (no DWARF, no ELF FILE symbols): a file cannot choose a definition here; give a vmlinux with debug info (the -dbg package's) or a module",
             self.inner.path.display()
         )))
     }
@@ -134,7 +59,7 @@ impl Kernel {
         self.inner.table.object_by_name(&n).ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
-                format!("--object {n}: not in {}", self.inner.path.display()),
+                format!("object {n} is not in {}", self.inner.path.display()),
             )
         })
     }
@@ -194,14 +119,16 @@ pub struct LookupAnswer {
     /// The source.
     pub kernel: String,
     /// Found, not found, ambiguous, or position not found.
-    pub verdict: Verdict,
-    /// The address the kernel would use.
-    pub address: Option<String>,
+    pub verdict: LookupVerdict,
+    /// The address the kernel would use (an offset in its section when [`LookupAnswer::unplaced`]).
+    #[serde(serialize_with = "hex_serde::addr_opt")]
+    pub address: Option<u64>,
     /// Its type letter.
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    pub kind: Option<char>,
     /// Its size, when known.
-    pub size: Option<String>,
+    #[serde(serialize_with = "hex_serde::num_opt")]
+    pub size: Option<u64>,
     /// Its position among the name's definitions in the object (found only).
     pub position: Option<u64>,
     /// How many definitions the kernel counted.
@@ -216,9 +143,6 @@ pub struct LookupAnswer {
     pub unplaced: bool,
     /// When the name is missing: its compiler-made variants (`NAME.isra.0 [OBJECT]`...).
     pub variants: Vec<String>,
-    /// The found line as `/proc/kallsyms` prints it (`+0x..` when unplaced).
-    #[serde(skip)]
-    pub text: Option<String>,
     /// The object's name as the kernel prints it.
     #[serde(skip)]
     pub object: String,
@@ -239,10 +163,10 @@ impl Kernel {
     /// address, size, source file and line when known).
     ///
     /// ```no_run
-    /// use klpsym::{LookupQuery, Verdict};
+    /// use klpsym::{LookupQuery, LookupVerdict};
     /// let k = klpsym::open_running(&klpsym::Options::new())?;
     /// let a = k.lookup(&LookupQuery::new("init_once").sympos(3))?;
-    /// if a.verdict == Verdict::Found {
+    /// if a.verdict == LookupVerdict::Found {
     ///     println!("{}", a.address.unwrap_or_default());
     /// } else {
     ///     println!("{}", a.message.unwrap_or_default());
@@ -261,37 +185,10 @@ impl Kernel {
         if let Some(f) = q.file {
             self.require_files()?;
             let all = find_object_symbol(t, &LookupRequest { sympos: 0, ..req });
-            let hits: Vec<u64> = all
-                .candidates
-                .iter()
-                .enumerate()
-                .filter(|(_, &id)| t.file(id).is_some_and(|x| klpsym_core::file_matches(x, f)))
-                .map(|(i, _)| i as u64 + 1)
-                .collect();
-            match hits.as_slice() {
-                [p] => req.sympos = *p,
-                [] => {
-                    let mut files: Vec<&str> =
-                        all.candidates.iter().filter_map(|&id| t.file(id)).collect();
-                    files.dedup();
-                    file_miss = Some(format!(
-                        "no definition of '{}' in {f}{}",
-                        q.name,
-                        if files.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (its definitions are in {})", files.join(", "))
-                        }
-                    ));
-                }
-                many => {
-                    file_miss = Some(format!(
-                        "{} definitions of '{}' in {f} (positions {:?}): one file holds several copies; choose with --sympos",
-                        many.len(),
-                        q.name,
-                        many
-                    ));
-                }
+            let files: Vec<Option<&str>> = all.candidates.iter().map(|&id| t.file(id)).collect();
+            match choose_by_file(&files, f) {
+                Ok(p) => req.sympos = p,
+                Err(why) => file_miss = Some(why.text(q.name, f, &files)),
             }
         }
         let mut o = find_object_symbol(t, &req);
@@ -302,7 +199,7 @@ impl Kernel {
         }
         if file_miss.is_some() {
             // Not the kernel's answer: no position could be chosen from the file.
-            o.verdict = Verdict::NotFound;
+            o.verdict = LookupVerdict::NotFound;
             o.symbol = None;
             o.address = None;
             o.message = None;
@@ -313,12 +210,11 @@ impl Kernel {
         Ok(LookupAnswer {
             kernel: self.inner.path.display().to_string(),
             verdict: o.verdict,
-            address: o.address.map(hex),
-            kind: sym.map(|(s, _)| s.kind.to_string()),
-            size: sym.and_then(|(_, sz)| {
-                (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then(|| format!("{sz:#x}"))
-            }),
-            position: (o.verdict == Verdict::Found).then_some(o.count),
+            address: o.address,
+            kind: sym.map(|(s, _)| s.kind),
+            size: sym
+                .and_then(|(_, sz)| (sz != SIZE_UNKNOWN && !t.addresses_hidden()).then_some(sz)),
+            position: (o.verdict == LookupVerdict::Found).then_some(o.count),
             count: o.count,
             message: o.message.as_ref().map(|m| format!("livepatch: {m}")),
             file_note: file_miss,
@@ -330,11 +226,7 @@ impl Kernel {
             },
             unplaced: o
                 .object_id
-                .is_some_and(|id| t.object_info(id).relative && o.symbol.is_some()),
-            text: o.symbol.map(|id| {
-                let a = klpsym_core::address_text(t, id);
-                a.strip_prefix("0x").map_or(a.clone(), str::to_string)
-            }),
+                .is_some_and(|id| t.object_info(id).unplaced && o.symbol.is_some()),
             object: o.object,
             candidates: cands,
             livepatch_unsupported: self.livepatch_unsupported(),
@@ -359,6 +251,9 @@ pub struct Definitions {
     pub variants: Vec<String>,
     /// As [`LookupAnswer::livepatch_unsupported`].
     pub livepatch_unsupported: Option<String>,
+    /// With a file the table knows by its base name only (ELF FILE symbols): that the
+    /// definitions listed are those of every file of that base name, the one named or not.
+    pub file_note: Option<String>,
 }
 
 impl Kernel {
@@ -407,19 +302,32 @@ impl Kernel {
     ) -> Result<Definitions> {
         let mut cands = self.definitions(name, object);
         let all = cands.len();
+        let mut file_note = None;
         if let Some(f) = file {
             self.require_files()?;
-            cands.retain(|c| {
+            let how = |c: &Candidate| {
                 c.file
                     .as_deref()
-                    .is_some_and(|x| klpsym_core::file_matches(x, f))
-            });
+                    .map_or(FileMatch::No, |x| file_match(x, f))
+            };
+            if !cands.iter().any(|c| how(c) == FileMatch::Exact)
+                && cands.iter().any(|c| how(c) == FileMatch::BaseName)
+            {
+                cands.retain(|c| how(c) == FileMatch::BaseName);
+                file_note = Some(base_name_note(
+                    f,
+                    &cands[0].file.clone().unwrap_or_default(),
+                ));
+            } else {
+                cands.retain(|c| how(c) == FileMatch::Exact);
+            }
         }
         self.add_lines(&mut cands)?;
         Ok(Definitions {
             kernel: self.inner.path.display().to_string(),
             count: cands.len(),
             all,
+            file_note,
             variants: if all == 0 {
                 self.variants(name)
             } else {
@@ -560,5 +468,109 @@ impl Kernel {
             names,
             matches: all,
         })
+    }
+}
+
+/// Why no position could be chosen from a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FileMiss {
+    /// No definition in that file.
+    None,
+    /// Several definitions in that file (one file holds several copies): their positions.
+    Several(Vec<u64>),
+    /// The table knows the file by its base name only, and the user named a path.
+    BaseNameOnly(String),
+}
+
+impl FileMiss {
+    /// The sentence a user reads.
+    pub(crate) fn text(&self, name: &str, wanted: &str, files: &[Option<&str>]) -> String {
+        match self {
+            FileMiss::None => {
+                let mut known: Vec<&str> = files.iter().flatten().copied().collect();
+                known.dedup();
+                format!(
+                    "no definition of '{name}' in {wanted}{}",
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (its definitions are in {})", known.join(", "))
+                    }
+                )
+            }
+            FileMiss::Several(p) => format!(
+                "{} definitions of '{name}' in {wanted} (positions {p:?}): one file holds several copies; choose a position",
+                p.len()
+            ),
+            FileMiss::BaseNameOnly(base) => format!(
+                "no position chosen for '{name}': {}",
+                base_name_note(wanted, base)
+            ),
+        }
+    }
+}
+
+/// Says that `wanted` (a path) was matched by its base name `base` alone.
+pub(crate) fn base_name_note(wanted: &str, base: &str) -> String {
+    format!(
+        "this kernel's table names source files by base name only (ELF FILE symbols: '{base}'), so {wanted} cannot be told from any other {base}; give a vmlinux with DWARF (the -dbg package) to match paths, or name the file as '{base}' to accept every {base}"
+    )
+}
+
+/// The position (1-based) of the one definition in file `wanted` among definitions whose
+/// files are `files` (kallsyms order), or why there is none. A path matched only by a base
+/// name chooses nothing: another file of that name could be the one.
+pub(crate) fn choose_by_file(files: &[Option<&str>], wanted: &str) -> Result<u64, FileMiss> {
+    let how: Vec<FileMatch> = files
+        .iter()
+        .map(|f| f.map_or(FileMatch::No, |f| file_match(f, wanted)))
+        .collect();
+    let at = |m: FileMatch| -> Vec<u64> {
+        how.iter()
+            .enumerate()
+            .filter(|(_, h)| **h == m)
+            .map(|(i, _)| i as u64 + 1)
+            .collect()
+    };
+    let exact = at(FileMatch::Exact);
+    match exact.as_slice() {
+        [p] => Ok(*p),
+        [] => match at(FileMatch::BaseName).first() {
+            Some(&p) => Err(FileMiss::BaseNameOnly(
+                files[p as usize - 1].unwrap_or_default().to_string(),
+            )),
+            None => Err(FileMiss::None),
+        },
+        _ => Err(FileMiss::Several(exact)),
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_chooses_one_definition_or_says_why_not() {
+        let files = [Some("fs/inode.c"), Some("fs/proc/inode.c"), None];
+        assert_eq!(choose_by_file(&files, "fs/inode.c"), Ok(1));
+        assert_eq!(choose_by_file(&files, "proc/inode.c"), Ok(2));
+        assert_eq!(
+            choose_by_file(&files, "inode.c"),
+            Err(FileMiss::Several(vec![1, 2]))
+        );
+        assert_eq!(choose_by_file(&files, "x.c"), Err(FileMiss::None));
+        // ELF FILE base names: a path is never confirmed.
+        let base = [Some("sysfs.c"), Some("core.c")];
+        assert_eq!(
+            choose_by_file(&base, "drivers/cpuidle/sysfs.c"),
+            Err(FileMiss::BaseNameOnly("sysfs.c".into()))
+        );
+        assert_eq!(choose_by_file(&base, "sysfs.c"), Ok(1));
+        let text =
+            FileMiss::BaseNameOnly("sysfs.c".into()).text("f", "drivers/cpuidle/sysfs.c", &base);
+        assert!(
+            text.contains("base name only") && text.contains("-dbg"),
+            "{text}"
+        );
     }
 }

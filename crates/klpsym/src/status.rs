@@ -5,11 +5,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use klpsym_core::{find_object_symbol, LookupRequest, SymbolTable, Verdict};
+use klpsym_core::{find_object_symbol, LookupRequest, LookupVerdict, SymbolTable};
 
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::query::hex;
 
 /// One function of a loaded patch.
 #[derive(Debug, Clone, Serialize)]
@@ -19,9 +18,10 @@ pub struct FuncStatus {
     /// The `,N` of the sysfs entry (old_sympos, 0 shown as 1).
     pub sympos: u64,
     /// Where it resolves on this kernel.
-    pub address: Option<String>,
+    #[serde(serialize_with = "klpsym_core::hex_serde::addr_opt")]
+    pub address: Option<u64>,
     /// The lookup's verdict.
-    pub verdict: Verdict,
+    pub verdict: LookupVerdict,
     /// The kernel's message when it does not resolve.
     pub message: Option<String>,
 }
@@ -65,7 +65,7 @@ impl Status {
             .flat_map(|p| &p.objects)
             .filter(|o| o.loaded)
             .flat_map(|o| &o.funcs)
-            .all(|f| f.verdict == Verdict::Found)
+            .all(|f| f.verdict == LookupVerdict::Found)
     }
 }
 
@@ -86,13 +86,13 @@ fn resolve(table: &SymbolTable, object: &str, entry: &str) -> FuncStatus {
         )
     };
     let mut out = look(if sympos == 1 { 0 } else { sympos });
-    if sympos == 1 && out.verdict == Verdict::Ambiguous {
+    if sympos == 1 && out.verdict == LookupVerdict::Ambiguous {
         out = look(1);
     }
     FuncStatus {
         name: name.to_string(),
         sympos,
-        address: out.address.map(hex),
+        address: out.address,
         verdict: out.verdict,
         message: out.message,
     }

@@ -5,8 +5,10 @@ use serde::Serialize;
 
 use klpsym_core::{normalize_module_name, ObjectId, SymbolizeOutcome, SIZE_UNKNOWN};
 
+use klpsym_core::hex_serde;
+
+use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
-use crate::query::hex;
 
 /// Parses `ffffffff81000000`, `0xffffffff81000000` (and upper case).
 pub fn parse_addr(s: &str) -> Option<u64> {
@@ -42,7 +44,11 @@ pub enum Query {
 /// Parses what people paste: a hex address; a kernel stack line (`[<ffffffff81...>] name+...`
 /// gives the address in brackets; `? schedule+0x10/0xa0 [mod]`, `RIP: 0010:name+0x1/0x2`
 /// give a symbol and offset); or `name+0xoff` with an optional `/0xsize` and `[module]`.
-pub fn parse_query(line: &str) -> Result<Query, String> {
+pub fn parse_query(line: &str) -> Result<Query> {
+    parse_query_text(line).map_err(Error::bad_input)
+}
+
+fn parse_query_text(line: &str) -> std::result::Result<Query, String> {
     let t = line.trim();
     if let Some(a) = parse_addr(t) {
         return Ok(Query::Address(a));
@@ -98,36 +104,59 @@ pub fn parse_query(line: &str) -> Result<Query, String> {
     })
 }
 
-/// The answer to one query, as JSON carries it.
+/// Why an address has no symbol (`%pS` then prints the number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoSymbol {
+    /// Below the table's first symbol.
+    BeforeFirstSymbol,
+    /// Past the end of the symbol just below it (`nearest`).
+    OutsideSymbol,
+    /// A vmlinux address outside `[_stext, _end)` (`is_ksym_addr()`), though kallsyms lists
+    /// symbols there.
+    OutsideKernel,
+    /// The source hides addresses (all zero).
+    AddressesHidden,
+}
+
+/// The answer to one query: `%pS` of an address, or the address `name+0xoff` stands for.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddrAnswer {
     /// The argument or input line, as given.
     pub input: String,
     /// Its line on standard input (the caller sets it; `None` for an argument).
     pub line: Option<usize>,
-    /// Why the input could not be read or resolved (then the other fields are null).
+    /// Why the input could not be read or resolved (then the other fields are empty).
     pub error: Option<String>,
     /// The address (for `name+0xoff` input: the address it stands for).
-    pub address: Option<String>,
-    /// For `name+0xoff` input matching several definitions: every address, in kernel order.
-    pub addresses: Vec<String>,
+    #[serde(serialize_with = "hex_serde::addr_opt")]
+    pub address: Option<u64>,
+    /// For `name+0xoff` input: every address it stands for (one per definition matched), in
+    /// kernel order. JSON: the addresses alone.
+    #[serde(serialize_with = "resolved_addresses")]
+    pub addresses: Vec<Resolved>,
     /// true when the address is inside a symbol.
     pub found: bool,
-    /// `name+0xoff/0xsize [module]`, as %pS prints it (found only).
+    /// What %pS prints: `name+0xoff/0xsize [module]`, or, where no symbol is, the number
+    /// (`0xffffffffc0001000`). `None` for an input that could not be read or hidden addresses.
     pub text: Option<String>,
     /// The symbol's name.
     pub symbol: Option<String>,
     /// The offset into it.
-    pub offset: Option<String>,
+    #[serde(serialize_with = "hex_serde::num_opt")]
+    pub offset: Option<u64>,
     /// Its size, when known.
-    pub size: Option<String>,
-    /// Module or pseudo-object; null for vmlinux.
+    #[serde(serialize_with = "hex_serde::num_opt")]
+    pub size: Option<u64>,
+    /// Module or pseudo-object; `None` for vmlinux.
     pub module: Option<String>,
-    /// Why not found: `before_first_symbol`, `outside_symbol`, `outside_kernel` (past vmlinux's
-    /// `_end`: the kernel prints the number) or `addresses_hidden`.
-    pub reason: Option<&'static str>,
-    /// For `outside_symbol`: the symbol just below the address.
+    /// Why not found.
+    pub reason: Option<NoSymbol>,
+    /// For [`NoSymbol::OutsideSymbol`] and [`NoSymbol::OutsideKernel`]: the symbol just below
+    /// the address.
     pub nearest: Option<String>,
+    /// Why no symbol, in words (not what the kernel prints: `--explain` shows it).
+    pub explanation: Option<String>,
 }
 
 impl AddrAnswer {
@@ -146,8 +175,27 @@ impl AddrAnswer {
             module: None,
             reason: None,
             nearest: None,
+            explanation: None,
         }
     }
+}
+
+/// One address `name+0xoff` stands for: [`Kernel::resolve_symbol`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The name.
+    pub name: String,
+    /// The address.
+    pub address: u64,
+    /// The object defining the name (`vmlinux` or a module).
+    pub object: String,
+}
+
+fn resolved_addresses<S: serde::Serializer>(
+    v: &[Resolved],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|r| klpsym_core::hex(r.address)))
 }
 
 /// How one query ended.
@@ -181,6 +229,30 @@ impl Kernel {
             }
         }
         o
+    }
+
+    /// `%pS` of many addresses at once, in the order given: the batch path (the table's
+    /// address index walked once over the sorted batch), with reschedule points, then the
+    /// same bounds as [`Kernel::symbolize`].
+    pub fn symbolize_batch(&self, addrs: &[u64]) -> Result<Vec<SymbolizeOutcome<'_>>> {
+        let mut out = Vec::new();
+        let mut rs = self.opts.resched();
+        self.inner
+            .table
+            .symbolize_batch_with(addrs, &mut out, &mut rs)?;
+        if let Some((start, end)) = self.ksym_range() {
+            for (o, &a) in out.iter_mut().zip(addrs) {
+                if let SymbolizeOutcome::Found(s) = o {
+                    if s.module.is_none()
+                        && s.symbol.object == ObjectId::VMLINUX
+                        && (a < start || a >= end)
+                    {
+                        *o = SymbolizeOutcome::OutsideKernel { nearest: s.symbol };
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// `%pB` of `addr`, a return address as stack traces hold them (`sprint_backtrace()`):
@@ -235,13 +307,15 @@ impl Kernel {
         offset: u64,
         size: Option<u64>,
         module: Option<&str>,
-    ) -> Result<Vec<(u64, String)>, String> {
+    ) -> Result<Vec<Resolved>> {
         let t = &self.inner.table;
         let object = match module {
-            Some(m) => Some(
-                t.object_by_name(&normalize_module_name(m))
-                    .ok_or_else(|| format!("module '{m}' is not in this table"))?,
-            ),
+            Some(m) => Some(t.object_by_name(&normalize_module_name(m)).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!("module '{m}' is not in {}", self.path().display()),
+                )
+            })?),
             None => None,
         };
         let mut out = Vec::new();
@@ -252,11 +326,11 @@ impl Kernel {
             if object.is_none() && s.object != ObjectId::VMLINUX {
                 continue;
             }
-            if t.object_info(s.object).relative {
-                return Err(format!(
-                    "{name} is in {}, read offline: it has no load address (place it with --loaded and --place-from)",
+            if t.object_info(s.object).unplaced {
+                return Err(Error::bad_input(format!(
+                    "{name} is in {}, an unplaced module (read from its .ko): it has no load address until placed by a kallsyms that lists it",
                     t.object_info(s.object).name
-                ));
+                )));
             }
             if let Some(sz) = size {
                 let known = t.size(s.id);
@@ -264,19 +338,26 @@ impl Kernel {
                     continue;
                 }
             }
-            out.push((s.addr + offset, t.object_info(s.object).name.clone()));
+            out.push(Resolved {
+                name: name.to_string(),
+                address: s.addr.wrapping_add(offset),
+                object: t.object_info(s.object).name.clone(),
+            });
         }
         if out.is_empty() {
-            return Err(match module {
-                Some(m) => format!(
-                    "no symbol {name} in [{m}]{}",
-                    if size.is_some() { " of that size" } else { "" }
-                ),
-                None => format!(
-                    "no symbol {name} in vmlinux{} (for a module symbol add [module])",
-                    if size.is_some() { " of that size" } else { "" }
-                ),
-            });
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                match module {
+                    Some(m) => format!(
+                        "no symbol {name} in [{m}]{}",
+                        if size.is_some() { " of that size" } else { "" }
+                    ),
+                    None => format!(
+                        "no symbol {name} in vmlinux{} (for a module symbol add [module])",
+                        if size.is_some() { " of that size" } else { "" }
+                    ),
+                },
+            ));
         }
         Ok(out)
     }
@@ -294,7 +375,7 @@ impl Kernel {
     fn describe(&self, input: &str, addr: u64, return_address: bool) -> AddrAnswer {
         let mut r = AddrAnswer {
             error: None,
-            address: Some(hex(addr)),
+            address: Some(addr),
             ..AddrAnswer::failed(input, String::new())
         };
         let outcome = if return_address {
@@ -302,32 +383,58 @@ impl Kernel {
         } else {
             self.symbolize(addr)
         };
+        let t = self.table();
+        // What %pS prints where no symbol is: the number (`0x%lx`, `__sprint_symbol()`).
+        let number = format!("{addr:#x}");
         match outcome {
             SymbolizeOutcome::Found(s) => {
                 r.found = true;
                 r.text = Some(s.to_string());
                 r.symbol = Some(s.symbol.name.to_string());
-                r.offset = Some(format!("{:#x}", s.offset));
-                r.size = (s.size != SIZE_UNKNOWN).then(|| format!("{:#x}", s.size));
+                r.offset = Some(s.offset);
+                r.size = (s.size != SIZE_UNKNOWN).then_some(s.size);
                 r.module = s.module.map(str::to_string);
             }
-            SymbolizeOutcome::BeforeFirst => r.reason = Some("before_first_symbol"),
-            SymbolizeOutcome::Outside { nearest, size } => {
-                r.reason = Some("outside_symbol");
-                r.nearest = Some(nearest.name.to_string());
-                r.size = (size != SIZE_UNKNOWN).then(|| format!("{size:#x}"));
+            SymbolizeOutcome::BeforeFirst => {
+                r.reason = Some(NoSymbol::BeforeFirstSymbol);
+                r.text = Some(number);
+                r.explanation = Some("below the first symbol".to_string());
             }
-            SymbolizeOutcome::AddressesHidden => r.reason = Some("addresses_hidden"),
-            SymbolizeOutcome::OutsideKernel { nearest } => {
-                r.reason = Some("outside_kernel");
+            SymbolizeOutcome::Outside { nearest, size } => {
+                let obj = &t.object_info(nearest.object).name;
+                r.reason = Some(NoSymbol::OutsideSymbol);
                 r.nearest = Some(nearest.name.to_string());
+                r.size = (size != SIZE_UNKNOWN).then_some(size);
+                r.text = Some(number);
+                r.explanation = Some(if size == SIZE_UNKNOWN {
+                    format!(
+                        "outside every symbol: past {} [{obj}], the last symbol there, whose size is unknown",
+                        nearest.name
+                    )
+                } else {
+                    format!(
+                        "outside every symbol: past the end of {} [{obj}] at {:#x}",
+                        nearest.name,
+                        nearest.addr.wrapping_add(size)
+                    )
+                });
+            }
+            SymbolizeOutcome::AddressesHidden => r.reason = Some(NoSymbol::AddressesHidden),
+            SymbolizeOutcome::OutsideKernel { nearest } => {
+                r.reason = Some(NoSymbol::OutsideKernel);
+                r.nearest = Some(nearest.name.to_string());
+                r.text = Some(number);
+                r.explanation = Some(format!(
+                    "not a kernel address: outside vmlinux's _stext.._end, past {}",
+                    nearest.name
+                ));
             }
         }
         r
     }
 
     /// Answers one parsed query (or reports why it could not be read).
-    pub fn answer(&self, input: &str, q: &Result<Query, String>) -> (AddrAnswer, Ended) {
+    pub fn answer(&self, input: &str, q: &Result<Query>) -> (AddrAnswer, Ended) {
         self.answer_with(input, q, false)
     }
 
@@ -335,11 +442,11 @@ impl Kernel {
     pub fn answer_with(
         &self,
         input: &str,
-        q: &Result<Query, String>,
+        q: &Result<Query>,
         return_address: bool,
     ) -> (AddrAnswer, Ended) {
         match q {
-            Err(e) => (AddrAnswer::failed(input, e.clone()), Ended::Unreadable),
+            Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::Unreadable),
             Ok(Query::Address(a)) => {
                 let r = self.describe(input, *a, return_address);
                 let e = if r.found {
@@ -355,10 +462,10 @@ impl Kernel {
                 size,
                 module,
             }) => match self.resolve_symbol(name, *offset, *size, module.as_deref()) {
-                Err(e) => (AddrAnswer::failed(input, e), Ended::NotFound),
+                Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::NotFound),
                 Ok(hits) => {
-                    let mut r = self.describe_address(input, hits[0].0);
-                    r.addresses = hits.iter().map(|(a, _)| hex(*a)).collect();
+                    let mut r = self.describe_address(input, hits[0].address);
+                    r.addresses = hits;
                     (r, Ended::Found)
                 }
             },
@@ -368,7 +475,7 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_addr, parse_query, Query};
+    use super::{parse_addr, parse_query, parse_query_text, Query};
 
     #[test]
     fn parses_what_people_paste() {
@@ -379,24 +486,26 @@ mod tests {
             module: module.map(str::to_string),
         };
         assert_eq!(
-            parse_query(" ? schedule+0x10/0xa0 [dummy]"),
+            parse_query_text(" ? schedule+0x10/0xa0 [dummy]"),
             Ok(sym("schedule", 0x10, Some(0xa0), Some("dummy")))
         );
         assert_eq!(
-            parse_query(" [<ffffffff81234567>] schedule+0x10/0xa0"),
+            parse_query_text(" [<ffffffff81234567>] schedule+0x10/0xa0"),
             Ok(Query::Address(0xffffffff81234567))
         );
         assert_eq!(
-            parse_query("RIP: 0010:cmdline_proc_show+0x5/0x30"),
+            parse_query_text("RIP: 0010:cmdline_proc_show+0x5/0x30"),
             Ok(sym("cmdline_proc_show", 5, Some(0x30), None))
         );
         assert_eq!(
-            parse_query("init_once.isra.0+0x4"),
+            parse_query_text("init_once.isra.0+0x4"),
             Ok(sym("init_once.isra.0", 4, None, None))
         );
-        assert_eq!(parse_query("0xffff"), Ok(Query::Address(0xffff)));
-        assert!(parse_query("schedule+16").is_err());
-        assert!(parse_query("hello world").is_err());
+        assert_eq!(parse_query_text("0xffff"), Ok(Query::Address(0xffff)));
+        assert!(parse_query_text("schedule+16").is_err());
+        assert!(parse_query_text("hello world").is_err());
+        let e = parse_query("hello world").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
     }
 
     #[test]

@@ -68,8 +68,12 @@ impl Layouts {
         kernel_opts: &crate::Options,
     ) -> Result<Layouts> {
         let mut rs = kernel_opts.resched();
-        let bytes = klpsym_io::read_btf(path, &kernel_opts.load_options(), &mut rs)
-            .map_err(|e| Error::from(e).context("--btf"))?;
+        let bytes =
+            klpsym_io::read_btf(path, &kernel_opts.load_options(), &mut rs).map_err(|e| {
+                Error::from(e)
+                    .context("BTF")
+                    .about(crate::error::Input::Btf)
+            })?;
         // One walk over the types finds the klp structs and `struct module`.
         let mut names = btf::KLP_STRUCTS.to_vec();
         names.push("module");
@@ -96,7 +100,8 @@ impl Layouts {
                     path.display()
                 ))
             }),
-            Err(e) => Err(Error::bad_input(format!("--btf {}: {e}", path.display()))),
+            Err(e) => Err(Error::bad_input(format!("BTF {}: {e}", path.display()))
+                .about(crate::error::Input::Btf)),
         }
     }
 
@@ -150,14 +155,14 @@ impl Layouts {
             return Layouts::from_btf_file(sys, false, kernel.options());
         }
         Ok(Layouts::fallback(
-            "no --btf: klp struct layouts from the 5.1-6.18 fallback",
+            "no BTF: klp struct layouts from the 5.1-6.18 fallback",
         ))
     }
 }
 
 /// A module the patch has an object in that is not loaded on the target, read from its `.ko`.
 #[derive(Debug)]
-pub struct OfflineModule {
+pub struct UnplacedModule {
     /// Its name.
     pub name: String,
     /// Its symbols as kallsyms lists them once it is loaded (section-relative addresses).
@@ -179,7 +184,7 @@ pub struct TargetFacts<'k> {
     /// The target's module tree, when there is one.
     pub tree: Option<Arc<ModuleTree>>,
     /// Tables of the patch's objects whose modules are not loaded.
-    pub offline: Vec<OfflineModule>,
+    pub unplaced: Vec<UnplacedModule>,
     inputs: LoaderInputs<'k>,
     knows_exports: bool,
     /// What was said while gathering.
@@ -203,7 +208,12 @@ impl<'k> TargetFacts<'k> {
         if let Some(b) = &kernel.inner.facts.version {
             rules = rules.with_banner(b);
         }
-        let tree = kernel.module_tree()?;
+        let wanted: Vec<String> = objects
+            .iter()
+            .filter(|o| *o != "vmlinux" && kernel.table().object_by_name(o).is_none())
+            .cloned()
+            .collect();
+        let tree = kernel.module_tree_for(&wanted)?;
         let inputs = LoaderInputs::gather(
             kernel,
             tree.as_deref(),
@@ -215,14 +225,14 @@ impl<'k> TargetFacts<'k> {
         // Modules that export what the patch may refer to are offered too (convert turns a
         // reference to a module's export into a klp relocation against that module).
         names.dedup();
-        let offline = offline_tables(kernel, tree.as_deref(), &names, rs)?;
+        let unplaced = unplaced_tables(kernel, tree.as_deref(), &names, rs)?;
         let knows_exports = knows_exports(kernel.table(), rs)?;
         Ok(TargetFacts {
             kernel,
             rules,
             layouts: layouts.layouts,
             tree,
-            offline,
+            unplaced,
             inputs,
             knows_exports,
             notes,
@@ -281,9 +291,9 @@ impl<'k> TargetFacts<'k> {
         if let Some(t) = &self.kernel.facts().ftrace {
             target = target.with_ftrace_sites(&t.sites, t.source.as_str());
         }
-        for o in &self.offline {
+        for o in &self.unplaced {
             target = target
-                .with_offline_module(&o.name, &o.table)
+                .with_unplaced_module(&o.name, &o.table)
                 .with_loading_symbols(&o.name, o.loading_symbols)
                 .with_loading_order(&o.name, &o.loading_order);
         }
@@ -299,8 +309,9 @@ fn rules_for(k: &Kernel, flag: Option<&str>, notes: &mut Vec<Note>) -> Result<Ke
     if let Some(v) = flag {
         return KernelRules::from_release(v).ok_or_else(|| {
             Error::usage(format!(
-                "--kernel-version '{v}': expected X.Y (for example 6.1)"
+                "kernel version '{v}': expected X.Y (for example 6.1)"
             ))
+            .about(crate::error::Input::KernelVersion)
         });
     }
     Ok(k.release()
@@ -308,7 +319,7 @@ fn rules_for(k: &Kernel, flag: Option<&str>, notes: &mut Vec<Note>) -> Result<Ke
         .and_then(KernelRules::from_release)
         .unwrap_or_else(|| {
             notes.push(Note::warning(format!(
-                "{}: kernel version unknown (no banner in this source); using 6.1 rules (pass --kernel-version)",
+                "{}: kernel version unknown (no banner in this source); using 6.1 rules (name the version to choose others)",
                 k.path().display()
             )));
             KernelRules::for_version(6, 1)
@@ -316,18 +327,18 @@ fn rules_for(k: &Kernel, flag: Option<&str>, notes: &mut Vec<Note>) -> Result<Ke
 }
 
 /// Tables of `names` (module objects) that are not loaded on `kernel`, from the module tree.
-fn offline_tables(
+fn unplaced_tables(
     kernel: &Kernel,
     tree: Option<&ModuleTree>,
     names: &[String],
     rs: &mut Resched,
-) -> Result<Vec<OfflineModule>> {
+) -> Result<Vec<UnplacedModule>> {
     let Some(tree) = tree else {
         return Ok(Vec::new());
     };
     let table = kernel.table();
     let opts = kernel.opts.load_options();
-    let mut out: Vec<OfflineModule> = Vec::new();
+    let mut out: Vec<UnplacedModule> = Vec::new();
     for n in names {
         rs.tick()?;
         if n == "vmlinux"
@@ -338,7 +349,7 @@ fn offline_tables(
             continue;
         }
         let m = tree.load(n, &opts, rs)?;
-        out.push(OfflineModule {
+        out.push(UnplacedModule {
             name: n.clone(),
             table: module_symbols_table(&m, None)?,
             loading_symbols: m.loading_symbols,
@@ -416,10 +427,11 @@ impl<'k> LoaderInputs<'k> {
             None => find_config(inner),
         };
         if let Some(p) = config {
-            out.config =
-                Some(klpsym_io::read_config(&p, rs).map_err(|e| {
-                    Error::from(e).context(format!("--kernel-config {}", p.display()))
-                })?);
+            out.config = Some(klpsym_io::read_config(&p, rs).map_err(|e| {
+                Error::from(e)
+                    .about(crate::error::Input::KernelConfig)
+                    .context(format!("kernel config {}", p.display()))
+            })?);
         } else if let Some(c) = package.and_then(|p| p.config.clone()) {
             out.config = Some(c);
         }

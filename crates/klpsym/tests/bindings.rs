@@ -111,8 +111,8 @@ fn drift_between_two_builds_names_what_moved_and_what_is_new() {
     let d = klpsym::drift(&ka, &kb, "helper", "nf_tables").unwrap();
     type Row = (
         Option<String>,
-        Option<usize>,
-        Option<usize>,
+        Option<u64>,
+        Option<u64>,
         klpsym::DriftStatus,
     );
     let rows: Vec<Row> = d

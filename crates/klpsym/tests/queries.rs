@@ -1,7 +1,7 @@
 //! What `lookup` and `sympos` say beside the kernel's answer: that a kernel loads no livepatch
 //! at all, and the compiler-made variants of a missing name (the same hint from both).
 
-use klpsym::{CacheDir, LookupQuery, Options, Verdict};
+use klpsym::{CacheDir, LookupQuery, LookupVerdict, Options};
 
 /// A kallsyms text of a whole kernel (more than the 1000 vmlinux symbols below which a table
 /// says nothing of the kernel's configuration), with or without `klp_enable_patch`.
@@ -25,7 +25,7 @@ fn kernel(livepatch: bool) -> (tempfile::TempDir, klpsym::Kernel) {
 fn a_kernel_without_livepatch_is_said_to_load_no_patch() {
     let (_d, k) = kernel(false);
     let a = k.lookup(&LookupQuery::new("fn_7")).unwrap();
-    assert_eq!(a.verdict, Verdict::Found);
+    assert_eq!(a.verdict, LookupVerdict::Found);
     let why = a.livepatch_unsupported.expect("said");
     assert!(why.contains("klp_enable_patch"), "{why}");
     assert!(k
@@ -51,7 +51,7 @@ fn a_kernel_without_livepatch_is_said_to_load_no_patch() {
 fn sympos_and_lookup_give_the_same_variant_hint() {
     let (_d, k) = kernel(true);
     let a = k.lookup(&LookupQuery::new("init_once")).unwrap();
-    assert_eq!(a.verdict, Verdict::NotFound);
+    assert_eq!(a.verdict, LookupVerdict::NotFound);
     let d = k.sympos("init_once", None, None).unwrap();
     assert!(d.candidates.is_empty());
     assert_eq!(a.variants, vec!["init_once.isra.0 [vmlinux]".to_string()]);
@@ -86,9 +86,10 @@ fn symbolize_stops_at_the_kernels_end_and_return_addresses_name_the_caller() {
         let a = ps(past);
         assert_eq!(
             (a.found, a.reason),
-            (false, Some("outside_kernel")),
+            (false, Some(klpsym::NoSymbol::OutsideKernel)),
             "{a:?}"
         );
+        assert_eq!(a.text, Some(format!("{past:#x}")), "%pS prints the number");
         assert_eq!(a.nearest.as_deref(), Some("_end"));
     }
     let pb = |a: u64| k.describe_return_address("", a).text;
@@ -99,5 +100,9 @@ fn symbolize_stops_at_the_kernels_end_and_return_addresses_name_the_caller() {
         pb(0xffffffff84430000).as_deref(),
         Some("second+0x342ffc0/0x342ffc0")
     );
-    assert_eq!(pb(0xffffffff84430001), None);
+    // No symbol: %pB prints the address itself, not the one it looked up.
+    assert_eq!(
+        pb(0xffffffff84430001).as_deref(),
+        Some("0xffffffff84430001")
+    );
 }

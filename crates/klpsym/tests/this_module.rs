@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use klpsym::{CacheDir, CheckOptions, Options, Patch, TargetOptions};
-use klpsym_livepatch::{CheckStatus, ProblemKind, VerdictKind};
+use klpsym_livepatch::{CheckStatus, PatchVerdictKind, ProblemKind};
 use klpsym_testkit::elf::{At, Fixture};
 use klpsym_testkit::module::{build_module, ModSpec};
 use object::{Architecture, SectionKind};
@@ -96,7 +96,7 @@ fn a_module_of_the_tree_gives_the_size_and_decides_the_load() {
     // The tree's struct module is another size: refused at load, before the vermagic.
     target(dir.path(), &fixture_module(true));
     let r = check(dir.path(), "6.12", None);
-    assert_eq!(r.report.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.report.verdict.kind, PatchVerdictKind::RefusedAtLoad);
     let p = r
         .report
         .problems
@@ -130,7 +130,9 @@ fn without_a_source_it_is_not_checked_and_btf_gives_the_size() {
     let r = check(dir.path(), "7.2", None);
     assert_eq!(this_module(&r).unwrap().0, CheckStatus::NotChecked);
     assert!(
-        r.unchecked.iter().any(|u| u.contains("this_module")),
+        r.unchecked
+            .iter()
+            .any(|u| u.to_string().contains("this_module")),
         "{:?}",
         r.unchecked
     );

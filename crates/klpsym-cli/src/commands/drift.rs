@@ -2,19 +2,21 @@
 
 use serde::Serialize;
 
-use klpsym::{Drift, DriftStatus, Queries};
+use klpsym::{Drift, KernelFailure, Queries};
 
 use crate::cli::DriftArgs;
-use crate::options::open_kernels;
-use crate::output::{print_json, CliError, Outcome};
+use crate::options::{open_kernels, print_failure};
+use crate::output::{print_json, stdout, CliError, Outcome};
 
 #[derive(Debug, Serialize)]
 struct DriftJson<'a> {
     results: &'a [Drift],
+    failed: &'a [KernelFailure],
 }
 
 /// The first kernel against each other one, name by name. Exit 1 when a definition moved, is
-/// gone or is new (a position chosen on the first binds another definition, or none, there).
+/// gone or is new (a position chosen on the first binds another definition, or none, there);
+/// 2 when a build names no source files (nothing tells its definitions apart).
 pub fn run(args: &DriftArgs) -> Result<Outcome, CliError> {
     if args.source.kernels.len() < 2 && !args.source.kernels.iter().any(|k| k.is_dir()) {
         return Err(klpsym::Error::usage(
@@ -22,7 +24,7 @@ pub fn run(args: &DriftArgs) -> Result<Outcome, CliError> {
         )
         .into());
     }
-    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
     let Some((from, others)) = kernels.split_first().filter(|(_, o)| !o.is_empty()) else {
         return Err(
             klpsym::Error::usage("drift compares builds: only one kernel could be opened").into(),
@@ -31,52 +33,30 @@ pub fn run(args: &DriftArgs) -> Result<Outcome, CliError> {
     let mut results = Vec::new();
     for to in others {
         for name in &args.names {
-            results.push(klpsym::drift(from, to, name, &args.object)?);
+            match klpsym::drift(from, to, name, &args.object) {
+                Ok(d) => results.push(d),
+                Err(e) if e.is_cancelled() => return Err(e.into()),
+                Err(e) => failed.push(KernelFailure::new(to.path().display().to_string(), &e)),
+            }
+        }
+    }
+    failed.dedup_by(|a, b| a.kernel == b.kernel && a.error == b.error);
+    for f in &failed {
+        print_failure(f);
+    }
+    if results.is_empty() {
+        if let Some(f) = failed.first() {
+            return Err(f.error.clone().into());
         }
     }
     let moved = results.iter().any(Drift::moved);
     if args.source.json {
-        print_json(&DriftJson { results: &results })?;
-        return Ok(Outcome::all_ok(!moved));
-    }
-    for d in &results {
-        println!(
-            "{} in {}: {} definition(s) on {}, {} on {}",
-            d.name,
-            d.object,
-            d.from.len(),
-            d.from_kernel,
-            d.to.len(),
-            d.to_kernel
-        );
-        if d.rows.is_empty() {
-            continue;
-        }
-        println!("  FROM    TO  STATUS   IDENTITY (source file, copy in it)");
-        for r in &d.rows {
-            let pos = |p: Option<usize>| p.map_or("-".to_string(), |p| p.to_string());
-            let status = match r.status {
-                DriftStatus::Same => "same",
-                DriftStatus::Moved => "MOVED",
-                DriftStatus::Gone => "GONE",
-                DriftStatus::New => "NEW",
-                DriftStatus::Unknown => "unknown",
-            };
-            println!(
-                "  {:>4}  {:>4}  {:<7}  {}",
-                pos(r.from_position),
-                pos(r.to_position),
-                status,
-                r.identity
-                    .as_ref()
-                    .map_or("no source file known".to_string(), |i| i.to_string())
-            );
-        }
-        if d.rows.iter().any(|r| r.status == DriftStatus::Unknown) {
-            println!(
-                "  unknown: a build without source files (an image's kallsyms names none; give its -dbg package or vmlinux)"
-            );
-        }
+        print_json(&DriftJson {
+            results: &results,
+            failed: &failed,
+        })?;
+    } else {
+        klpsym::render::drift(&mut stdout(), &results)?;
     }
     Ok(Outcome::all_ok(!moved))
 }

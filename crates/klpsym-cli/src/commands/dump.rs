@@ -1,24 +1,24 @@
 //! `klpsym dump`: the table back in /proc/kallsyms format.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 use klpsym::Queries;
 
 use crate::cli::DumpArgs;
 use crate::options::open_kernels;
-use crate::output::{CliError, Outcome};
+use crate::output::{stdout, CliError, Outcome};
 
 pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
-    let kernels = open_kernels(&args.source, &args.source.options(Queries::Few))?;
-    let [k] = kernels.as_slice() else {
-        return Err("dump takes exactly one --kernel".into());
-    };
     if args.source.json {
         return Err(
             "dump writes /proc/kallsyms text; --json does not apply (use `klpsym info --json`)"
                 .into(),
         );
     }
+    let (kernels, failed) = open_kernels(&args.source, &args.source.options(Queries::Few))?;
+    let ([k], []) = (kernels.as_slice(), failed.as_slice()) else {
+        return Err("dump takes exactly one --kernel".into());
+    };
     let object = args.object.as_deref();
     let unplaced = k.unplaced_objects(object)?;
     if !unplaced.is_empty() {
@@ -29,8 +29,7 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     }
     match &args.output {
         None => {
-            let stdout = std::io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
+            let mut out = stdout();
             k.write_kallsyms(object, &mut out)?;
             out.flush()?;
         }

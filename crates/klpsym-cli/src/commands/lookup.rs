@@ -2,12 +2,12 @@
 
 use serde::Serialize;
 
-use klpsym::{LookupAnswer, LookupQuery, Queries, Verdict};
+use klpsym::{KernelFailure, LookupAnswer, LookupQuery, LookupVerdict, Queries};
 
-use super::{print_candidates, print_variants, warn_livepatch_unsupported};
+use super::warn_livepatch_unsupported;
 use crate::cli::LookupArgs;
-use crate::options::open_kernels;
-use crate::output::{print_json, CliError, Outcome};
+use crate::options::{answer_each, open_kernels};
+use crate::output::{print_json, stdout, CliError, Outcome};
 
 #[derive(Debug, Serialize)]
 struct LookupJson<'a> {
@@ -15,86 +15,32 @@ struct LookupJson<'a> {
     object: &'a str,
     sympos: u64,
     results: &'a [LookupAnswer],
+    failed: &'a [KernelFailure],
 }
 
 pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
-    let kernels = open_kernels(&args.source, &args.source.options(Queries::Few))?;
+    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Few))?;
     let q = LookupQuery {
         name: &args.name,
         object: args.object.as_deref(),
         sympos: args.sympos,
         file: args.file.as_deref(),
     };
-    let results = kernels
-        .iter()
-        .map(|k| k.lookup(&q))
-        .collect::<Result<Vec<_>, _>>()?;
+    let results = answer_each(&kernels, &mut failed, |k| k.lookup(&q))?;
     for r in &results {
         warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
     }
-    let all_found = results.iter().all(|r| r.verdict == Verdict::Found);
-    let object_name = results.last().map_or("", |r| r.object.as_str());
+    let all_found = results.iter().all(|r| r.verdict == LookupVerdict::Found);
     if args.source.json {
         print_json(&LookupJson {
             name: &args.name,
-            object: object_name,
+            object: results.last().map_or("", |r| r.object.as_str()),
             sympos: args.sympos,
             results: &results,
+            failed: &failed,
         })?;
-        return Ok(Outcome::all_ok(all_found));
-    }
-    let many = results.len() > 1;
-    for r in &results {
-        if many {
-            println!("== {}", r.kernel);
-        }
-        match r.verdict {
-            Verdict::Found => {
-                let total = r.candidates.len();
-                println!(
-                    "{} {} {}{} (position {} of {} in {}{})",
-                    r.text.as_deref().unwrap_or("(hidden)"),
-                    r.kind.as_deref().unwrap_or("?"),
-                    args.name,
-                    if object_name == "vmlinux" {
-                        String::new()
-                    } else {
-                        format!("\t[{object_name}]")
-                    },
-                    r.position.unwrap_or(0),
-                    total,
-                    object_name,
-                    r.size
-                        .as_deref()
-                        .map_or(String::new(), |s| format!(", size {s}")),
-                );
-                if r.unplaced {
-                    println!("{}", super::UNPLACED_NOTE);
-                }
-            }
-            _ => {
-                println!(
-                    "{}",
-                    r.message
-                        .as_deref()
-                        .or(r.file_note.as_deref())
-                        .unwrap_or("livepatch: (no message)")
-                );
-                if !r.object_loaded {
-                    println!("  note: object '{object_name}' is not in this symbol table (module not loaded?)");
-                } else if r.candidates.is_empty() {
-                    println!("  note: no symbol named '{}' in {object_name}", args.name);
-                    print_variants(&r.variants, "  ");
-                } else {
-                    println!(
-                        "  {} has {} definition(s) in {object_name}; choose one with --sympos N (the patch's old_sympos):",
-                        args.name,
-                        r.candidates.len()
-                    );
-                    print_candidates(&r.candidates, "  ");
-                }
-            }
-        }
+    } else {
+        klpsym::render::lookup(&mut stdout(), &args.name, &results)?;
     }
     Ok(Outcome::all_ok(all_found))
 }

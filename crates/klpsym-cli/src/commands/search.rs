@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use klpsym::{NamePattern, Queries, SearchAnswer, SearchQuery};
+use klpsym::{KernelFailure, NamePattern, Queries, SearchAnswer, SearchQuery};
 
 use crate::cli::SearchArgs;
-use crate::options::open_kernels;
-use crate::output::{print_json, CliError, Outcome};
+use crate::options::{answer_each, open_kernels};
+use crate::output::{print_json, stdout, CliError, Outcome};
 
 #[derive(Debug, Serialize)]
 struct SearchJson<'a> {
@@ -16,79 +16,32 @@ struct SearchJson<'a> {
     /// `glob` or `substring`.
     mode: &'static str,
     results: &'a [SearchAnswer],
+    failed: &'a [KernelFailure],
 }
 
 pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
     let m =
         NamePattern::new(&args.pattern).map_err(|e| format!("PATTERN '{}': {e}", args.pattern))?;
-    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
-    let results = kernels
-        .iter()
-        .map(|k| {
-            k.search_by(&SearchQuery {
-                object: args.object.as_deref(),
-                limit: args.limit,
-                duplicates: args.duplicates,
-                sort_by_name: args.sort,
-                fold_twins: args.fold,
-                ..SearchQuery::new(&m)
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let q = SearchQuery {
+        object: args.object.as_deref(),
+        limit: args.limit,
+        duplicates: args.duplicates,
+        sort_by_name: args.sort,
+        fold_twins: args.fold,
+        ..SearchQuery::new(&m)
+    };
+    let results = answer_each(&kernels, &mut failed, |k| k.search_by(&q))?;
     let any = results.iter().any(|r| r.names > 0);
     if args.source.json {
         print_json(&SearchJson {
             pattern: &args.pattern,
             mode: m.mode(),
             results: &results,
+            failed: &failed,
         })?;
-        return Ok(Outcome::all_ok(any));
-    }
-    let many = results.len() > 1;
-    for r in &results {
-        if many {
-            println!("== {}", r.kernel);
-        }
-        let width = r
-            .matches
-            .iter()
-            .map(|x| x.name.len())
-            .max()
-            .unwrap_or(4)
-            .clamp(4, 60);
-        println!(
-            "{} name(s) matching {} '{}'{}",
-            r.names,
-            m.mode(),
-            args.pattern,
-            if args.duplicates {
-                ", defined more than once"
-            } else {
-                ""
-            }
-        );
-        if !r.matches.is_empty() {
-            println!("  {:<width$}  {:>5}  OBJECTS", "NAME", "COUNT");
-        }
-        for x in &r.matches {
-            let twins = if x.twins.is_empty() {
-                String::new()
-            } else {
-                format!("  (+ {})", x.twins.join(" "))
-            };
-            println!(
-                "  {:<width$}  {:>5}  {}{twins}",
-                x.name,
-                x.count,
-                x.objects.join(" ")
-            );
-        }
-        if r.names > r.matches.len() {
-            println!(
-                "  ... {} more (--limit N shows more)",
-                r.names - r.matches.len()
-            );
-        }
+    } else {
+        klpsym::render::search(&mut stdout(), &m, &args.pattern, args.duplicates, &results)?;
     }
     Ok(Outcome::all_ok(any))
 }

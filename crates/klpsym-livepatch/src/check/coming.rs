@@ -16,7 +16,7 @@ impl Ctx<'_, '_, '_, '_> {
             self.r.tick()?;
             let o = &patch.objects[i];
             let oname = o.object_name().to_string();
-            if !self.t.offline_modules.contains_key(&oname) {
+            if !self.t.unplaced_modules.contains_key(&oname) {
                 continue;
             }
             let stage = Stage::ModuleComing {

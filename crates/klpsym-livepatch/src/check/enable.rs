@@ -80,7 +80,7 @@ impl Ctx<'_, '_, '_, '_> {
             let loaded = self.t.is_loaded(&oname);
             let state = if loaded {
                 ObjectState::Loaded
-            } else if self.t.offline_modules.contains_key(&oname) {
+            } else if self.t.unplaced_modules.contains_key(&oname) {
                 ObjectState::DeferredChecked
             } else {
                 ObjectState::DeferredUnchecked

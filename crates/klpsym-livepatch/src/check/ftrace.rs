@@ -66,7 +66,7 @@ impl Ctx<'_, '_, '_, '_> {
             };
             for f in &report.funcs {
                 self.r.tick()?;
-                if let (Some(klpsym_core::Verdict::Found), Some(a)) = (f.verdict, f.address) {
+                if let (Some(klpsym_core::LookupVerdict::Found), Some(a)) = (f.verdict, f.address) {
                     funcs.push((f.old_name.clone().unwrap_or_default(), a));
                 }
             }

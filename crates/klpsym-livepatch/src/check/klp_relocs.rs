@@ -99,13 +99,13 @@ impl Ctx<'_, '_, '_, '_> {
             self.r.tick_step()?;
             let sym = &self.m.elf.symbols[r.sym as usize];
             let mut rep = self.new_report(&sec.name, i, &tname, r, sym.name.clone());
-            let Some(Some((s_val, offline))) = resolved.get(i).copied() else {
+            let Some(Some((s_val, unplaced))) = resolved.get(i).copied() else {
                 rep.note = Some("symbol not resolved".into());
                 self.relocs.push(rep);
                 continue;
             };
             rep.resolved = Some(s_val);
-            rep.offline = offline;
+            rep.unplaced = unplaced;
             let place = self
                 .t
                 .section_bases
@@ -125,7 +125,7 @@ impl Ctx<'_, '_, '_, '_> {
                     index: i,
                     // S from an unplaced .ko is an offset, not an address: no window
                     // verdict can be drawn from it.
-                    window: if offline { None } else { self.window },
+                    window: if unplaced { None } else { self.window },
                 },
             };
             let was_blocked = self.blocked(stage);
@@ -160,7 +160,7 @@ impl Ctx<'_, '_, '_, '_> {
             type_name: reloc::type_name(self.m.arch, r.r_type),
             symbol,
             resolved: None,
-            offline: false,
+            unplaced: false,
             addend: r.addend,
             expression: String::new(),
             value: None,
@@ -416,8 +416,8 @@ impl Ctx<'_, '_, '_, '_> {
             return Ok(false);
         };
         let kind = match out.verdict {
-            klpsym_core::Verdict::Ambiguous => ProblemKind::Ambiguous,
-            klpsym_core::Verdict::PositionNotFound => ProblemKind::PositionNotFound,
+            klpsym_core::LookupVerdict::Ambiguous => ProblemKind::Ambiguous,
+            klpsym_core::LookupVerdict::PositionNotFound => ProblemKind::PositionNotFound,
             _ => ProblemKind::SymbolNotFound,
         };
         let name = msg.split('\'').nth(1).unwrap_or_default().to_string();

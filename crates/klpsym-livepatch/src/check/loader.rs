@@ -206,7 +206,7 @@ impl Ctx<'_, '_, '_, '_> {
         self.t.kernel.by_name(name).next().is_some()
             || self
                 .t
-                .offline_modules
+                .unplaced_modules
                 .values()
                 .any(|t| t.by_name(name).next().is_some())
     }

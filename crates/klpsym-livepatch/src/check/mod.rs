@@ -58,7 +58,7 @@ pub fn check_with(
     resched: &mut Resched,
 ) -> Result<CheckReport, Cancelled> {
     target.kernel.build_name_index(resched)?;
-    for t in target.offline_modules.values() {
+    for t in target.unplaced_modules.values() {
         t.build_name_index(resched)?;
     }
     let mut c = Ctx::new(module, target, resched);
@@ -244,7 +244,9 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
         }
         if !matches!(
             verdict.kind,
-            VerdictKind::Accepted | VerdictKind::RefusedWhenModuleLoads
+            PatchVerdictKind::Accepted
+                | PatchVerdictKind::Unverified
+                | PatchVerdictKind::RefusedWhenModuleLoads
         ) {
             return Ok(out);
         }

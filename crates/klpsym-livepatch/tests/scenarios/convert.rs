@@ -59,7 +59,7 @@ fn convert_round_trip_is_accepted() {
     let orig = ElfObject::parse(&orig_bytes).unwrap();
     assert_eq!(orig.symbols.len(), m.elf.symbols.len());
     let r = check61(&out);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     assert_eq!(r.relocations.len(), 2);
     assert_eq!(r.relocations[0].resolved, Some(0xffff_ffff_8120_0000));
     assert_eq!(r.relocations[0].expression, "S + A - P");
@@ -132,7 +132,7 @@ fn convert_ambiguity_needs_a_pin() {
     let (out, rep) = converted(&spec, &[Pin::parse("dup_fn=2").unwrap()]);
     assert!(rep.conversions[0].pinned);
     let r = check61(&out);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     assert_eq!(r.relocations[0].resolved, Some(0xffff_ffff_8140_0000));
     // a pin outside the range is refused
     let e = convert(

@@ -37,7 +37,7 @@ fn a_function_with_its_call_site_is_patched() {
         let r = check_with_sites(&k, v, &[0xffff_ffff_8100_0010, site, NEXT]);
         assert_eq!(
             r.verdict.kind,
-            VerdictKind::Accepted,
+            PatchVerdictKind::Accepted,
             "{v:?} {site:#x}: {r:#?}"
         );
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
@@ -49,7 +49,7 @@ fn a_function_without_a_call_site_fails_the_enable_with_the_kernel_s_lines() {
     let k = kernel();
     // No site from cmdline_proc_show up to the next symbol (static_helper has its own).
     let r = check_with_sites(&k, (6, 1), &[CMDLINE - 0x10, NEXT]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
     assert_eq!(r.verdict.errno, Some(22));
     let p = only_problem(&r);
     assert_eq!(p.kind, ProblemKind::NoFtraceLocation);
@@ -68,7 +68,11 @@ fn a_function_without_a_call_site_fails_the_enable_with_the_kernel_s_lines() {
     // one 4 bytes in (where IBT puts it) is not the function's address.
     for sites in [&[CMDLINE - 0x10, NEXT][..], &[CMDLINE + 4]] {
         let r = check_with_sites(&k, (5, 10), sites);
-        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{sites:x?}");
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{sites:x?}"
+        );
         assert_eq!(
             lines(&r)[1],
             "livepatch: failed to set ftrace filter for function 'cmdline_proc_show' (-22)"
@@ -81,14 +85,14 @@ fn a_site_covering_the_address_counts_one_past_the_next_symbol_does_not() {
     let k = kernel();
     // The 5-byte call starting 4 bytes before covers the address (ftrace_cmp_recs()).
     let r = check_with_sites(&k, (5, 10), &[CMDLINE - 4]);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     let r = check_with_sites(&k, (5, 10), &[CMDLINE - 5]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad);
     // 5.18+: the window ends before the next symbol.
     let r = check_with_sites(&k, (6, 1), &[NEXT - 1]);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     let r = check_with_sites(&k, (6, 1), &[NEXT]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad);
 }
 
 #[test]
@@ -103,7 +107,7 @@ fn init_text_sites_are_gone_after_boot() {
         .unwrap();
     let k = b.build();
     let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     // The same function as if it were __init: its record was freed with the init text.
     let mut b = SymbolTableBuilder::new();
     b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
@@ -114,13 +118,13 @@ fn init_text_sites_are_gone_after_boot() {
         .unwrap();
     let k = b.build();
     let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
 }
 
 #[test]
 fn unknown_sites_are_said_to_be_unchecked() {
     let r = check61(&build_module(&ModSpec::default()));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     assert!(
         r.warnings
             .iter()
@@ -141,10 +145,10 @@ fn an_unknown_extent_is_said_to_be_unchecked_not_refused() {
     b.push(v, CMDLINE, b't', "cmdline_proc_show").unwrap();
     let k = b.build();
     let r = check_with_sites(&k, (6, 1), &[CMDLINE + 4]);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     // No site even where IBT would put it, and no extent: unknown, with a warning.
     let r = check_with_sites(&k, (6, 1), &[CMDLINE - 0x100]);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     assert!(
         r.warnings
             .iter()
@@ -169,7 +173,7 @@ fn exit_text_sites_are_freed_with_the_init_memory() {
         .unwrap();
     let k = b.build();
     let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
 }
 
 /// A module object's functions are not judged (their call sites are the module's own): a
@@ -196,7 +200,7 @@ fn a_module_objects_functions_are_said_not_checked() {
     let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::X86_64)
         .with_ftrace_sites(&[CMDLINE, NEXT], "test sites");
     let r = check(&m, &t);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     let said: Vec<&String> = r
         .warnings
         .iter()

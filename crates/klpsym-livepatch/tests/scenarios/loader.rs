@@ -101,7 +101,11 @@ fn a_module_for_another_architecture_is_refused_by_its_header() {
         )
         .with_loader(facts());
         let r = check(&m, &t);
-        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{version:?}");
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{version:?}"
+        );
         assert_eq!(r.verdict.errno, Some(8), "ENOEXEC");
         let p = only_problem(&r);
         assert_eq!(p.kind, ProblemKind::ElfHeader);
@@ -169,7 +173,11 @@ fn this_module_must_be_the_size_of_the_targets_struct_module() {
     };
     for version in [(6, 12), (7, 2)] {
         let r = run(version, Some(size + 64));
-        assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{version:?}");
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{version:?}"
+        );
         assert_eq!(r.verdict.errno, Some(8), "ENOEXEC");
         let p = r
             .problems
@@ -247,7 +255,7 @@ fn vermagic_mismatch_fails_the_load() {
             ("klp_enable_patch", 0x2222, None),
         ],
     );
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad);
     assert_eq!(r.verdict.errno, Some(8));
     let p = only_problem(&r);
     assert_eq!(p.kind, ProblemKind::VermagicMismatch);
@@ -274,7 +282,12 @@ fn another_release_passes_vermagic_when_the_module_has_symbol_versions() {
             ("klp_enable_patch", 0x2222, None),
         ],
     );
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+    assert_eq!(
+        r.verdict.kind,
+        PatchVerdictKind::Accepted,
+        "{:#?}",
+        r.problems
+    );
     // Without __versions the whole string is compared (after module_layout, which a
     // CONFIG_MODVERSIONS kernel force-loads only with CONFIG_MODULE_FORCE_LOAD).
     let spec = ModSpec {
@@ -312,7 +325,7 @@ fn a_forced_load_ignores_symbol_versions_and_vermagic() {
     ];
     // As built: refused by module_layout's CRC.
     let r = loader_check_with(&spec, true, true, &crcs);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad);
     assert_eq!(
         only_problem(&r).log,
         ["lp: disagrees about version of symbol module_layout"]
@@ -331,7 +344,12 @@ fn a_forced_load_ignores_symbol_versions_and_vermagic() {
         )
     };
     let r = forced(true);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{:#?}", r.problems);
+    assert_eq!(
+        r.verdict.kind,
+        PatchVerdictKind::Accepted,
+        "{:#?}",
+        r.problems
+    );
     for c in ["module_layout", "vermagic", "symbol_versions"] {
         assert_eq!(
             status(&r, c),
@@ -435,7 +453,7 @@ fn symbol_versions_and_namespaces_as_resolve_symbol_checks_them() {
             ("klp_enable_patch", 0x2222, None),
         ],
     );
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     for c in &r.loader_checks {
         assert_eq!(c.status, CheckStatus::Passed, "{c:?}");
     }
@@ -445,7 +463,7 @@ fn symbol_versions_and_namespaces_as_resolve_symbol_checks_them() {
 #[test]
 fn unknown_target_facts_are_not_checked() {
     let r = check61(&build_module(&versioned()));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     for name in [
         "signature",
         "vermagic",
@@ -524,7 +542,7 @@ fn an_ordinary_module_is_said_to_be_one() {
     let r = check61(&ordinary_module(false));
     assert_eq!(
         r.verdict.kind,
-        VerdictKind::OrdinaryModule,
+        PatchVerdictKind::OrdinaryModule,
         "{:#?}",
         r.problems
     );
@@ -573,7 +591,7 @@ fn relocations_check(r: &CheckReport) -> &LoaderCheck {
 fn an_ordinary_relocation_that_overflows_refuses_the_load() {
     // A module built without -mcmodel=kernel: an absolute 32-bit reference to printk.
     let r = ordinary(&refs(&[("printk", elf::R_X86_64_32, 0)]), None);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
     let p = only_problem(&r);
     assert_eq!(p.kind, ProblemKind::RelocationOverflow);
     assert_eq!(
@@ -623,7 +641,7 @@ fn placed_ordinary_relocations_have_exact_bytes() {
         ("printk", elf::R_X86_64_64, 0),
     ]);
     let unplaced = ordinary(&spec, None);
-    assert_eq!(unplaced.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(unplaced.verdict.kind, PatchVerdictKind::Accepted);
     let pc = |r: &CheckReport| {
         r.ordinary_relocations
             .iter()
@@ -713,7 +731,7 @@ fn klp_build_layout_is_read_and_checked() {
         Some("cmdline_proc_show")
     );
     let r = check61(&bytes);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     let addrs: Vec<Option<u64>> = r.objects[0].funcs.iter().map(|f| f.address).collect();
     assert_eq!(
         addrs,
@@ -724,7 +742,7 @@ fn klp_build_layout_is_read_and_checked() {
     let r = empty.expect("parse");
     let p = only_problem(&r);
     assert_eq!(p.log, vec!["livepatch_fix: nothing to patch!".to_string()]);
-    assert_eq!(r.verdict.kind, VerdictKind::RefusedAtLoad);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad);
 }
 
 /// The hint for an unknown symbol follows from its cause: a symbol the target defines but does

@@ -23,16 +23,16 @@ pub(crate) fn refs(r: &[(&'static str, u32, i64)]) -> ModSpec<'static> {
 
 pub(crate) fn converted(spec: &ModSpec, pins: &[Pin]) -> (Vec<u8>, ConvertReport) {
     let k = kernel();
-    let off = ext4_offline();
-    let t = target(&k).with_offline_module("ext4", &off);
+    let off = ext4_unplaced();
+    let t = target(&k).with_unplaced_module("ext4", &off);
     convert(&build_module(spec), &t, pins, &exported).expect("convert")
 }
 
 pub(crate) fn check_bytes(bytes: &[u8], rules: KernelRules) -> CheckReport {
     let k = kernel();
-    let off = ext4_offline();
+    let off = ext4_unplaced();
     let m = LivepatchModule::parse(bytes).expect("parse");
-    let t = Target::new(&k, rules, Arch::X86_64).with_offline_module("ext4", &off);
+    let t = Target::new(&k, rules, Arch::X86_64).with_unplaced_module("ext4", &off);
     check(&m, &t)
 }
 
@@ -60,7 +60,7 @@ pub(crate) fn only_problem(r: &CheckReport) -> &Problem {
 #[test]
 fn plain_patch_is_accepted_and_described() {
     let r = check61(&build_module(&ModSpec::default()));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     assert!(r.problems.is_empty());
     assert_eq!(r.objects.len(), 1);
     let f = &r.objects[0].funcs[0];
@@ -164,7 +164,7 @@ fn module_objects_and_deferred_modules() {
         ]
     );
     let r = check61(&out);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     let states: Vec<ObjectState> = r.objects.iter().map(|o| o.state).collect();
     assert_eq!(
         states,
@@ -180,13 +180,13 @@ fn module_objects_and_deferred_modules() {
         .iter()
         .find(|x| x.section == ".klp.rela.ext4..text")
         .unwrap();
-    assert!(ext4.offline);
+    assert!(ext4.unplaced);
     assert_eq!(ext4.resolved, Some(0x2000));
-    // without ext4's .ko the object is unchecked, still accepted
+    // without ext4's .ko the object is unchecked: accepted as far as checked, never "accepted"
     let k = kernel();
     let m = LivepatchModule::parse(&out).unwrap();
     let r = check(&m, &target(&k));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Unverified);
     assert_eq!(r.verdict.unchecked_modules, vec!["ext4".to_string()]);
 }
 
@@ -202,7 +202,7 @@ fn deferred_failure_refuses_the_module_later() {
     let r = check61(&build_module(&spec));
     assert_eq!(
         r.verdict.kind,
-        VerdictKind::RefusedWhenModuleLoads,
+        PatchVerdictKind::RefusedWhenModuleLoads,
         "{r:#?}"
     );
     assert_eq!(r.verdict.refused_modules, vec!["ext4".to_string()]);
@@ -248,7 +248,7 @@ fn function_lookup_verdicts() {
     );
     assert_eq!(
         (r.verdict.kind, r.verdict.errno),
-        (VerdictKind::RefusedAtLoad, Some(22))
+        (PatchVerdictKind::RefusedAtLoad, Some(22))
     );
     assert_eq!(p.stage, Stage::PatchEnable);
     let r = check61(&build_module(&mk("dup_fn", 3)));
@@ -266,7 +266,7 @@ fn function_lookup_verdicts() {
     assert_eq!(p.kind, ProblemKind::SymbolNotFound);
     assert!(p.hint.contains("cpumask_weight.constprop.0"), "{}", p.hint);
     let r = check61(&build_module(&mk("cpumask_weight.constprop.0", 0)));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
 }
 
 #[test]
@@ -325,7 +325,7 @@ fn unknown_symbols_fail_the_load() {
     );
     assert_eq!(
         (r.verdict.kind, r.verdict.errno),
-        (VerdictKind::RefusedAtLoad, Some(2))
+        (PatchVerdictKind::RefusedAtLoad, Some(2))
     );
 }
 
@@ -430,7 +430,7 @@ fn vmlinux_symbol_in_module_section() {
         },
     );
     let r = check61(&orphan);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     assert!(
         r.warnings.iter().any(|w| w.contains("never applies")),
         "{:?}",
@@ -446,7 +446,7 @@ fn vmlinux_symbol_in_module_section() {
     assert_eq!(p.stage, Stage::PatchEnable);
     // before 5.8 there was no such check: the symbol resolves
     let r = check_bytes(&bad, KernelRules::for_version(5, 4));
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
 }
 
 #[test]
@@ -485,7 +485,7 @@ fn relocation_overflow_and_nonzero_target() {
     // 32S of the same address fits
     let (out, _) = converted(&refs(&[("static_helper", elf::R_X86_64_32S, 0)]), &[]);
     let r = check61(&out);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
     assert_eq!(r.relocations[0].bytes.as_deref(), Some("00002081"));
     let dirty = ModSpec {
         dirty_slots: true,
@@ -586,7 +586,7 @@ fn arm64_module_round_trip() {
     assert_eq!((p.discovery, p.certain), (patch::Discovery::InitCall, true));
     // without a placement, the branch range check depends on P
     let r = check(&m, &t);
-    assert_eq!(r.verdict.kind, VerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     assert_eq!(r.relocations[0].status, "needs_placement");
     // placed 64 KiB below the target: bl with imm26 = 0x4000
     let text = m.elf.section_by_name(".text").unwrap().index;

@@ -1,0 +1,35 @@
+//! `klpsym completions` and `klpsym man`: the shell completions and the manual page, made from
+//! the argument definitions themselves.
+
+use clap::CommandFactory;
+
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::output::{stdout, CliError, Outcome};
+
+pub fn run(args: &CompletionsArgs) -> Result<Outcome, CliError> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "klpsym", &mut stdout());
+    Ok(Outcome::Ok)
+}
+
+pub fn man(args: &ManArgs) -> Result<Outcome, CliError> {
+    let cmd = Cli::command();
+    match &args.dir {
+        None => clap_mangen::Man::new(cmd).render(&mut stdout())?,
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            klpsym::write_atomically(&dir.join("klpsym.1"), |f| {
+                clap_mangen::Man::new(cmd.clone()).render(f)
+            })?;
+            for sub in cmd.get_subcommands() {
+                let name = format!("klpsym-{}", sub.get_name());
+                klpsym::write_atomically(&dir.join(format!("{name}.1")), |f| {
+                    clap_mangen::Man::new(sub.clone())
+                        .title(name.clone())
+                        .render(f)
+                })?;
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,68 @@
+//! Check a livepatch module against a kernel, with the bindings proven against the kernel it
+//! was built for: each replaced function and klp relocation symbol, the definition it binds
+//! (its source file and copy in it), and whether it is the one the patch was built for.
+//!
+//! ```text
+//! cargo run -p klpsym --example check_bindings -- lp.ko TARGET BUILT-FOR
+//! ```
+//! TARGET and BUILT-FOR are kernels as the command takes them (an image with its `-dbg`
+//! package in a folder, a vmlinux with debug info): source files give definitions identities.
+use klpsym::{AsBuilt, CheckOptions, KernelSet, Options, Patch, PatchVerdictKind};
+
+fn main() -> Result<(), klpsym::Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [patch, target, built_for] = args.as_slice() else {
+        eprintln!("usage: check_bindings PATCH.ko TARGET BUILT-FOR");
+        std::process::exit(2);
+    };
+    let opts = Options::new();
+    let patch = Patch::read(patch, &opts)?;
+    let (kernels, failed, first) =
+        KernelSet::open(&[target.into()], &opts.for_patch(&patch))?.into_parts();
+    if kernels.is_empty() {
+        return Err(first.unwrap_or_else(|| klpsym::Error::usage("no kernel")));
+    }
+    let copts = CheckOptions {
+        built_for: Some(built_for.into()),
+        ..CheckOptions::default()
+    };
+    let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
+    let run = klpsym::check(&patch, &refs, &copts)?;
+    for r in &run.results {
+        println!("{}: {:?}", r.kernel, r.verdict());
+        for b in &r.bindings {
+            let what = match &b.as_built {
+                Some(AsBuilt::Same) => "as built".to_string(),
+                Some(AsBuilt::Moved {
+                    built_for,
+                    intended_position,
+                }) => {
+                    format!("ANOTHER DEFINITION: built for {built_for}, position {intended_position} here")
+                }
+                Some(AsBuilt::Gone { built_for }) => {
+                    format!("ANOTHER DEFINITION: {built_for} is not here")
+                }
+                Some(AsBuilt::Unproven { why }) => format!("not proven: {why}"),
+                None => "not compared".to_string(),
+            };
+            let identity = b
+                .identity
+                .as_ref()
+                .map_or("?".to_string(), ToString::to_string);
+            println!(
+                "  {}:{},{} -> {identity}: {what}",
+                b.object, b.name, b.sympos
+            );
+        }
+        for u in &r.unchecked {
+            println!("  not checked: {u}");
+        }
+        if r.verdict() == PatchVerdictKind::BindsAnotherDefinition {
+            println!("  the patch loads and patches other code than it was built for");
+        }
+    }
+    for f in run.failed.iter().chain(&failed) {
+        println!("{}: not checked: {}", f.kernel, f.error);
+    }
+    Ok(())
+}

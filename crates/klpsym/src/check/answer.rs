@@ -1,0 +1,219 @@
+//! What a check answers: one kernel's verdict with everything behind it, a run over several
+//! kernels, and what could not be checked.
+
+use serde::{Serialize, Serializer};
+
+use klpsym_core::{Cancelled, Resched};
+use klpsym_livepatch::{CheckReport, PatchVerdictKind, ResolutionCost};
+
+use crate::binding::{AsBuilt, Binding};
+use crate::error::Error;
+use crate::kernel::Note;
+
+/// Something that decides the load and was not checked: part of the verdict (a check with
+/// one is [`PatchVerdictKind::Unverified`] where it would be accepted) and of `--strict`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unchecked {
+    /// What: `object dummy`, `module loader, vermagic`, `bindings`, `binding of
+    /// vmlinux:jhash,2`.
+    pub subject: String,
+    /// Why it was not checked, and what would check it.
+    pub why: String,
+}
+
+impl Unchecked {
+    pub(crate) fn new(subject: impl Into<String>, why: impl Into<String>) -> Unchecked {
+        Unchecked {
+            subject: subject.into(),
+            why: why.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unchecked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.subject, self.why)
+    }
+}
+
+/// JSON: the sentence (docs/json.md: "what was not checked, in words").
+impl Serialize for Unchecked {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One kernel's answer for a patch.
+#[derive(Debug, Serialize)]
+pub struct KernelCheck {
+    /// The kernel's source.
+    pub kernel: String,
+    /// What was not checked (`--strict` fails on these).
+    pub unchecked: Vec<Unchecked>,
+    /// What the kernel does with the patch. Its verdict is the headline: a patch that loads
+    /// but binds another definition is [`PatchVerdictKind::BindsAnotherDefinition`], one
+    /// that loads as far as checked while something was not is
+    /// [`PatchVerdictKind::Unverified`].
+    pub report: CheckReport,
+    /// What resolving the patch's symbols costs this kernel (lookups, entries visited, the
+    /// longest hold without a reschedule point).
+    pub resolution_cost: ResolutionCost,
+    /// The definition each symbol of the patch binds here (its replaced functions, then its
+    /// klp relocation symbols), with its identity and, when the built-for kernel is known,
+    /// whether it is the definition the patch was built for.
+    pub bindings: Vec<Binding>,
+    /// What was said while gathering this kernel's facts.
+    #[serde(skip)]
+    pub notes: Vec<Note>,
+}
+
+impl KernelCheck {
+    /// The verdict.
+    pub fn verdict(&self) -> PatchVerdictKind {
+        self.report.verdict.kind
+    }
+
+    /// True when the kernel refuses the patch (now or when a module loads).
+    pub fn refused(&self) -> bool {
+        matches!(
+            self.verdict(),
+            PatchVerdictKind::RefusedAtLoad | PatchVerdictKind::RefusedWhenModuleLoads
+        )
+    }
+
+    /// True when the patch loads here but some symbol binds another definition than on the
+    /// kernel it was built for: the silent failure.
+    pub fn binds_another(&self) -> bool {
+        self.verdict() == PatchVerdictKind::BindsAnotherDefinition
+    }
+
+    /// The bindings that bind another definition than on the built-for kernel.
+    pub fn misbindings(&self) -> impl Iterator<Item = &Binding> {
+        self.bindings
+            .iter()
+            .filter(|b| b.as_built.as_ref().is_some_and(AsBuilt::binds_another))
+    }
+
+    /// What was not checked, each subject once (`object dummy`, `bindings`...).
+    pub fn unchecked_summary(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for u in &self.unchecked {
+            let s = if u.subject.starts_with("binding of ") {
+                "bindings".to_string()
+            } else {
+                u.subject.clone()
+            };
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// The matrix's PROBLEMS cell: the kinds of the problems the kernel reaches, a
+    /// misbinding, and how many things were not checked.
+    pub fn problem_summary(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = Vec::new();
+        for p in self.report.problems.iter().filter(|p| p.reached) {
+            let k = serde_json::to_value(p.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        if self.misbindings().next().is_some() {
+            kinds.push("binds_another_definition".to_string());
+        }
+        if !self.unchecked.is_empty() {
+            kinds.push(format!("{} not checked", self.unchecked.len()));
+        }
+        kinds
+    }
+
+    /// What a user should be warned about, in order: notes from gathering the facts, a hold
+    /// longer than asked for, the report's warnings, each thing not checked.
+    pub fn warnings(&self) -> Vec<Note> {
+        let mut out = self.notes.clone();
+        if let Some(w) = &self.resolution_cost.warning {
+            out.push(Note::warning(w.clone()));
+        }
+        out.extend(
+            self.report
+                .warnings
+                .iter()
+                .map(|w| Note::warning(w.clone())),
+        );
+        out.extend(
+            self.unchecked
+                .iter()
+                .map(|u| Note::warning(format!("NOT CHECKED: {u}"))),
+        );
+        out
+    }
+}
+
+/// A kernel that could not be checked (its facts could not be read: a broken BTF,
+/// configuration or Module.symvers), or opened: the others still are.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelFailure {
+    /// The kernel's source.
+    pub kernel: String,
+    /// Why, as the error says it.
+    pub error: String,
+}
+
+impl KernelFailure {
+    /// `kernel` could not be opened or checked because of `error`. The error's own mention of
+    /// the file in front is left out (the row names it).
+    pub fn new(kernel: impl Into<String>, error: &Error) -> KernelFailure {
+        let kernel = kernel.into();
+        let text = error.to_string();
+        let error = text
+            .strip_prefix(&format!("{kernel}: "))
+            .map_or(text.clone(), str::to_string);
+        KernelFailure { kernel, error }
+    }
+}
+
+/// A patch checked against every kernel given.
+#[derive(Debug, Serialize)]
+pub struct CheckRun {
+    /// The patch's path.
+    pub patch: String,
+    /// One answer per kernel that could be checked, in the order given.
+    pub results: Vec<KernelCheck>,
+    /// The kernels that could not be opened or checked, each with why.
+    pub failed: Vec<KernelFailure>,
+    /// True when sections were placed (ordinary relocations are then exact).
+    #[serde(skip)]
+    pub placed: bool,
+}
+
+impl CheckRun {
+    /// True when some kernel refuses the patch.
+    pub fn refused(&self) -> bool {
+        self.results.iter().any(KernelCheck::refused)
+    }
+
+    /// True when on some kernel the patch loads and binds another definition than on the
+    /// kernel it was built for.
+    pub fn binds_another(&self) -> bool {
+        self.results.iter().any(KernelCheck::binds_another)
+    }
+
+    /// True when something that decides a load was not checked on some kernel.
+    pub fn incomplete(&self) -> bool {
+        self.results.iter().any(|r| !r.unchecked.is_empty())
+    }
+
+    /// Frees the reports with reschedule points (a big patch's report is tens of thousands
+    /// of strings per kernel).
+    pub fn free(self, rs: &mut Resched) -> Result<(), Cancelled> {
+        for r in self.results {
+            r.report.drop_with_points(rs)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,48 @@
+//! Addresses: `INPUT => %pS` lines, as `klpsym addr` prints them.
+
+use std::io::Write;
+
+use super::Result;
+use crate::symbolize::AddrAnswer;
+
+/// One query's line: `INPUT => name+0xoff/0xsize [module]` (what %pS prints; the number
+/// where no symbol is, with why in parentheses when `explain`); for `name+0xoff` input a line
+/// per address it stands for; for an input that could not be read, the line marked in place
+/// (`INPUT => ?? (error)`), so a pasted trace keeps every line in its order.
+pub fn addr_line(out: &mut dyn Write, a: &AddrAnswer, explain: bool) -> Result {
+    if let Some(e) = &a.error {
+        writeln!(out, "{} => ?? ({e})", a.input)?;
+        return Ok(());
+    }
+    if !a.addresses.is_empty() {
+        return resolved_lines(out, a);
+    }
+    let Some(text) = &a.text else {
+        return Ok(());
+    };
+    match (&a.explanation, explain) {
+        (Some(why), true) => writeln!(out, "{} => {text} ({why})", a.input)?,
+        _ => writeln!(out, "{} => {text}", a.input)?,
+    }
+    Ok(())
+}
+
+/// The addresses a `name+0xoff` input stands for, one line each with its object.
+pub fn resolved_lines(out: &mut dyn Write, a: &AddrAnswer) -> Result {
+    let many = match a.addresses.as_slice() {
+        [first, _, ..] => format!(
+            "  ({} definitions of {}: add /0xSIZE or [module] to tell them apart)",
+            a.addresses.len(),
+            first.name
+        ),
+        _ => String::new(),
+    };
+    for r in &a.addresses {
+        writeln!(
+            out,
+            "{} => {:016x} [{}]{many}",
+            a.input, r.address, r.object
+        )?;
+    }
+    Ok(())
+}
