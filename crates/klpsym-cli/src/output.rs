@@ -1,7 +1,5 @@
 //! Shared output helpers: exit outcomes, errors, hex formatting, JSON printing.
 
-use std::io::Write;
-
 /// How a verb ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -127,45 +125,11 @@ pub fn print_json<T: serde::Serialize>(v: &T) -> Result<(), CliError> {
     print_json_with(v, &mut klpsym::Resched::none())
 }
 
-/// [`print_json`] with reschedule points: serializing a big report is work in proportion to
-/// its output, so a point is reachable after every 4 KiB written.
+/// [`print_json`] with reschedule points (a big report is much work to serialize).
 pub fn print_json_with<T: serde::Serialize>(
     v: &T,
     resched: &mut klpsym::Resched,
 ) -> Result<(), CliError> {
-    let stdout = std::io::stdout();
-    let mut out = TickingWriter {
-        inner: std::io::BufWriter::with_capacity(16 << 10, stdout.lock()),
-        resched,
-        since: 0,
-    };
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
-    out.inner.flush()?;
+    klpsym::render::json(&mut stdout(), v, resched)?;
     Ok(())
-}
-
-/// A writer that ticks its driver once per 4 KiB passed through.
-struct TickingWriter<'r, W> {
-    inner: W,
-    resched: &'r mut klpsym::Resched,
-    since: usize,
-}
-
-impl<W: Write> Write for TickingWriter<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.since += n;
-        if self.since >= 4 << 10 {
-            self.since = 0;
-            self.resched
-                .tick_step()
-                .map_err(|c| std::io::Error::new(std::io::ErrorKind::Interrupted, c))?;
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }

@@ -85,6 +85,7 @@ pub mod render;
 mod status;
 mod symbolize;
 mod target;
+mod trace;
 
 pub use binding::{drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity};
 pub use cache::{cache_listing, input_present, CacheListing};
@@ -103,6 +104,7 @@ pub use query::{
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
 pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, NoSymbol, Query, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
+pub use trace::{Trace, TraceLine};
 
 /// Reschedule points, for callers that drive the lower layers themselves.
 pub use klpsym_core::{Cancelled, Resched, ReschedPolicy};

@@ -198,8 +198,8 @@ fn resolved_addresses<S: serde::Serializer>(
     s.collect_seq(v.iter().map(|r| klpsym_core::hex(r.address)))
 }
 
-/// How one query ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How one query ended (ordered from best to worst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Ended {
     /// Answered.
     Found,

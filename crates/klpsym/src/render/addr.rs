@@ -46,3 +46,25 @@ pub fn resolved_lines(out: &mut dyn Write, a: &AddrAnswer) -> Result {
     }
     Ok(())
 }
+
+/// A trace as given, every stack entry followed by ` => ` and its answer (`answers`: one per
+/// query of the trace, in order, as [`crate::Kernel::answer_trace`] gives them).
+pub fn trace(
+    out: &mut dyn Write,
+    trace: &crate::trace::Trace,
+    answers: &[AddrAnswer],
+    explain: bool,
+) -> Result {
+    let mut answers = answers.iter();
+    for l in &trace.lines {
+        match l {
+            crate::trace::TraceLine::Query { .. } => {
+                if let Some(a) = answers.next() {
+                    addr_line(out, a, explain)?;
+                }
+            }
+            crate::trace::TraceLine::Text(t) => writeln!(out, "{t}")?,
+        }
+    }
+    Ok(())
+}

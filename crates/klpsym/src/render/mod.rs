@@ -9,11 +9,13 @@
 mod addr;
 mod check;
 mod facts;
+mod json;
 mod names;
 
-pub use addr::{addr_line, resolved_lines};
+pub use addr::{addr_line, resolved_lines, trace};
 pub use check::{check_report, matrix, verdict_line};
 pub use facts::{cache_listing, convert_report, info, status};
+pub use json::json;
 pub use names::{candidates, drift, lookup, search, sympos, variants, UNPLACED_NOTE};
 
 /// What every renderer returns: an I/O error, or a cancellation at a reschedule point (a
