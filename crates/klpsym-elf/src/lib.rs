@@ -37,4 +37,6 @@ pub use module::{
 pub use place::{place_at_bases, place_module, section_bases};
 pub use raw::{NameBudget, NamesTooLarge};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
-pub use vmlinux::{vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols};
+pub use vmlinux::{
+    loaded_spans, vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols,
+};

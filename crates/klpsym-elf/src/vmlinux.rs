@@ -462,11 +462,12 @@ pub(crate) fn find_ikconfig(
     elf: &[u8],
     resched: &mut Resched,
 ) -> Result<Option<String>, Cancelled> {
-    let Some(start) = ChunkedFinder::new(b"IKCFG_ST").find_from(elf, 0, resched)? else {
+    let spans = loaded_spans(elf);
+    let Some(start) = ChunkedFinder::new(b"IKCFG_ST").find_in(elf, &spans, 0, resched)? else {
         return Ok(None);
     };
     let start = start + 8;
-    let Some(end) = ChunkedFinder::new(b"IKCFG_ED").find_from(elf, start, resched)? else {
+    let Some(end) = ChunkedFinder::new(b"IKCFG_ED").find_in(elf, &spans, start, resched)? else {
         return Ok(None);
     };
     const CAP: usize = 16 << 20;
@@ -538,12 +539,37 @@ fn trim_with_points<'s>(line: &'s str, resched: &mut Resched) -> Result<&'s str,
     Ok(&rest[..end])
 }
 
+/// The file ranges of a vmlinux's loaded data (sections with an address, not code): where its
+/// strings (`linux_banner`, the vermagic, the embedded config) are. A search limited to them
+/// never touches the DWARF that is most of a -dbg vmlinux. The whole file when the section
+/// headers cannot be read.
+pub fn loaded_spans(elf: &[u8]) -> Vec<std::ops::Range<usize>> {
+    use object::{Object, ObjectSection, SectionKind};
+    let Ok(f) = object::File::parse(elf) else {
+        return klpsym_resched::EVERYWHERE.to_vec();
+    };
+    let spans: Vec<std::ops::Range<usize>> = f
+        .sections()
+        .filter(|s| s.address() != 0 && s.kind() != SectionKind::Text)
+        .filter_map(|s| {
+            let (off, len) = s.file_range()?;
+            Some(usize::try_from(off).ok()?..usize::try_from(off.checked_add(len)?).ok()?)
+        })
+        .collect();
+    if spans.is_empty() {
+        klpsym_resched::EVERYWHERE.to_vec()
+    } else {
+        klpsym_resched::merge_spans(spans)
+    }
+}
+
 /// `UTS_RELEASE` from `linux_banner` ("Linux version 6.1.0-57-amd64 (...").
 pub(crate) fn find_release(elf: &[u8], resched: &mut Resched) -> Result<Option<String>, Cancelled> {
     let needle = b"Linux version ";
     let finder = ChunkedFinder::new(needle);
+    let spans = loaded_spans(elf);
     let mut next = 0;
-    while let Some(pos) = finder.find_from(elf, next, resched)? {
+    while let Some(pos) = finder.find_in(elf, &spans, next, resched)? {
         next = pos + 1;
         let rest = &elf[pos + needle.len()..];
         let Some(end) = rest.iter().take(64).position(|&c| c == b' ' || c == 0) else {

@@ -3,14 +3,15 @@
 //! [`STEP`](crate::codecs::STEP) bytes and is a reschedule point, and the total output is
 //! bounded, as for kernel payloads.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 
 use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::codecs::STEP;
 use crate::Compression;
 
-/// A decompressing reader over a whole compressed stream in memory. Errors are `io::Error`s;
+/// A decompressing reader over a compressed stream, in memory or read as it goes (a package
+/// streamed from its file: never held whole). Errors are `io::Error`s;
 /// a cancelled reschedule point is one whose inner error is [`Cancelled`] (see
 /// [`is_cancelled`]); output past the limit is an `InvalidData` error saying so.
 pub struct StreamDecoder<'a, 'r> {
@@ -33,9 +34,15 @@ enum Inner<'a> {
     Plain(&'a [u8]),
     Xz {
         dec: Option<crate::xz::Decoder>,
-        input: &'a [u8],
+        input: XzInput<'a>,
     },
     Other(Box<dyn Read + 'a>),
+}
+
+/// Where an XZ stream's compressed bytes come from.
+enum XzInput<'a> {
+    Slice(&'a [u8]),
+    Reader(Box<dyn BufRead + 'a>),
 }
 
 /// True when `e` is a cancelled reschedule point passed through `Read`.
@@ -57,12 +64,55 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
             None => Inner::Plain(input),
             Some(Compression::Xz) => Inner::Xz {
                 dec: Some(crate::xz::Decoder::new(crate::xz::Kind::Xz).map_err(other)?),
-                input,
+                input: XzInput::Slice(input),
             },
             Some(Compression::Lzma) => Inner::Xz {
                 dec: Some(crate::xz::Decoder::new(crate::xz::Kind::Lzma).map_err(other)?),
-                input,
+                input: XzInput::Slice(input),
             },
+            Some(Compression::Gzip) => {
+                Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
+            }
+            Some(Compression::Bzip2) => {
+                Inner::Other(Box::new(bzip2::bufread::MultiBzDecoder::new(input)))
+            }
+            Some(Compression::Zstd) => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(input)?;
+                d.window_log_max(31)?;
+                Inner::Other(Box::new(d))
+            }
+            Some(c @ (Compression::Lz4Legacy | Compression::Lzo)) => {
+                return Err(other(format!("{c} is not used by archives")))
+            }
+        };
+        Ok(StreamDecoder {
+            inner,
+            resched,
+            limit,
+            produced: 0,
+        })
+    }
+
+    /// A reader of what `input` gives, decompressed with `compression` (`None`: stored as
+    /// is), at most `limit` bytes of output: the compressed bytes are read as they are needed,
+    /// a buffer at a time.
+    pub fn from_reader(
+        compression: Option<Compression>,
+        input: Box<dyn BufRead + 'a>,
+        limit: u64,
+        resched: &'r mut Resched,
+    ) -> io::Result<StreamDecoder<'a, 'r>> {
+        let other = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
+        let xz = |kind, input| -> io::Result<Inner<'a>> {
+            Ok(Inner::Xz {
+                dec: Some(crate::xz::Decoder::new(kind).map_err(other)?),
+                input: XzInput::Reader(input),
+            })
+        };
+        let inner = match compression {
+            None => Inner::Other(input),
+            Some(Compression::Xz) => xz(crate::xz::Kind::Xz, input)?,
+            Some(Compression::Lzma) => xz(crate::xz::Kind::Lzma, input)?,
             Some(Compression::Gzip) => {
                 Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
             }
@@ -112,11 +162,18 @@ impl Read for StreamDecoder<'_, '_> {
                 // A step may consume input without output (block headers): go on until some
                 // output or the end.
                 while got == 0 {
+                    let avail: &[u8] = match input {
+                        XzInput::Slice(s) => s,
+                        XzInput::Reader(r) => r.fill_buf()?,
+                    };
                     let step = d
-                        .step(input, buf, self.resched)
+                        .step(avail, buf, self.resched)
                         .map_err(io::Error::other)?
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    *input = &input[step.consumed..];
+                    match input {
+                        XzInput::Slice(s) => *s = &s[step.consumed..],
+                        XzInput::Reader(r) => r.consume(step.consumed),
+                    }
                     got = step.produced;
                     if step.stream_end {
                         if let Some(d) = dec.take() {
@@ -179,6 +236,13 @@ mod tests {
         let mut d = StreamDecoder::new(c, &enc, 1 << 30, &mut rs).unwrap();
         let mut out = Vec::new();
         d.read_to_end(&mut out).unwrap();
+        // The same read as it goes, through a small buffer (a package streamed from its file).
+        let mut rs = Resched::none();
+        let input = Box::new(io::BufReader::with_capacity(4096, &enc[..]));
+        let mut d = StreamDecoder::from_reader(c, input, 1 << 30, &mut rs).unwrap();
+        let mut streamed = Vec::new();
+        d.read_to_end(&mut streamed).unwrap();
+        assert_eq!(streamed, out, "{c:?} from a reader");
         out
     }
 

@@ -26,7 +26,7 @@ use crate::entry::{
     split, take_str, u32_at, u64_at, verified_body, HASH_CHUNK,
 };
 use crate::error::LoadError;
-use crate::loaded::{LoadedKernel, PackageParts, SourceFacts, SourceKind};
+use crate::loaded::{ElfBytes, LoadedKernel, PackageParts, SourceFacts, SourceKind};
 use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
@@ -229,6 +229,7 @@ impl Cache {
             index_time: Duration::ZERO,
             debug: None,
             lines: entry_meta.lines.map(std::sync::Arc::new),
+            elf: None,
             package: entry_meta.package.map(|p| PackageParts {
                 packages: p.packages,
                 release: p.release,
@@ -240,7 +241,6 @@ impl Cache {
                         m.iter().map(|(p, d)| (p.to_string(), d.to_vec())),
                     )
                 }),
-                ..PackageParts::default()
             }),
         }))
     }
@@ -309,7 +309,7 @@ impl Cache {
     ) -> Result<(), String> {
         // A package's debug vmlinux is kept with its declaration lines (made now from the
         // bytes at hand), not its bytes.
-        let elf = k.package.as_ref().and_then(|p| p.elf.as_deref());
+        let elf = k.elf.as_ref().map(ElfBytes::bytes);
         let named = opts.package_modules && opts.package_module_names.is_some();
         if k.module.is_some()
             || k.debug.is_some()
@@ -680,6 +680,31 @@ fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<klpsym_sou
 
 /// The content hash of a file and of a cache entry's body, shared out between threads in
 /// chunks: a helper starts at once, and the thread that has decoded the entry joins in.
+/// The identity the cache records for the file at `path` ([`crate::input_identity`] of its
+/// bytes), read from the file in chunks (two threads when the system gives one), never held
+/// whole: for a package streamed while it is hashed.
+pub(crate) fn file_identity(path: &Path, rs: &mut Resched) -> Result<u128, LoadError> {
+    let v = Verifier::new(path, u64::MAX, &[])?;
+    let mut helper = rs.sibling();
+    let worked = std::thread::scope(|s| {
+        let helping = std::thread::Builder::new()
+            .spawn_scoped(s, || v.work(&mut helper))
+            .ok();
+        let mine = v.work(rs);
+        let theirs = helping.map_or(Ok(()), |h| {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+        mine.and(theirs)
+    });
+    worked?;
+    v.result()
+        .map(|(file, _)| file)
+        .ok_or_else(|| LoadError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other("the file changed while it was read"),
+        })
+}
+
 struct Verifier<'a> {
     path: &'a Path,
     file: File,

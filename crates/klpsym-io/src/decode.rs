@@ -72,6 +72,7 @@ impl LoadedKernel {
             package: None,
             lines: None,
             cached: None,
+            elf: None,
         }
     }
 }
@@ -198,11 +199,13 @@ fn decode_binary(
                     .as_deref()
                     .and_then(klpsym_image::banner_release)
                     .unwrap_or_default();
-                let vermagic =
-                    klpsym_image::find_vermagic(bytes, klpsym_core::EVERYWHERE, release, resched)
-                        .map_err(klpsym_core::BuildError::from)?;
+                // In the loaded data only: a -dbg vmlinux is mostly DWARF, and searching it all
+                // would touch every page of it.
+                let spans = klpsym_elf::loaded_spans(bytes);
+                let vermagic = klpsym_image::find_vermagic(bytes, &spans, release, resched)
+                    .map_err(klpsym_core::BuildError::from)?;
                 let exports = vmlinux_crcs(bytes, resched)?;
-                let build_id = klpsym_image::find_build_id(bytes, klpsym_core::EVERYWHERE, resched)
+                let build_id = klpsym_image::find_build_id(bytes, &spans, resched)
                     .map_err(klpsym_core::BuildError::from)?;
                 let arch = object::File::parse(bytes).ok().map(|f| {
                     use object::Object;

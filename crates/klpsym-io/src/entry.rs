@@ -80,6 +80,17 @@ pub(crate) fn map_entry(entry: &Path) -> Option<klpsym_core::Backing> {
     Some(std::sync::Arc::new(map))
 }
 
+/// A private temporary file klpsym wrote (a package's spilled member), mapped read-only. The
+/// file is unlinked (`tempfile::tempfile`), so nothing but this process can change it.
+pub(crate) fn map_private(f: &File) -> std::io::Result<klpsym_core::Backing> {
+    // SAFETY: the map is read-only, and the file is an unlinked temporary file this process
+    // created and finished writing before mapping it: no one else can open it, and klpsym
+    // never writes it again, so the mapped bytes do not change under the map.
+    #[allow(unsafe_code)]
+    let map = unsafe { memmap2::Mmap::map(f) }?;
+    Ok(std::sync::Arc::new(map))
+}
+
 pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());

@@ -114,11 +114,15 @@ pub fn read_btf(
     opts: &crate::options::LoadOptions,
     resched: &mut Resched,
 ) -> Result<Vec<u8>, LoadError> {
-    let raw = read_bounded(path, opts.max_input_size, resched)?;
     // A package: its image (or debug vmlinux) holds the BTF.
-    let raw = crate::package::kernel_file_of(path, raw, opts, resched)?;
+    let held = if crate::package::is_package(path) {
+        crate::package::kernel_file_of(path, opts, resched)?
+    } else {
+        std::sync::Arc::new(read_bounded(path, opts.max_input_size, resched)?)
+    };
+    let raw: &[u8] = (*held).as_ref();
     if raw.starts_with(&[0x9f, 0xeb]) || raw.starts_with(&[0xeb, 0x9f]) {
-        return Ok(raw);
+        return Ok(raw.to_vec());
     }
     let not_found = |what: &str| {
         LoadError::Unrecognized {
@@ -126,15 +130,15 @@ pub fn read_btf(
         what: format!("no BTF found ({what}); expected /sys/kernel/btf/vmlinux, a vmlinux or a kernel image built with CONFIG_DEBUG_INFO_BTF"),
     }
     };
-    if let Some(b) = klpsym_elf::btf::find_btf(&raw) {
+    if let Some(b) = klpsym_elf::btf::find_btf(raw) {
         return Ok(b.to_vec());
     }
     if matches!(
-        crate::detect::detect(&raw),
+        crate::detect::detect(raw),
         crate::detect::Detected::Compressed(_) | crate::detect::Detected::Image
     ) {
         let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
-        let d = klpsym_image::decompress_image_with(&raw, limit, resched)
+        let d = klpsym_image::decompress_image_with(raw, limit, resched)
             .map_err(|source| crate::error::image_error(path, source))?;
         if let Some(b) = klpsym_elf::btf::find_btf(&d.data) {
             return Ok(b.to_vec());

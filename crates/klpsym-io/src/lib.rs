@@ -51,8 +51,8 @@ pub use folder::{
 pub use klpsym_sources::{Export, ExportMap, Exports, KernelConfig};
 pub use load::load;
 pub use loaded::{
-    is_live, FtraceSites, LoadedKernel, PackageParts, SourceFacts, SourceKind, StructFact,
-    BTF_STRUCTS, DEFAULT_SOURCE,
+    is_live, ElfBytes, FtraceSites, LoadedKernel, PackageParts, SourceFacts, SourceKind,
+    StructFact, BTF_STRUCTS, DEFAULT_SOURCE,
 };
 pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
 pub use options::{is_debug_package, LoadOptions};

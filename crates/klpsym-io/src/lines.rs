@@ -5,7 +5,6 @@ use klpsym_core::resched::Resched;
 
 use crate::error::LoadError;
 use crate::loaded::{LoadedKernel, SourceKind};
-use crate::read::read_bounded;
 
 impl LoadedKernel {
     /// The DWARF declaration line (`fs/inode.c:432`) of the functions at `addrs` in the
@@ -34,19 +33,14 @@ impl LoadedKernel {
         if let Some(index) = &elf_kernel.lines {
             return Ok(addrs.iter().map(|a| a.and_then(|a| index.get(a))).collect());
         }
-        let kept = elf_kernel.package.as_ref().and_then(|p| p.elf.clone());
-        let bytes = match kept {
-            Some(b) => b,
-            None => std::sync::Arc::new(crate::package::elf_of(
-                &elf_kernel.path,
-                read_bounded(&elf_kernel.path, limit, resched)?,
-                limit,
-                resched,
-            )?),
+        let bytes = match &elf_kernel.elf {
+            Some(b) => b.clone(),
+            None => crate::package::elf_of(&elf_kernel.path, &opts_for(limit), resched)?,
         };
+        let bytes = bytes.bytes();
         // Only known addresses are looked up.
         let wanted: Vec<u64> = addrs.iter().flatten().copied().collect();
-        let mut lines = klpsym_elf::decl_lines(&bytes, &wanted, resched)
+        let mut lines = klpsym_elf::decl_lines(bytes, &wanted, resched)
             .map_err(klpsym_core::BuildError::from)?
             .into_iter();
         Ok(addrs
@@ -118,5 +112,14 @@ impl LineIndex {
     /// True when it knows none.
     pub fn is_empty(&self) -> bool {
         self.at.is_empty()
+    }
+}
+
+/// Load options with one limit for input and decompressed sizes.
+fn opts_for(limit: u64) -> crate::LoadOptions {
+    crate::LoadOptions {
+        max_input_size: limit,
+        max_decompressed_size: limit,
+        ..crate::LoadOptions::default()
     }
 }

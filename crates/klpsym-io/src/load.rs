@@ -31,10 +31,27 @@ pub fn load(
         }
     }
     let input_meta = std::fs::metadata(path).ok();
+    // A package streams from its file (a -dbg package is a gigabyte): never read whole.
+    if input_meta.as_ref().is_some_and(std::fs::Metadata::is_file)
+        && crate::package::is_package(path)
+    {
+        let t0 = Instant::now();
+        let mut sole = opts.clone();
+        if cache.is_none() {
+            sole.cache = None;
+        }
+        let mut ks = crate::package::load_packages(&[path.to_path_buf()], &sole, resched)?;
+        let mut k = ks.remove(0).1?;
+        k.read_time = t0.elapsed();
+        return Ok(k);
+    }
     if cache.is_none() && crate::stream::applies_to(path, input_meta.as_ref()) {
         return crate::stream::load(path, opts, resched);
     }
     let t0 = Instant::now();
+    if let Some(k) = debug_vmlinux(path, input_meta.as_ref(), cache, opts, resched)? {
+        return Ok(k);
+    }
     // A stripped vmlinux needs only its data: without a cache, and with one when its build id
     // is its identity (a content hash would need every byte, so then the file is read whole).
     let mut sparse = crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?;
@@ -53,19 +70,50 @@ pub fn load(
         content =
             Some(crate::input_identity(&bytes, resched).map_err(klpsym_core::BuildError::from)?);
     }
-    let mut k = if klpsym_package::detect(&bytes).is_some() {
-        let mut k = crate::package::load_one(path, &bytes, opts, resched)?;
-        k.read_time = t0.elapsed();
-        k
-    } else {
-        from_bytes(path, bytes, t0.elapsed(), opts, resched)?
-    };
+    let mut k = from_bytes(path, bytes, t0.elapsed(), opts, resched)?;
     if let (Some(c), Some(h), Some(m)) = (cache, content, input_meta) {
         if let Err(e) = c.put(path, &m, h, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
         }
     }
     Ok(k)
+}
+
+/// A vmlinux with debug info (a big ELF executable: 400-630 MB for a distribution kernel's),
+/// read from a private copy, mapped: never in the heap. Its identity is its build id (a few
+/// kilobytes read), so a cache needs no content hash of it.
+fn debug_vmlinux(
+    path: &Path,
+    meta: Option<&std::fs::Metadata>,
+    cache: Option<&crate::Cache>,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<Option<LoadedKernel>, LoadError> {
+    const BIG: u64 = 64 << 20;
+    let Some(meta) = meta.filter(|m| m.is_file() && m.len() >= BIG) else {
+        return Ok(None);
+    };
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    if crate::detect::detect(&head[..n]) != crate::detect::Detected::ElfExecutable {
+        return Ok(None);
+    }
+    let t0 = Instant::now();
+    let map = crate::read::private_copy(path, resched)?;
+    let bytes: &[u8] = (*map).as_ref();
+    let read_time = t0.elapsed();
+    let mut k = crate::decode::from_binary(path, bytes, opts, resched)?;
+    k.read_time = read_time;
+    let id = crate::entry::build_id_identity_of(bytes);
+    k.elf = Some(crate::loaded::ElfBytes(map));
+    if let (Some(c), Some(id)) = (cache, id) {
+        if let Err(e) = c.put(path, meta, id, &k, opts, resched) {
+            k.facts.notes.push(format!("not cached: {e}"));
+        }
+    }
+    Ok(Some(k))
 }
 
 #[cfg(test)]

@@ -188,6 +188,27 @@ pub struct LoadedKernel {
     pub lines: Option<std::sync::Arc<crate::LineIndex>>,
     /// The cache entry the table was read from, when it was (see [`crate::Cache`]).
     pub cached: Option<PathBuf>,
+    /// The bytes of this kernel's vmlinux with debug info, kept when it is one (a vmlinux file,
+    /// or a -dbg package's, mapped from the private temporary file it was copied or streamed
+    /// to): declaration lines are read from it later without reading the source again.
+    pub elf: Option<ElfBytes>,
+}
+
+/// A vmlinux's bytes, mapped or in memory.
+#[derive(Clone)]
+pub struct ElfBytes(pub klpsym_core::Backing);
+
+impl std::fmt::Debug for ElfBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ElfBytes({} bytes)", self.bytes().len())
+    }
+}
+
+impl ElfBytes {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
 }
 
 impl LoadedKernel {
@@ -203,7 +224,7 @@ impl LoadedKernel {
 }
 
 /// What a kernel's packages held besides its table.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PackageParts {
     /// The packages, in the order given.
     pub packages: Vec<PathBuf>,
@@ -215,7 +236,16 @@ pub struct PackageParts {
     pub symvers: Option<klpsym_sources::Exports>,
     /// The modules, when read ([`crate::LoadOptions::package_modules`]).
     pub modules: Option<crate::modules::ModuleTree>,
-    /// The debug vmlinux's bytes, kept when the kernel (or its debug part) is one: reading
-    /// declaration lines later must not decompress the package again.
-    pub elf: Option<std::sync::Arc<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for PackageParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackageParts")
+            .field("packages", &self.packages)
+            .field("release", &self.release)
+            .field("config", &self.config)
+            .field("symvers", &self.symvers.as_ref().map(|_| "..."))
+            .field("modules", &self.modules)
+            .finish()
+    }
 }

@@ -227,6 +227,28 @@ impl ModuleTree {
         tree
     }
 
+    /// Adds member `path` of `package` (read in archive order): of two modules of one name,
+    /// the first path in sorted order wins, as [`ModuleTree::from_members`] decides.
+    pub(crate) fn add_member(&mut self, package: &Path, path: String, data: Vec<u8>) {
+        let name = normalize_module_name(&path);
+        let label = PathBuf::from(format!("{}:{path}", package.display()));
+        let file = ModuleFile::Member {
+            label,
+            data: std::sync::Arc::new(data),
+        };
+        match self.by_name.entry(name) {
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                self.duplicates.push(e.key().clone());
+                if file.label() < e.get().label() {
+                    e.insert(file);
+                }
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(file);
+            }
+        }
+    }
+
     /// Every module's file, in module-name order.
     pub fn files(&self) -> impl Iterator<Item = &ModuleFile> {
         self.by_name.values()

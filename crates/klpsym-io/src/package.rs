@@ -6,15 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use klpsym_core::resched::Resched;
-use klpsym_package::{read_package, MemberKind, Package, Want};
+use klpsym_package::{MemberKind, Package, Want};
 
 use crate::config::parse_config;
 use crate::decode::{from_binary, from_bytes};
 use crate::error::LoadError;
-use crate::loaded::{LoadedKernel, PackageParts};
+use crate::loaded::{ElfBytes, LoadedKernel, PackageParts};
 use crate::modules::ModuleTree;
 use crate::options::LoadOptions;
-use crate::read::read_bounded;
 use crate::symvers::parse_symvers;
 
 /// True when `path` is a .deb or an RPM (by its first bytes).
@@ -35,76 +34,155 @@ fn want(opts: &LoadOptions) -> Want {
     }
 }
 
-fn read(
-    path: &Path,
-    bytes: &[u8],
-    opts: &LoadOptions,
-    rs: &mut Resched,
-) -> Result<Package, LoadError> {
-    read_package(bytes, want(opts), opts.max_decompressed_size, rs).map_err(|source| {
-        LoadError::Package {
-            path: path.to_path_buf(),
-            source,
-        }
-    })
+/// A package read from its file as it streams, with its debug vmlinux (when it holds one
+/// and it was asked for) in a private temporary file, mapped: neither the package nor the
+/// vmlinux is ever held in the heap (a Debian `-dbg` package is 0.8-1.2 GB, its vmlinux
+/// 430-630 MB).
+pub(crate) struct Read {
+    pub(crate) package: Package,
+    pub(crate) vmlinux: Option<klpsym_core::Backing>,
 }
 
-/// One package as `--kernel`: the kernel it holds.
-pub(crate) fn load_one(
+impl std::fmt::Debug for Read {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Read")
+            .field("package", &self.package.name)
+            .field(
+                "vmlinux",
+                &self.vmlinux.as_ref().map(|b| (**b).as_ref().len()),
+            )
+            .finish()
+    }
+}
+
+/// Spills the debug vmlinux to a private temporary file (unlinked: gone with the process).
+#[derive(Default)]
+struct TempSpill {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl klpsym_package::Spill for TempSpill {
+    fn spill(
+        &mut self,
+        _path: &str,
+        kind: MemberKind,
+        _size: u64,
+    ) -> std::io::Result<Option<&mut dyn std::io::Write>> {
+        if kind != MemberKind::Vmlinux || self.file.is_some() {
+            return Ok(None);
+        }
+        let f = tempfile::tempfile()?;
+        let w = self
+            .file
+            .insert(std::io::BufWriter::with_capacity(1 << 20, f));
+        Ok(Some(w))
+    }
+}
+
+/// Reads the package at `path` for `want`: streamed from the file (never refused for its size:
+/// every member is bounded by the decompressed size limit instead).
+pub(crate) fn read_file(
     path: &Path,
-    bytes: &[u8],
+    want: Want,
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<LoadedKernel, LoadError> {
-    let p = read(path, bytes, opts, rs)?;
-    let mut ks = kernels_of(vec![(path.to_path_buf(), p)], opts, rs)?;
-    ks.remove(0).1
+) -> Result<Read, LoadError> {
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(io_err)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let mut spill = TempSpill::default();
+    let package =
+        klpsym_package::read_package_from(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
+            .map_err(|source| LoadError::Package {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let vmlinux = match spill.file {
+        Some(w) => {
+            let f = w.into_inner().map_err(|e| io_err(e.into_error()))?;
+            Some(crate::entry::map_private(&f).map_err(io_err)?)
+        }
+        None => None,
+    };
+    Ok(Read { package, vmlinux })
+}
+
+/// [`read_file`] and, with a cache, the file's identity (hashed from the file meanwhile).
+fn read_with_identity(
+    path: &Path,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<(Option<u128>, Read), LoadError> {
+    if opts.cache.is_none() {
+        return Ok((None, read_file(path, want(opts), opts, rs)?));
+    }
+    let mut hashing = rs.sibling();
+    std::thread::scope(|s| {
+        let id = std::thread::Builder::new()
+            .spawn_scoped(s, || crate::cache::file_identity(path, &mut hashing))
+            .ok();
+        let read = read_file(path, want(opts), opts, rs);
+        let id = match id {
+            Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            None => crate::cache::file_identity(path, rs),
+        };
+        Ok((Some(id?), read?))
+    })
 }
 
 /// One kernel of packages given together, by the first package of its release, or the error
 /// of a package that could not be read.
 pub type PackageKernel = (PathBuf, Result<LoadedKernel, LoadError>);
 
-/// Packages given together: grouped by the kernel release their paths name (packages naming
-/// none join the first group), one kernel per release, in the order of first appearance.
+/// One package given: a part of a kernel from the cache, or the package read now.
+enum Part {
+    /// A cached kernel part: an image package's kernel, or a -dbg package's vmlinux.
+    Cached(Box<LoadedKernel>),
+    /// Read now, with what proves it for the cache.
+    Read {
+        read: Box<Read>,
+        identity: Option<(std::fs::Metadata, u128)>,
+    },
+}
+
+impl Part {
+    fn release(&self) -> Option<String> {
+        match self {
+            Part::Cached(k) => k.package.as_ref().and_then(|p| p.release.clone()),
+            Part::Read { read, .. } => read.package.release().map(str::to_string),
+        }
+    }
+}
+
+/// Packages given together: grouped by the kernel release they name (packages naming none
+/// join the first group), one kernel per release, in the order of first appearance.
 ///
-/// Each kernel comes back with its own result: a package that cannot be read (over a limit,
-/// damaged, not a kernel package) is an error for its path alone, and the kernels of the
-/// others still load. Debug packages are passed over unread when `opts.debug_packages` is
-/// false. Only a cancellation is everybody's error.
+/// Each package is read, and cached, on its own: an image package's kernel and a -dbg
+/// package's vmlinux (with its declaration lines) are each an entry of their own, and what
+/// other packages of the release add (config, Module.symvers, modules) joins the kernel
+/// without reading a cached part again. A package that cannot be read (damaged, not a kernel
+/// package) is an error for its path alone, and the kernels of the others still load. Only a
+/// cancellation is everybody's error.
 pub fn load_packages(
     paths: &[PathBuf],
     opts: &LoadOptions,
     rs: &mut Resched,
 ) -> Result<Vec<PackageKernel>, LoadError> {
     let cancelled = |e: &LoadError| matches!(e, LoadError::Cancelled);
-    // Cached kernels first (image packages read without their modules): each stands alone
-    // unless a package read below names the same release, which then joins it anew.
     // A kernel with all its package's modules is not cached; with the few a check names it is.
     let cache = opts
         .cache
         .as_ref()
         .filter(|_| !opts.package_modules || opts.package_module_names.is_some());
-    let mut hits: Vec<(PathBuf, LoadedKernel)> = Vec::new();
-    let mut read_all = Vec::new();
-    let mut hashes = Vec::new();
+    let mut parts: Vec<(PathBuf, Part)> = Vec::new();
     let mut out: Vec<PackageKernel> = Vec::new();
-    // A package's bytes read, with its identity (see [`crate::input_identity`]).
-    let read_one = |p: &Path, rs: &mut Resched| -> Result<(u128, Package), LoadError> {
-        let bytes = read_bounded(p, opts.max_input_size, rs)?;
-        let h = crate::input_identity(&bytes, rs).map_err(klpsym_core::BuildError::from)?;
-        Ok((h, read(p, &bytes, opts, rs)?))
-    };
-    // Debug packages are passed over only beside others (a debug package alone is the kernel).
-    let is_debug = crate::options::is_debug_package;
-    let skip_debug = !opts.debug_packages && paths.iter().any(|p| !is_debug(p));
     for p in paths {
-        if skip_debug && is_debug(p) {
-            continue;
-        }
         match cache.map(|c| c.get(p, opts, rs)).transpose() {
             Ok(Some(Some(k))) => {
-                hits.push((p.clone(), k));
+                parts.push((p.clone(), Part::Cached(Box::new(k))));
                 continue;
             }
             Ok(_) => {}
@@ -113,175 +191,42 @@ pub fn load_packages(
             Err(_) => {}
         }
         let meta = std::fs::metadata(p).ok();
-        match read_one(p, rs) {
-            Ok((h, pkg)) => {
-                hashes.push((p.clone(), meta, h));
-                read_all.push((p.clone(), pkg));
+        let read = if cache.is_some() {
+            read_with_identity(p, opts, rs)
+        } else {
+            read_file(p, want(opts), opts, rs).map(|r| (None, r))
+        };
+        match read {
+            Ok((id, read)) => {
+                let identity = meta.zip(id);
+                let read = Box::new(read);
+                parts.push((p.clone(), Part::Read { read, identity }));
             }
             Err(e) if cancelled(&e) => return Err(e),
             Err(e) => out.push((p.clone(), Err(e))),
         }
     }
-    let release_of_hit = |k: &LoadedKernel| k.package.as_ref().and_then(|p| p.release.clone());
-    // A cached -dbg package's vmlinux (a package kernel read from an ELF) is the debug part of
-    // the image of its release, whether that image was cached too or is read now.
-    let is_debug_part =
-        |k: &LoadedKernel| k.kind == crate::loaded::SourceKind::VmlinuxElf && k.package.is_some();
-    let image_read = |r: &str| {
-        read_all.iter().any(|(_, pkg): &(PathBuf, Package)| {
-            pkg.release() == Some(r) && pkg.members.iter().any(|m| m.kind == MemberKind::Image)
-        })
-    };
-    let (candidates, mut rest): (Vec<_>, Vec<_>) =
-        hits.into_iter().partition(|(_, k)| is_debug_part(k));
-    let mut debug_hits = Vec::new();
-    for (p, k) in candidates {
-        let r = release_of_hit(&k).unwrap_or_default();
-        let image_hit = rest.iter().any(|(_, o): &(PathBuf, LoadedKernel)| {
-            !is_debug_part(o) && release_of_hit(o).as_deref() == Some(r.as_str())
-        });
-        if !r.is_empty() && (image_read(&r) || image_hit) {
-            debug_hits.push((p, k));
-        } else {
-            rest.push((p, k));
+    for group in by_release(parts) {
+        let first = group.first().map(|(p, _)| p.clone()).unwrap_or_default();
+        match assemble(group, cache, opts, rs) {
+            Err(LoadError::Cancelled) => return Err(LoadError::Cancelled),
+            k => out.push((first, k)),
         }
     }
-    for (p, k) in rest {
-        let r = release_of_hit(&k);
-        // Another package of its release read now (an image's headers, say) makes one
-        // kernel with it: the cached one is read anew to join it.
-        if r.is_some()
-            && read_all
-                .iter()
-                .any(|(_, pkg)| pkg.release() == r.as_deref())
-        {
-            let meta = std::fs::metadata(&p).ok();
-            match read_one(&p, rs) {
-                Ok((h, pkg)) => {
-                    // Its identity too: the kernel it joins may be kept part by part.
-                    hashes.push((p.clone(), meta, h));
-                    read_all.push((p.clone(), pkg));
-                }
-                Err(e) if cancelled(&e) => return Err(e),
-                // The cached kernel still stands on its own.
-                Err(_) => out.push((p.clone(), Ok(k))),
-            }
-        } else {
-            out.push((p.clone(), Ok(k)));
-        }
-    }
-    for (first, mut k) in kernels_of(read_all, opts, rs)? {
-        if let (Ok(k), Some(c)) = (&mut k, cache) {
-            keep(c, k, &hashes, opts, rs);
-        }
-        out.push((first, k));
-    }
-    // Each cached debug part joins the image of its release.
-    for (p, d) in debug_hits {
-        let r = release_of_hit(&d);
-        let image = out.iter_mut().find_map(|(_, k)| {
-            k.as_mut().ok().filter(|k| {
-                k.debug.is_none()
-                    && k.kind == crate::loaded::SourceKind::KernelImage
-                    && k.package.as_ref().is_some_and(|pp| pp.release == r)
-            })
-        });
-        match image {
-            Some(k) => {
-                if let Some(pp) = k.package.as_mut() {
-                    pp.packages.push(p.clone());
-                }
-                k.facts.notes.extend(
-                    d.facts
-                        .notes
-                        .iter()
-                        .filter(|n| n.starts_with("package "))
-                        .cloned(),
-                );
-                k.debug = Some(Box::new(d));
-            }
-            None => out.push((p, Ok(d))),
-        }
-    }
-    // In the order the packages were given (hits were set aside first).
+    // In the order the packages were given.
     out.sort_by_key(|(p, _)| paths.iter().position(|x| x == p));
     Ok(out)
 }
 
-/// Keeps what a kernel made of packages read now can give the next run: the kernel when it
-/// is one package; for an image with its -dbg package (and nothing else), each part under its
-/// own package, the debug part with its declaration lines. Failing to keep is not an error.
-fn keep(
-    c: &crate::Cache,
-    k: &mut LoadedKernel,
-    hashes: &[(PathBuf, Option<std::fs::Metadata>, u128)],
-    opts: &LoadOptions,
-    rs: &mut Resched,
-) {
-    let hash_of = |p: &Path| {
-        hashes
-            .iter()
-            .find(|(q, _, _)| q == p)
-            .and_then(|(_, m, h)| Some((m.as_ref()?, *h)))
-    };
-    let packages = k
-        .package
-        .as_ref()
-        .map_or(Vec::new(), |p| p.packages.clone());
-    match &packages[..] {
-        [only] if k.debug.is_none() => {
-            if let Some((meta, h)) = hash_of(only) {
-                let _ = c.put(only, meta, h, k, opts, rs);
-            }
-        }
-        // In either order (a cached image read anew to join comes after).
-        [a, b]
-            if k.debug
-                .as_ref()
-                .is_some_and(|d| d.path == *a || d.path == *b) =>
-        {
-            let dbg_is_a = k.debug.as_ref().is_some_and(|d| d.path == *a);
-            let (image, dbg) = if dbg_is_a { (b, a) } else { (a, b) };
-            if let Some((im, ih)) = hash_of(image) {
-                let d = k.debug.take();
-                if let Some(pp) = k.package.as_mut() {
-                    pp.packages = vec![image.clone()];
-                }
-                let _ = c.put(image, im, ih, k, opts, rs);
-                if let Some(pp) = k.package.as_mut() {
-                    pp.packages = packages.clone();
-                }
-                k.debug = d;
-            }
-            // The release joins it to its image when both come from the cache.
-            let release = k.package.as_ref().and_then(|p| p.release.clone());
-            if let (Some((dm, dh)), Some(d)) = (hash_of(dbg), k.debug.as_deref_mut()) {
-                if let Some(dp) = d.package.as_mut() {
-                    dp.release = dp.release.take().or(release);
-                }
-                let _ = c.put(dbg, dm, dh, d, opts, rs);
-            }
-        }
-        _ => {}
-    }
-}
+/// The parts of one release, each with its package.
+type Group = Vec<(PathBuf, Part)>;
 
-fn label(pkg: &Path, member: &str) -> PathBuf {
-    PathBuf::from(format!("{}:{member}", pkg.display()))
-}
-
-/// The packages of one kernel release, each with its path.
-type Group = Vec<(PathBuf, Package)>;
-
-/// The kernels of `packages`, one per release, each with the first package of its group.
-fn kernels_of(
-    packages: Vec<(PathBuf, Package)>,
-    opts: &LoadOptions,
-    rs: &mut Resched,
-) -> Result<Vec<PackageKernel>, LoadError> {
+/// Parts grouped by release, in order of first appearance; a part naming none joins the
+/// first group.
+fn by_release(parts: Group) -> Vec<Group> {
     let mut groups: Vec<(Option<String>, Group)> = Vec::new();
-    for (path, p) in packages {
-        let r = p.release().map(str::to_string);
+    for (path, part) in parts {
+        let r = part.release();
         match groups
             .iter_mut()
             .find(|(g, _)| r.is_none() || g.is_none() || *g == r)
@@ -290,81 +235,158 @@ fn kernels_of(
                 if g.is_none() {
                     *g = r;
                 }
-                v.push((path, p));
+                v.push((path, part));
             }
-            None => groups.push((r, vec![(path, p)])),
+            None => groups.push((r, vec![(path, part)])),
         }
     }
-    let mut out = Vec::new();
-    for (release, group) in groups {
-        let first = group.first().map(|(p, _)| p.clone()).unwrap_or_default();
-        match kernel_of(release, group, opts, rs) {
-            Err(LoadError::Cancelled) => return Err(LoadError::Cancelled),
-            k => out.push((first, k)),
-        }
-    }
-    Ok(out)
+    groups.into_iter().map(|(_, g)| g).collect()
 }
 
-fn kernel_of(
-    release: Option<String>,
-    mut group: Group,
+fn label(pkg: &Path, member: &str) -> PathBuf {
+    PathBuf::from(format!("{}:{member}", pkg.display()))
+}
+
+/// `package NAME VERSION (ARCH): PATH`, as a kernel's notes name the packages it came from.
+fn described(path: &Path, pkg: &Package) -> String {
+    format!(
+        "package {} {}{}: {}",
+        pkg.name.as_deref().unwrap_or("(unnamed)"),
+        pkg.version.as_deref().unwrap_or("(no version)"),
+        pkg.arch
+            .as_deref()
+            .map_or(String::new(), |a| format!(" ({a})")),
+        path.display()
+    )
+}
+
+/// The kernel one package holds by itself (its image, else its debug vmlinux, with its own
+/// config, System.map, Module.symvers and modules), cached as that package's entry; `None`
+/// when it holds neither.
+fn package_kernel(
+    path: &Path,
+    read: &mut Read,
+    identity: Option<&(std::fs::Metadata, u128)>,
+    cache: Option<&crate::Cache>,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Option<LoadedKernel>, LoadError> {
+    let pkg = &mut read.package;
+    let take = |pkg: &mut Package, kind| {
+        let i = pkg.members.iter().position(|m| m.kind == kind)?;
+        Some(pkg.members.remove(i))
+    };
+    let mut k = if let Some(m) = take(pkg, MemberKind::Image) {
+        from_bytes(&label(path, &m.path), m.data, Duration::ZERO, opts, rs)?
+    } else if let Some(m) = take(pkg, MemberKind::Vmlinux) {
+        // Kept for the declaration lines (see `PackageParts::elf`): mapped, or in memory.
+        let elf: klpsym_core::Backing = match (m.spilled, read.vmlinux.take()) {
+            (true, Some(b)) => b,
+            _ => std::sync::Arc::new(m.data),
+        };
+        let mut k = from_binary(&label(path, &m.path), (*elf).as_ref(), opts, rs)?;
+        k.elf = Some(ElfBytes(elf));
+        k
+    } else {
+        return Ok(None);
+    };
+    k.facts
+        .notes
+        .push(format!("read from {}", k.path.display()));
+    // The package names the kernel; the member is in the notes.
+    k.path = path.to_path_buf();
+    let mut parts = PackageParts {
+        packages: vec![path.to_path_buf()],
+        release: pkg.release().map(str::to_string),
+        ..PackageParts::default()
+    };
+    add_parts(&mut parts, path, pkg, opts, rs)?;
+    k.package = Some(parts);
+    k.facts.notes.push(described(path, pkg));
+    if let (Some(c), Some((meta, h))) = (cache, identity) {
+        let _ = c.put(path, meta, *h, &k, opts, rs);
+    }
+    Ok(Some(k))
+}
+
+/// What a package adds to a kernel besides its image: config, Module.symvers, modules (those
+/// named, when names are given).
+fn add_parts(
+    parts: &mut PackageParts,
+    path: &Path,
+    pkg: &mut Package,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<(), LoadError> {
+    for m in std::mem::take(&mut pkg.members) {
+        match m.kind {
+            MemberKind::Config if parts.config.is_none() => {
+                parts.config = Some(parse_config(&m.data, &label(path, &m.path), rs)?);
+            }
+            MemberKind::Symvers if parts.symvers.is_none() => {
+                parts.symvers = Some(parse_symvers(&m.data, &label(path, &m.path), rs)?);
+            }
+            MemberKind::Module if opts.package_modules => {
+                let named = opts.package_module_names.as_ref().is_none_or(|names| {
+                    let n = klpsym_core::normalize_module_name(&m.path);
+                    names
+                        .iter()
+                        .any(|w| klpsym_core::normalize_module_name(w) == n)
+                });
+                if named {
+                    let tree = parts
+                        .modules
+                        .get_or_insert_with(|| ModuleTree::from_members(path, Vec::new()));
+                    tree.add_member(path, m.path, m.data);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The kernel of one release's packages: its image (cached, or from a package read now), its
+/// debug vmlinux joined to it, and what the other packages add.
+fn assemble(
+    group: Group,
+    cache: Option<&crate::Cache>,
     opts: &LoadOptions,
     rs: &mut Resched,
 ) -> Result<LoadedKernel, LoadError> {
     let packages: Vec<PathBuf> = group.iter().map(|(p, _)| p.clone()).collect();
-    let described: Vec<String> = group
-        .iter()
-        .map(|(p, pkg)| {
-            format!(
-                "package {} {}{}: {}",
-                pkg.name.as_deref().unwrap_or("(unnamed)"),
-                pkg.version.as_deref().unwrap_or("(no version)"),
-                pkg.arch
-                    .as_deref()
-                    .map_or(String::new(), |a| format!(" ({a})")),
-                p.display()
-            )
-        })
-        .collect();
-    let take = |group: &mut Group, kind| {
-        group.iter_mut().find_map(|(p, pkg)| {
-            let i = pkg.members.iter().position(|m| m.kind == kind)?;
-            Some((p.clone(), pkg.members.remove(i)))
-        })
-    };
-    let image = take(&mut group, MemberKind::Image);
-    let vmlinux = take(&mut group, MemberKind::Vmlinux);
-    let load_member = |pkg: &Path, m: klpsym_package::Member, rs: &mut Resched| {
-        let name = label(pkg, &m.path);
-        let mut k = if m.kind == MemberKind::Vmlinux {
-            // Kept for the declaration lines (see `PackageParts::elf`).
-            let mut k = from_binary(&name, &m.data, opts, rs)?;
-            k.package = Some(PackageParts {
-                packages: vec![pkg.to_path_buf()],
-                elf: Some(std::sync::Arc::new(m.data)),
-                ..PackageParts::default()
-            });
-            k
-        } else {
-            from_bytes(&name, m.data, Duration::ZERO, opts, rs)?
-        };
-        // The package names the kernel; the member is in the notes.
-        k.facts
-            .notes
-            .push(format!("read from {}:{}", pkg.display(), m.path));
-        k.path = pkg.to_path_buf();
-        Ok::<_, LoadError>(k)
-    };
-    let mut k = match (image, vmlinux) {
-        (Some((ip, im)), v) => {
-            let mut k = load_member(&ip, im, rs)?;
-            if let Some((vp, vm)) = v {
-                k.debug = Some(Box::new(load_member(&vp, vm, rs)?));
+    let release = group.iter().find_map(|(_, p)| p.release());
+    let mut image: Option<LoadedKernel> = None;
+    let mut debug: Option<LoadedKernel> = None;
+    let mut extra: Vec<(PathBuf, Box<Read>)> = Vec::new();
+    for (path, part) in group {
+        let k = match part {
+            Part::Cached(k) => *k,
+            Part::Read { mut read, identity } => {
+                match package_kernel(&path, &mut read, identity.as_ref(), cache, opts, rs)? {
+                    Some(k) => k,
+                    None => {
+                        extra.push((path, read));
+                        continue;
+                    }
+                }
             }
+        };
+        let slot = if k.kind == crate::loaded::SourceKind::VmlinuxElf {
+            &mut debug
+        } else {
+            &mut image
+        };
+        if slot.is_none() {
+            *slot = Some(k);
+        }
+    }
+    let mut k = match (image, debug) {
+        (Some(mut k), d) => {
+            k.debug = d.map(Box::new);
             k
         }
-        (None, Some((vp, vm))) => load_member(&vp, vm, rs)?,
+        (None, Some(d)) => d,
         (None, None) => {
             let list: Vec<String> = packages.iter().map(|p| p.display().to_string()).collect();
             return Err(LoadError::Unrecognized {
@@ -377,97 +399,78 @@ fn kernel_of(
             });
         }
     };
-    k.facts.notes.extend(described);
-    let mut parts = PackageParts {
-        elf: k.package.take().and_then(|p| p.elf),
-        packages,
-        release,
-        ..PackageParts::default()
-    };
-    if let Some((p, m)) = take(&mut group, MemberKind::Config) {
-        parts.config = Some(parse_config(&m.data, &label(&p, &m.path), rs)?);
+    let mut parts = k.package.take().unwrap_or_default();
+    for (path, mut read) in extra {
+        add_parts(&mut parts, &path, &mut read.package, opts, rs)?;
+        k.facts.notes.push(described(&path, &read.package));
     }
-    if let Some((p, m)) = take(&mut group, MemberKind::Symvers) {
-        parts.symvers = Some(parse_symvers(&m.data, &label(&p, &m.path), rs)?);
+    if let Some(d) = &k.debug {
+        k.facts.notes.extend(
+            d.facts
+                .notes
+                .iter()
+                .filter(|n| n.starts_with("package "))
+                .cloned(),
+        );
     }
-    if opts.package_modules {
-        let mut mods = Vec::new();
-        let mut root = None;
-        for (p, pkg) in &mut group {
-            for m in std::mem::take(&mut pkg.members) {
-                let named = |path: &str| {
-                    opts.package_module_names.as_ref().is_none_or(|names| {
-                        let n = klpsym_core::normalize_module_name(path);
-                        names
-                            .iter()
-                            .any(|w| klpsym_core::normalize_module_name(w) == n)
-                    })
-                };
-                if m.kind == MemberKind::Module && named(&m.path) {
-                    root.get_or_insert_with(|| p.clone());
-                    mods.push((m.path, m.data));
-                }
-            }
-        }
-        if let Some(root) = root {
-            parts.modules = Some(ModuleTree::from_members(&root, mods));
-        }
-    }
+    parts.packages = packages;
+    parts.release = parts.release.or(release);
     k.package = Some(parts);
     Ok(k)
 }
 
-/// The ELF to read debug info from: `bytes` itself, or the debug vmlinux of a package.
+/// The ELF to read debug info from at `path`: the file mapped, or the debug vmlinux of a
+/// package (streamed out of it into a private temporary file, mapped).
 pub(crate) fn elf_of(
     path: &Path,
-    bytes: Vec<u8>,
-    limit: u64,
+    opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<Vec<u8>, LoadError> {
-    if klpsym_package::detect(&bytes).is_none() {
-        return Ok(bytes);
+) -> Result<ElfBytes, LoadError> {
+    if !is_package(path) {
+        return crate::read::private_copy(path, rs).map(ElfBytes);
     }
     let want = Want {
         vmlinux: true,
         ..Want::default()
     };
-    let p = read_package(&bytes, want, limit, rs).map_err(|source| LoadError::Package {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    p.members
+    let mut r = read_file(path, want, opts, rs)?;
+    let m = r
+        .package
+        .members
         .into_iter()
         .find(|m| m.kind == MemberKind::Vmlinux)
-        .map(|m| m.data)
         .ok_or_else(|| LoadError::Unrecognized {
             path: path.to_path_buf(),
             what: "no debug vmlinux in the package".into(),
-        })
+        })?;
+    Ok(ElfBytes(match (m.spilled, r.vmlinux.take()) {
+        (true, Some(b)) => b,
+        _ => std::sync::Arc::new(m.data),
+    }))
 }
 
-/// `bytes` itself, or, for a package, its kernel image (else its debug vmlinux).
+/// The kernel file of the package at `path`: its image, else its debug vmlinux (mapped).
 pub(crate) fn kernel_file_of(
     path: &Path,
-    bytes: Vec<u8>,
     opts: &LoadOptions,
     rs: &mut Resched,
-) -> Result<Vec<u8>, LoadError> {
-    if klpsym_package::detect(&bytes).is_none() {
-        return Ok(bytes);
-    }
-    let p = read(
-        path,
-        &bytes,
-        &LoadOptions {
-            package_modules: false,
-            ..opts.clone()
-        },
-        rs,
-    )?;
-    let mut members = p.members;
+) -> Result<klpsym_core::Backing, LoadError> {
+    let want = Want {
+        image: true,
+        vmlinux: true,
+        ..Want::default()
+    };
+    let mut r = read_file(path, want, opts, rs)?;
+    let mut members = r.package.members;
     let pick = |kind| members.iter().position(|m| m.kind == kind);
     match pick(MemberKind::Image).or_else(|| pick(MemberKind::Vmlinux)) {
-        Some(i) => Ok(members.swap_remove(i).data),
+        Some(i) => {
+            let m = members.swap_remove(i);
+            Ok(match (m.spilled, r.vmlinux.take()) {
+                (true, Some(b)) => b,
+                _ => std::sync::Arc::new(m.data),
+            })
+        }
         None => Err(LoadError::Unrecognized {
             path: path.to_path_buf(),
             what: "no kernel image or vmlinux in the package".into(),
@@ -495,17 +498,11 @@ impl ModuleTree {
             // Reports why it is not a folder.
             return ModuleTree::scan_with(path, rs);
         }
-        let bytes = read_bounded(path, opts.max_input_size, rs)?;
         let want = Want {
             modules: true,
             ..Want::default()
         };
-        let p = read_package(&bytes, want, opts.max_decompressed_size, rs).map_err(|source| {
-            LoadError::Package {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
+        let p = read_file(path, want, opts, rs)?.package;
         Ok(ModuleTree::from_members(
             path,
             p.members

@@ -100,6 +100,39 @@ pub fn decompressed<'a>(
     Ok(std::borrow::Cow::Owned(v))
 }
 
+/// The file at `path` copied into a private temporary file (unlinked; `copy_file_range`, so
+/// the bytes need not pass through this process) and mapped read-only: a vmlinux with debug
+/// info (400-630 MB) is read in place, only the pages of the sections read are touched, and
+/// a change to the user's file cannot reach the map. Reaches a reschedule point per 64 MiB.
+pub(crate) fn private_copy(
+    path: &Path,
+    resched: &mut Resched,
+) -> Result<klpsym_core::Backing, LoadError> {
+    use std::io::{Seek, SeekFrom};
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut src = std::fs::File::open(path).map_err(io_err)?;
+    let len = src.metadata().map_err(io_err)?.len();
+    let mut dst = tempfile::tempfile().map_err(io_err)?;
+    let mut done = 0u64;
+    while done < len {
+        resched
+            .tick_step()
+            .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
+        let step = (len - done).min(64 << 20);
+        let n =
+            std::io::copy(&mut std::io::Read::take(&mut src, step), &mut dst).map_err(io_err)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    dst.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    crate::entry::map_private(&dst).map_err(io_err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

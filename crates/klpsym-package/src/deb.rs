@@ -1,102 +1,105 @@
-//! Debian packages: an `ar` archive (`debian-binary`, `control.tar.*`, `data.tar.*`), read
-//! with the `ar` and `tar` crates; the compressed tars are streamed, never copied whole.
+//! Debian packages: an `ar` archive (`debian-binary`, `control.tar.*`, `data.tar.*`) read as a
+//! stream, its compressed tars decompressed as they are read (the `tar` crate over klpsym's
+//! decoders), never held whole: a 1 GiB `-dbg` package costs a buffer, not a gigabyte.
+//!
+//! The `ar` layer is read here, a few lines: a Debian package's members are three, named
+//! plainly; GNU (`/`, `//`, `/N`) and BSD (`#1/N`) extended names, whose tables an `ar` reader
+//! would allocate as the header claims, are refused.
 
-use std::cell::Cell;
-use std::io::{Read, Seek, SeekFrom};
-use std::rc::Rc;
+use std::io::Read;
 
 use klpsym_resched::resched::Resched;
 
 use crate::{
-    decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,
+    io_error, read_body, Collector, Package, PackageError, PackageFormat, Spill, Want,
     STREAM_FACTOR,
 };
 
 const FORMAT: PackageFormat = PackageFormat::Deb;
 
-/// The package bytes as a reader whose position the caller can see while `ar` holds it: an ar
-/// member's data is then a slice of the package, not a copy.
-struct Tracked<'a> {
-    data: &'a [u8],
-    pos: Rc<Cell<usize>>,
-}
-
-impl Read for Tracked<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let p = self.pos.get().min(self.data.len());
-        let n = buf.len().min(self.data.len() - p);
-        buf[..n].copy_from_slice(&self.data[p..p + n]);
-        self.pos.set(p + n);
-        Ok(n)
-    }
-}
-
-impl Seek for Tracked<'_> {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let new = match to {
-            SeekFrom::Start(o) => o as i128,
-            SeekFrom::Current(d) => self.pos.get() as i128 + d as i128,
-            SeekFrom::End(d) => self.data.len() as i128 + d as i128,
-        };
-        if new < 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "seek before the start",
-            ));
-        }
-        self.pos.set(new.min(usize::MAX as i128) as usize);
-        Ok(new as u64)
-    }
-}
-
 fn malformed(place: impl Into<String>, what: impl Into<String>) -> PackageError {
     crate::malformed(FORMAT, place, what)
 }
 
-/// Refuses what a Debian package never holds and the `ar` crate does not bound: GNU (`/`, `//`,
-/// `/N`) and BSD (`#1/N`) extended member names, whose tables it allocates and indexes as the
-/// header claims. Walks the 60-byte member headers only.
-fn precheck(bytes: &[u8]) -> Result<(), PackageError> {
-    let mut at = 8usize;
-    while at + 60 <= bytes.len() {
-        let h = &bytes[at..at + 60];
-        let id = String::from_utf8_lossy(&h[..16]).trim_end().to_string();
-        if id.starts_with('/') || id.starts_with("#1/") {
+/// One `ar` member header: its name and size, and where it starts.
+struct ArHeader {
+    id: String,
+    size: u64,
+    at: u64,
+}
+
+/// Reads the next member header at offset `at`; `None` at the end of the archive.
+fn next_header(r: &mut dyn Read, at: u64) -> Result<Option<ArHeader>, PackageError> {
+    let mut h = [0u8; 60];
+    let mut got = 0;
+    while got < h.len() {
+        match r.read(&mut h[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(FORMAT, format!("ar member at offset {at}"), e)),
+        }
+    }
+    match got {
+        0 => return Ok(None),
+        60 => {}
+        n => {
             return Err(malformed(
                 format!("ar member at offset {at}"),
-                format!("extended member name '{id}': not used by Debian packages"),
-            ));
+                format!("the archive ends {n} bytes into a 60-byte member header"),
+            ))
         }
-        let Some(size) = std::str::from_utf8(&h[48..58])
-            .ok()
-            .and_then(|t| t.trim().parse::<usize>().ok())
-        else {
-            return Ok(()); // the ar reader reports it
-        };
-        at = match at
-            .checked_add(60)
-            .and_then(|x| x.checked_add(size))
-            .and_then(|x| x.checked_add(size & 1))
-        {
-            Some(next) => next,
-            None => return Ok(()),
-        };
+    }
+    let id = String::from_utf8_lossy(&h[..16]).trim_end().to_string();
+    if id.starts_with('/') || id.starts_with("#1/") {
+        return Err(malformed(
+            format!("ar member at offset {at}"),
+            format!("extended member name '{id}': not used by Debian packages"),
+        ));
+    }
+    if &h[58..60] != b"`\n" {
+        return Err(malformed(
+            format!("ar member at offset {at}"),
+            "no header terminator (`\\n)",
+        ));
+    }
+    let size = std::str::from_utf8(&h[48..58])
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .ok_or_else(|| malformed(format!("ar member {id}"), "the size is not a number"))?;
+    Ok(Some(ArHeader {
+        id: id.trim_end_matches('/').to_string(),
+        size,
+        at: at + 60,
+    }))
+}
+
+/// Reads and drops `n` bytes of `r` (an ar member not wanted, its padding byte).
+fn skip(r: &mut dyn Read, n: u64, place: &str) -> Result<(), PackageError> {
+    let got = std::io::copy(&mut r.take(n), &mut std::io::sink())
+        .map_err(|e| io_error(FORMAT, place.to_string(), e))?;
+    if got < n {
+        return Err(malformed(
+            place,
+            format!("ends after {got} of its {n} bytes"),
+        ));
     }
     Ok(())
 }
 
 pub(crate) fn read(
-    bytes: &[u8],
+    r: &mut dyn Read,
     want: Want,
     limit: u64,
+    spill: &mut dyn Spill,
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
-    precheck(bytes)?;
-    let pos = Rc::new(Cell::new(0));
-    let mut archive = ar::Archive::new(Tracked {
-        data: bytes,
-        pos: pos.clone(),
-    });
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic)
+        .map_err(|e| io_error(FORMAT, "ar archive".into(), e))?;
+    if &magic != b"!<arch>\n" {
+        return Err(malformed("ar archive", "no !<arch> magic"));
+    }
     let mut pkg = Package {
         format: FORMAT,
         name: None,
@@ -106,58 +109,50 @@ pub(crate) fn read(
         releases: Vec::new(),
         stopped_early: false,
     };
-    let mut saw_data = false;
-    while let Some(entry) = archive.next_entry() {
+    let mut at = 8u64;
+    while let Some(h) = next_header(r, at)? {
         resched.tick()?;
-        let mut entry = entry.map_err(|e| malformed("ar archive", e.to_string()))?;
-        let id = String::from_utf8_lossy(entry.header().identifier())
-            .trim_end_matches('/')
-            .to_string();
-        let size = entry.header().size();
-        let start = pos.get();
-        let end = start
-            .checked_add(usize::try_from(size).unwrap_or(usize::MAX))
-            .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| {
-                malformed(
-                    format!("ar member {id}"),
-                    format!(
-                        "says {size} bytes at offset {start}, past the end of the {}-byte package",
-                        bytes.len()
-                    ),
-                )
-            })?;
-        let data = &bytes[start..end];
-        entry
-            .seek(SeekFrom::End(0))
-            .map_err(|e| malformed(format!("ar member {id}"), e.to_string()))?;
-        drop(entry);
-        if id.starts_with("control.tar") {
-            control(&id, data, limit, resched, &mut pkg)?;
-        } else if id.starts_with("data.tar") {
-            saw_data = true;
+        let place = format!("ar member {}", h.id);
+        let mut body = Read::take(&mut *r, h.size);
+        if h.id.starts_with("control.tar") {
+            control(&place, &mut body, limit, resched, &mut pkg)?;
+        } else if h.id.starts_with("data.tar") {
             let want = want.for_package(pkg.name.as_deref());
-            let (members, releases, early) = data_tar(&id, data, want, limit, resched)?;
+            let (members, releases, early) =
+                data_tar(&place, &mut body, want, limit, spill, resched)?;
             pkg.members = members;
             pkg.releases = releases;
             pkg.stopped_early = early;
+            // Everything a Debian package holds comes before here; what follows is not read.
+            return Ok(pkg);
         }
+        // What the member's reader left (all of it, for a member not wanted), and padding.
+        let left = body.limit();
+        skip(r, left + (h.size & 1), &place)?;
+        at = h.at + h.size + (h.size & 1);
     }
-    if !saw_data {
-        return Err(malformed("ar archive", "no data.tar member"));
-    }
-    Ok(pkg)
+    Err(malformed("ar archive", "no data.tar member"))
+}
+
+/// A compressed tar member as a decompressing reader (told by its first bytes).
+fn decoder<'a, 'r>(
+    id: &str,
+    member: &'a mut dyn Read,
+    limit: u64,
+    resched: &'r mut Resched,
+) -> Result<klpsym_image::StreamDecoder<'a, 'r>, PackageError> {
+    crate::decoder_of(FORMAT, id, member, limit, resched)
 }
 
 /// `control.tar.*`'s `./control`: Package, Version, Architecture.
 fn control(
     id: &str,
-    data: &[u8],
+    data: &mut dyn Read,
     limit: u64,
     resched: &mut Resched,
     pkg: &mut Package,
 ) -> Result<(), PackageError> {
-    let dec = decoder(data, limit, resched).map_err(|e| io_error(FORMAT, id.into(), e))?;
+    let dec = decoder(id, data, limit, resched)?;
     let mut tar = tar::Archive::new(dec);
     let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
     for e in entries {
@@ -189,13 +184,13 @@ type DataTar = (Vec<crate::Member>, Vec<String>, bool);
 /// `data.tar.*`: the members asked for, the releases named, and whether reading stopped early.
 fn data_tar(
     id: &str,
-    data: &[u8],
+    data: &mut dyn Read,
     want: Want,
     limit: u64,
+    spill: &mut dyn Spill,
     resched: &mut Resched,
 ) -> Result<DataTar, PackageError> {
-    let dec = decoder(data, limit.saturating_mul(STREAM_FACTOR), resched)
-        .map_err(|e| io_error(FORMAT, id.into(), e))?;
+    let dec = decoder(id, data, limit.saturating_mul(STREAM_FACTOR), resched)?;
     let mut tar = tar::Archive::new(dec);
     let mut col = Collector::new(want);
     let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
@@ -210,9 +205,8 @@ fn data_tar(
             continue;
         };
         let size = e.size();
-        let body = read_body(&mut e, size, limit)
+        col.take(&path, kind, release, &mut e, size, limit, spill)
             .map_err(|err| io_error(FORMAT, format!("{id}: member {path}"), err))?;
-        col.keep(&path, kind, release, body);
         if col.done() {
             early = true;
             break;

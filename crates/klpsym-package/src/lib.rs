@@ -6,10 +6,13 @@
 //! - RPM: a lead, a signature header and a main header (name, version, release, arch), then a
 //!   cpio (newc) payload compressed with xz, zstd, gzip or bzip2.
 //!
-//! The data is streamed: every member is decompressed in bounded steps with a reschedule point
-//! each (see [`klpsym_image::StreamDecoder`]), only the members asked for are kept, and reading
-//! stops as soon as everything asked for was found (a Debian image package lists /boot before
-//! its modules; a -dbg package its vmlinux before the debug modules).
+//! The data is streamed from a reader ([`read_package_from`]: a file, read a buffer at a time)
+//! or from bytes ([`read_package`]): every member is decompressed in bounded steps with a
+//! reschedule point each (see [`klpsym_image::StreamDecoder`]), only the members asked for are
+//! kept, and reading stops as soon as everything asked for was found (a Debian image package
+//! lists /boot before its modules; a -dbg package its vmlinux before the debug modules). A
+//! member too big to hold (a `-dbg` package's 400-600 MB vmlinux) goes to a [`Spill`] the
+//! caller gives (a temporary file), never to the heap.
 //!
 //! What a member is comes from its path, as the distributions lay kernels out:
 //! `boot/vmlinuz-REL` (Debian to 6.x, RPM), `usr/lib/modules/REL/vmlinuz` (Debian 7.x,
@@ -144,8 +147,37 @@ pub struct Member {
     pub kind: MemberKind,
     /// The kernel release its path names (`6.1.0-57-amd64`), when it names one.
     pub release: Option<String>,
-    /// Its bytes, as stored (a `.ko.xz` stays compressed).
+    /// Its bytes, as stored (a `.ko.xz` stays compressed); empty when [`Member::spilled`].
     pub data: Vec<u8>,
+    /// True when its bytes went to the caller's [`Spill`] instead of `data`.
+    pub spilled: bool,
+}
+
+/// Where the bytes of a big member go instead of the heap: the caller's sink (a temporary
+/// file it maps afterwards). Members the sink declines are kept in memory.
+pub trait Spill {
+    /// A writer for member `path` of `kind` and `size` bytes, or `None` to keep it in memory.
+    fn spill(
+        &mut self,
+        path: &str,
+        kind: MemberKind,
+        size: u64,
+    ) -> std::io::Result<Option<&mut dyn std::io::Write>>;
+}
+
+/// Keeps every member in memory.
+#[derive(Debug, Default)]
+pub struct NoSpill;
+
+impl Spill for NoSpill {
+    fn spill(
+        &mut self,
+        _: &str,
+        _: MemberKind,
+        _: u64,
+    ) -> std::io::Result<Option<&mut dyn std::io::Write>> {
+        Ok(None)
+    }
 }
 
 /// A package read: its identity and the members kept.
@@ -212,14 +244,36 @@ pub fn read_package(
     limit: u64,
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
-    match detect(bytes) {
-        Some(PackageFormat::Deb) => deb::read(bytes, want, limit, resched),
-        Some(PackageFormat::Rpm) => rpm::read(bytes, want, limit, resched),
-        None => Err(PackageError::Malformed {
-            format: PackageFormat::Deb,
-            place: "start".into(),
-            what: "neither a Debian package (ar archive starting with debian-binary) nor an RPM (lead magic ed ab ee db)".into(),
-        }),
+    if detect(bytes).is_none() {
+        return Err(not_a_package());
+    }
+    read_package_from(&mut &bytes[..], want, limit, &mut NoSpill, resched)
+}
+
+/// [`read_package`] from a reader, a buffer at a time (the package is never held whole), big
+/// members through `spill`.
+pub fn read_package_from(
+    r: &mut dyn std::io::Read,
+    want: Want,
+    limit: u64,
+    spill: &mut dyn Spill,
+    resched: &mut Resched,
+) -> Result<Package, PackageError> {
+    let mut head = [0u8; 4];
+    r.read_exact(&mut head).map_err(|_| not_a_package())?;
+    let mut r = std::io::Read::chain(&head[..], r);
+    match &head {
+        b"!<ar" => deb::read(&mut r, want, limit, spill, resched),
+        [0xed, 0xab, 0xee, 0xdb] => rpm::read(&mut r, want, limit, spill, resched),
+        _ => Err(not_a_package()),
+    }
+}
+
+fn not_a_package() -> PackageError {
+    PackageError::Malformed {
+        format: PackageFormat::Deb,
+        place: "start".into(),
+        what: "neither a Debian package (ar archive starting with debian-binary) nor an RPM (lead magic ed ab ee db)".into(),
     }
 }
 
@@ -312,7 +366,42 @@ impl Collector {
         self.want.keeps(kind).then_some((kind, release))
     }
 
-    fn keep(&mut self, path: &str, kind: MemberKind, release: Option<String>, data: Vec<u8>) {
+    /// Takes member `path` (`size` bytes from `r`): to the spill when it takes it, else into
+    /// memory (at most `limit` bytes).
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        path: &str,
+        kind: MemberKind,
+        release: Option<String>,
+        r: &mut dyn std::io::Read,
+        size: u64,
+        limit: u64,
+        spill: &mut dyn Spill,
+    ) -> std::io::Result<()> {
+        let too_big = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("member of {size} bytes is over the limit of {limit}"),
+            )
+        };
+        let (data, spilled) = match spill.spill(path, kind, size)? {
+            Some(w) => {
+                if size > limit {
+                    return Err(too_big());
+                }
+                let n = std::io::copy(&mut std::io::Read::take(r, size), w)?;
+                if n < size {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("member ends after {n} of its {size} bytes"),
+                    ));
+                }
+                w.flush()?;
+                (Vec::new(), true)
+            }
+            None => (read_body(r, size, limit)?, false),
+        };
         self.members.push(Member {
             path: path
                 .trim_start_matches("./")
@@ -321,7 +410,9 @@ impl Collector {
             kind,
             release,
             data,
+            spilled,
         });
+        Ok(())
     }
 
     fn done(&self) -> bool {
@@ -329,13 +420,22 @@ impl Collector {
     }
 }
 
-/// A decompressing reader for a compressed archive member (told by its magic).
-fn decoder<'a, 'r>(
-    data: &'a [u8],
+/// A compressed stream read as it goes, as a decompressing reader (told by its first bytes).
+fn decoder_of<'a, 'r>(
+    format: PackageFormat,
+    place: &str,
+    input: &'a mut dyn std::io::Read,
     limit: u64,
     resched: &'r mut Resched,
-) -> std::io::Result<StreamDecoder<'a, 'r>> {
-    StreamDecoder::new(klpsym_image::sniff_compression(data), data, limit, resched)
+) -> Result<StreamDecoder<'a, 'r>, PackageError> {
+    use std::io::BufRead;
+    let mut input = std::io::BufReader::with_capacity(64 << 10, input);
+    let head = input
+        .fill_buf()
+        .map_err(|e| io_error(format, place.to_string(), e))?;
+    let compression = klpsym_image::sniff_compression(head);
+    StreamDecoder::from_reader(compression, Box::new(input), limit, resched)
+        .map_err(|e| io_error(format, place.to_string(), e))
 }
 
 /// A structural error of `format` at `place`.
@@ -361,7 +461,7 @@ fn io_error(format: PackageFormat, place: String, e: std::io::Error) -> PackageE
 
 /// Reads a whole member body of `size` bytes from `r` in steps (a reschedule point per step
 /// comes from the decoder underneath).
-fn read_body(r: &mut impl std::io::Read, size: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+fn read_body(r: &mut dyn std::io::Read, size: u64, limit: u64) -> std::io::Result<Vec<u8>> {
     if size > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

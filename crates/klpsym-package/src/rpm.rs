@@ -1,14 +1,18 @@
 //! RPM packages: a 96-byte lead, the signature header (padded to 8 bytes), the main header
-//! (whose tags name the package), then the payload: a cpio (newc) archive, compressed. The
-//! headers are a few bounded reads written here (no well-kept crate reads an RPM's payload
-//! from bytes without a file); the cpio archive is read with the `cpio` crate.
+//! (whose tags name the package), then the payload: a cpio (newc) archive, compressed, read
+//! as it streams. The headers are a few bounded reads written here (no well-kept crate reads
+//! an RPM's payload from a stream); the cpio archive is read with the `cpio` crate.
+
+use std::io::Read;
 
 use klpsym_resched::resched::Resched;
 
 use crate::{
-    decoder, io_error, read_body, Collector, Package, PackageError, PackageFormat, Want,
-    STREAM_FACTOR,
+    io_error, Collector, Package, PackageError, PackageFormat, Spill, Want, STREAM_FACTOR,
 };
+
+/// At most this many bytes of headers are read (kernel packages' are a few hundred KiB).
+const MAX_HEADERS: usize = 64 << 20;
 
 const FORMAT: PackageFormat = PackageFormat::Rpm;
 const LEAD: usize = 96;
@@ -51,14 +55,12 @@ fn header<'a>(bytes: &'a [u8], at: usize, what: &str) -> Result<Header<'a>, Pack
     Ok(Header {
         index: &bytes[index..store],
         store: &bytes[store..end],
-        end,
     })
 }
 
 struct Header<'a> {
     index: &'a [u8],
     store: &'a [u8],
-    end: usize,
 }
 
 impl Header<'_> {
@@ -77,26 +79,61 @@ impl Header<'_> {
     }
 }
 
+/// Reads the lead and both headers from `r` into memory (they are small and bounded): the
+/// bytes read, and where the main header starts.
+fn read_headers(r: &mut dyn Read) -> Result<(Vec<u8>, usize), PackageError> {
+    let fill = |r: &mut dyn Read, buf: &mut Vec<u8>, upto: usize, what: &str| {
+        if upto > MAX_HEADERS {
+            return Err(malformed(
+                what,
+                format!("claims more than {MAX_HEADERS} bytes of headers"),
+            ));
+        }
+        if buf.len() < upto {
+            let at = buf.len();
+            buf.resize(upto, 0);
+            r.read_exact(&mut buf[at..])
+                .map_err(|e| io_error(FORMAT, what.to_string(), e))?;
+        }
+        Ok(())
+    };
+    let mut b = Vec::new();
+    fill(r, &mut b, LEAD + 16, "lead").map_err(|_| malformed("lead", "shorter than 96 bytes"))?;
+    let end_of = |b: &[u8], at: usize| -> Option<usize> {
+        let n = be32(b, at + 8)? as usize;
+        let size = be32(b, at + 12)? as usize;
+        n.checked_mul(16)?.checked_add(at + 16)?.checked_add(size)
+    };
+    let sig_end = end_of(&b, LEAD).ok_or_else(|| malformed("signature header", "truncated"))?;
+    let main_at = sig_end.div_ceil(8) * 8;
+    fill(r, &mut b, main_at + 16, "signature header")?;
+    let main_end = end_of(&b, main_at).ok_or_else(|| malformed("header", "truncated"))?;
+    fill(r, &mut b, main_end, "header")?;
+    Ok((b, main_at))
+}
+
 pub(crate) fn read(
-    bytes: &[u8],
+    r: &mut dyn Read,
     want: Want,
     limit: u64,
+    spill: &mut dyn Spill,
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
-    if bytes.len() < LEAD {
-        return Err(malformed("lead", "shorter than 96 bytes"));
-    }
-    let sig = header(bytes, LEAD, "signature header")?;
-    let main_at = sig.end.div_ceil(8) * 8;
-    let main = header(bytes, main_at, "header")?;
+    let (bytes, main_at) = read_headers(r)?;
+    let _sig = header(&bytes, LEAD, "signature header")?;
+    let main = header(&bytes, main_at, "header")?;
     let version = match (main.string(TAG_VERSION), main.string(TAG_RELEASE)) {
         (Some(v), Some(r)) => Some(format!("{v}-{r}")),
         (v, _) => v,
     };
-    let payload = &bytes[main.end..];
     let mut col = Collector::new(want.for_package(main.string(TAG_NAME).as_deref()));
-    let mut reader = decoder(payload, limit.saturating_mul(STREAM_FACTOR), resched)
-        .map_err(|e| io_error(FORMAT, "payload".into(), e))?;
+    let mut reader = crate::decoder_of(
+        FORMAT,
+        "payload",
+        r,
+        limit.saturating_mul(STREAM_FACTOR),
+        resched,
+    )?;
     let mut early = false;
     loop {
         let r = cpio::NewcReader::new(reader)
@@ -111,9 +148,8 @@ pub(crate) fn read(
         let mut r = r;
         if is_file {
             if let Some((kind, release)) = col.wants(&path) {
-                let body = read_body(&mut r, size, limit)
+                col.take(&path, kind, release, &mut r, size, limit, spill)
                     .map_err(|e| io_error(FORMAT, format!("payload: member {path}"), e))?;
-                col.keep(&path, kind, release, body);
                 if col.done() {
                     early = true;
                     break;

@@ -139,3 +139,64 @@ fn debug_packages_stop_at_their_vmlinux() {
     assert_eq!(p.first(MemberKind::Vmlinux).unwrap().data, b"\x7fELF debug");
     assert!(p.first(MemberKind::Module).is_none());
 }
+
+/// A package read as it streams, through a reader that gives a few bytes at a time: the same
+/// members as from bytes, and a big member (a -dbg package's vmlinux) goes to the caller's
+/// spill, never into memory.
+#[test]
+fn a_package_streams_from_a_reader_and_spills_its_vmlinux() {
+    struct Trickle<'a>(&'a [u8]);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(7);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    #[derive(Default)]
+    struct ToVec(Vec<u8>, Vec<String>);
+    impl klpsym_package::Spill for ToVec {
+        fn spill(
+            &mut self,
+            path: &str,
+            kind: MemberKind,
+            _size: u64,
+        ) -> std::io::Result<Option<&mut dyn std::io::Write>> {
+            if kind != MemberKind::Vmlinux {
+                return Ok(None);
+            }
+            self.1.push(path.to_string());
+            Ok(Some(&mut self.0))
+        }
+    }
+    let vmlinux: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let files: [(&str, &[u8]); 2] = [
+        ("./usr/lib/debug/boot/vmlinux-1.0.0-1-amd64", &vmlinux),
+        ("./boot/config-1.0.0-1-amd64", b"CONFIG_MODULES=y\n"),
+    ];
+    for c in Comp::ALL {
+        for bytes in [deb(c, &files), rpm(c, &files)] {
+            let mut spill = ToVec::default();
+            let p = klpsym_package::read_package_from(
+                &mut Trickle(&bytes),
+                Want::all(),
+                1 << 20,
+                &mut spill,
+                &mut Resched::none(),
+            )
+            .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            let v = p.first(MemberKind::Vmlinux).expect("the vmlinux");
+            assert!(v.spilled && v.data.is_empty(), "{c:?}");
+            assert_eq!(spill.0, vmlinux, "{c:?}: the spilled bytes");
+            assert_eq!(spill.1.len(), 1);
+            assert_eq!(
+                p.first(MemberKind::Config).unwrap().data,
+                b"CONFIG_MODULES=y\n"
+            );
+            // From bytes, the same package keeps it in memory.
+            let p = read(&bytes, Want::all()).unwrap();
+            assert_eq!(p.first(MemberKind::Vmlinux).unwrap().data, vmlinux);
+        }
+    }
+}
