@@ -233,12 +233,6 @@ fn open_kernels(
     let debug = match &opts.debug_vmlinux {
         None => None,
         Some(d) => {
-            if paths.len() != 1 {
-                return Err(Error::usage(
-                    "a debug vmlinux goes with exactly one kernel (the same build)",
-                )
-                .about(crate::error::Input::DebugVmlinux));
-            }
             let dk = klpsym_io::load(d, load, rs).map_err(|e| {
                 Error::from(e)
                     .context("debug vmlinux")
@@ -253,12 +247,27 @@ fn open_kernels(
             Some(dk)
         }
     };
-    // The debug vmlinux joins the one kernel; a package's own -dbg part joins its image.
+    // The debug vmlinux joins its own kernel: the one kernel given, or among several the one
+    // of its build id; a package's own -dbg part joins its image.
+    let sole = paths.len() == 1;
     let debug = Mutex::new(debug);
     let finish = |mut k: LoadedKernel, rs: &mut Resched| -> Result<Kernel> {
         let d = match k.debug.take() {
             Some(d) => Some(*d),
-            None => debug.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            None => {
+                let mut held = debug.lock().unwrap_or_else(|p| p.into_inner());
+                // Among several: the kernel of its build that names no source files itself.
+                let ours = held.as_ref().is_some_and(|d| {
+                    sole || (d.facts.build_id.is_some()
+                        && d.facts.build_id == k.facts.build_id
+                        && !k.table.has_files())
+                });
+                if ours {
+                    held.take()
+                } else {
+                    None
+                }
+            }
         };
         let mut kernel = Kernel::new(k, opts.clone());
         // Before composing: the modules keep the source files their own .ko gives.
@@ -313,6 +322,16 @@ fn open_kernels(
         .any(|o| o.kernel.as_ref().is_err_and(Error::is_cancelled))
     {
         return Err(Error::cancelled());
+    }
+    if let Some(d) = debug.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        if out.iter().any(|o| o.kernel.is_ok()) {
+            return Err(Error::bad_input(format!(
+                "debug vmlinux {}: build id {}: none of the kernels given is that build",
+                d.path.display(),
+                d.facts.build_id.as_deref().unwrap_or("(none)")
+            ))
+            .about(crate::error::Input::DebugVmlinux));
+        }
     }
     Ok((out, notes))
 }

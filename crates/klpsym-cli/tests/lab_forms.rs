@@ -1,0 +1,333 @@
+//! One kernel, one answer, through every door: the same Debian build given as its image
+//! package, its image and `-dbg` packages, its `-dbg` vmlinux, the image with
+//! `--debug-vmlinux`, and a folder holding the two packages (with a note and a source package
+//! beside them) must get the same answers from every verb. What a form cannot know (an image
+//! alone names no source files) is left out of the comparison for that form only, and said.
+//!
+//! The primary lab kernel and the newest amd64 one (their -dbg packages and oracle cases).
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use common::{json, lab_kernels, run, text, LabKernel};
+
+/// The forms of one kernel: (name, --kernel arguments, whether it names source files).
+fn forms(k: &LabKernel, folder: &Path) -> Vec<(&'static str, Vec<String>, bool)> {
+    let s = |p: std::path::PathBuf| p.display().to_string();
+    let (image, dbg, vmlinux) = (
+        k.path("IMAGE_DEB"),
+        k.path("DBG_DEB"),
+        k.path("VMLINUX_DBG"),
+    );
+    vec![
+        ("image package", vec!["-k".into(), s(image.clone())], false),
+        (
+            "image + -dbg packages",
+            vec!["-k".into(), s(image.clone()), "-k".into(), s(dbg.clone())],
+            true,
+        ),
+        ("-dbg vmlinux", vec!["-k".into(), s(vmlinux.clone())], true),
+        (
+            "image + --debug-vmlinux",
+            vec!["-k".into(), s(image), "--debug-vmlinux".into(), s(vmlinux)],
+            true,
+        ),
+        ("folder", vec!["-k".into(), s(folder.to_path_buf())], true),
+    ]
+}
+
+/// A folder of the kernel's two packages (symlinks), a note and a source package beside them.
+fn folder_of(k: &LabKernel) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for key in ["IMAGE_DEB", "DBG_DEB"] {
+        let p = k.path(key);
+        std::os::unix::fs::symlink(&p, d.path().join(p.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(
+        d.path().join("NOTES.txt"),
+        "where these packages came from\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("linux-source-9.9_9.9.9-1_all.deb"),
+        b"!<arch>\ndebian-binary   ",
+    )
+    .unwrap();
+    d
+}
+
+/// `v` without the fields that name the input (`kernel`, `from_kernel`, `to_kernel`, paths in
+/// notes and layout sources) and, when `files` is false, without what only source files tell.
+fn project(v: &Value, files: bool) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "kernel"
+                            | "from_kernel"
+                            | "to_kernel"
+                            | "notes"
+                            | "layouts_source"
+                            | "detail"
+                            | "preemption_source"
+                            | "hint"
+                    )
+                })
+                .filter(|(k, _)| {
+                    files || !matches!(k.as_str(), "file" | "line" | "decl_file" | "identity")
+                })
+                .map(|(k, x)| (k.clone(), project(x, files)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|x| project(x, files)).collect()),
+        x => x.clone(),
+    }
+}
+
+/// Runs `args` + the form's kernel arguments with `--json`, exit `code`.
+fn answer(args: &[&str], form: &[String], code: i32, what: &str) -> Value {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(form.iter().map(String::as_str));
+    all.push("--json");
+    let o = run(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: {all:?}\n{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    json(&o)
+}
+
+/// Every form's answer to `args` agrees with the first form that has `files` (all forms when
+/// `files` is false, with file facts left out of the comparison).
+fn agree(
+    k: &LabKernel,
+    forms: &[(&str, Vec<String>, bool)],
+    args: &[&str],
+    code: i32,
+    files: bool,
+) {
+    let mut first: Option<(&str, Value)> = None;
+    for (name, form, has_files) in forms {
+        if files && !has_files {
+            continue;
+        }
+        let what = format!("{} as {name}: {}", k.name, args.join(" "));
+        let v = project(&answer(args, form, code, &what), files);
+        match &first {
+            None => first = Some((name, v)),
+            Some((n0, v0)) => assert_eq!(&v, v0, "{what}: differs from the answer as {n0}"),
+        }
+    }
+}
+
+/// The kernels judged: the primary one and the newest amd64 one with a -dbg package.
+fn judged() -> Vec<LabKernel> {
+    let all: Vec<LabKernel> = lab_kernels()
+        .into_iter()
+        .filter(|k| k.get("DBG_DEB").is_some() && k.get("VMLINUX_DBG").is_some())
+        .collect();
+    let mut out = Vec::new();
+    let mut it = all.into_iter();
+    if let Some(first) = it.next() {
+        out.push(first);
+    }
+    if let Some(last) = it.last() {
+        out.push(last);
+    }
+    out
+}
+
+#[test]
+fn every_verb_gives_one_answer_through_every_form_of_a_kernel() {
+    for k in judged() {
+        let dir = folder_of(&k);
+        let forms = forms(&k, dir.path());
+        // Names: every definition, the kernel's verdicts, a search.
+        agree(&k, &forms, &["sympos", "init_once"], 0, false);
+        agree(&k, &forms, &["sympos", "init_once"], 0, true);
+        agree(
+            &k,
+            &forms,
+            &["sympos", "init_once", "--file", "fs/inode.c"],
+            0,
+            true,
+        );
+        agree(&k, &forms, &["lookup", "init_once"], 1, false);
+        agree(
+            &k,
+            &forms,
+            &["lookup", "init_once", "--sympos", "2"],
+            0,
+            true,
+        );
+        agree(
+            &k,
+            &forms,
+            &["lookup", "init_once", "--file", "fs/inode.c"],
+            0,
+            true,
+        );
+        agree(&k, &forms, &["search", "init_o*", "--duplicates"], 0, false);
+        // Addresses: %pS of a spread of addresses found through the first form.
+        let v = answer(&["sympos", "init_once"], &forms[0].1, 0, "addresses");
+        let mut addrs: Vec<String> = Vec::new();
+        for c in v["results"][0]["candidates"].as_array().unwrap() {
+            let a =
+                u64::from_str_radix(c["address"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            addrs.extend([a, a + 1, a + 0x20].map(|x| format!("{x:#x}")));
+        }
+        let mut args = vec!["addr"];
+        args.extend(addrs.iter().map(String::as_str));
+        agree(&k, &forms, &args, 0, false);
+        check_and_convert(&k, &forms);
+        // Drift between two forms of one build: every definition the same.
+        for (name, form, files) in &forms[1..] {
+            if !files {
+                continue;
+            }
+            let mut args = vec!["drift", "init_once"];
+            args.extend(forms[2].1.iter().map(String::as_str));
+            args.extend(form.iter().map(String::as_str));
+            args.push("--json");
+            let o = run(&args);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}: drift against {name}: {}",
+                k.name,
+                text(&o.stderr)
+            );
+            for r in json(&o)["results"].as_array().unwrap() {
+                for row in r["rows"].as_array().unwrap() {
+                    assert_eq!(
+                        row["status"], "same",
+                        "{}: drift against {name}: {row}",
+                        k.name
+                    );
+                }
+            }
+        }
+        // A folder says what it passed over, and nothing else goes wrong.
+        let o = run(&["sympos", "init_once", "-k", dir.path().to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("NOTES.txt") && err.contains("linux-source-9.9"),
+            "{err}"
+        );
+    }
+}
+
+/// check and convert on the oracle's cases: the same lookups, bindings and conversion
+/// through every form.
+fn check_and_convert(k: &LabKernel, forms: &[(&str, Vec<String>, bool)]) {
+    let lp = k.path("LIVEPATCH_DIR");
+    for case in ["unique", "ambiguous-pos2", "ambiguous"] {
+        let Some(ko) = std::fs::read_dir(lp.join(case)).ok().and_then(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| p.extension().is_some_and(|x| x == "ko"))
+        }) else {
+            continue;
+        };
+        let ko = ko.display().to_string();
+        let checked = |form: &[String], name: &str| -> Value {
+            let mut args = vec!["check", ko.as_str()];
+            args.extend(form.iter().map(String::as_str));
+            args.push("--json");
+            let o = run(&args);
+            assert!(
+                matches!(o.status.code(), Some(0 | 1)),
+                "{}: check {case} as {name}: {}",
+                k.name,
+                text(&o.stderr)
+            );
+            json(&o)["results"][0].clone()
+        };
+        // What the kernel does: its lookups, addresses and bindings (without file facts).
+        let core = |r: &Value| {
+            project(
+                &serde_json::json!({
+                    "problems": r["report"]["problems"],
+                    "objects": r["report"]["objects"],
+                    "relocations": r["report"]["relocations"],
+                    "bindings": r["bindings"],
+                }),
+                false,
+            )
+        };
+        let ids = |r: &Value| -> Vec<Value> {
+            r["bindings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["identity"].clone())
+                .collect()
+        };
+        let first = checked(&forms[1].1, forms[1].0);
+        for (name, form, files) in forms {
+            let r = checked(form, name);
+            assert_eq!(core(&r), core(&first), "{}: check {case} as {name}", k.name);
+            if *files {
+                // Each binding's identity, through every form that names source files.
+                assert_eq!(
+                    ids(&r),
+                    ids(&first),
+                    "{}: check {case} as {name}: identities",
+                    k.name
+                );
+                assert!(
+                    ids(&r)
+                        .iter()
+                        .zip(r["bindings"].as_array().unwrap())
+                        .all(|(i, b)| !i.is_null() || b["bound"].is_null()),
+                    "{}: check {case} as {name}: a bound definition without its source file: {}",
+                    k.name,
+                    r["bindings"]
+                );
+            }
+        }
+    }
+    // convert by file: the same bytes through every form that names files.
+    let built = lp.join("conv-pin-by-file/klp_conv_pin_by_file.built.ko");
+    if !built.is_file() {
+        return;
+    }
+    let mut first: Option<Vec<u8>> = None;
+    for (name, form, files) in forms {
+        if !files {
+            continue;
+        }
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let mut args = vec![
+            "convert",
+            built.to_str().unwrap(),
+            "-o",
+            out.path().to_str().unwrap(),
+            "--pin",
+            "init_once@fs/inode.c",
+        ];
+        args.extend(form.iter().map(String::as_str));
+        let o = run(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: convert as {name}: {}",
+            k.name,
+            text(&o.stderr)
+        );
+        let bytes = std::fs::read(out.path()).unwrap();
+        match &first {
+            None => first = Some(bytes),
+            Some(b) => assert!(b == &bytes, "{}: convert as {name}: other bytes", k.name),
+        }
+    }
+}
