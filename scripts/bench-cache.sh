@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The index cache, side by side in one run: each command cold (`--no-cache`: decompress and
 # decode) and warm (a primed cache: entry checked and read), on the lab kernel's files, as
-# README's speed section reports them.
+# docs/performance.md reports them.
 #
 #   scripts/bench-cache.sh            # REPS=7 by default; REPS=N to change
 #

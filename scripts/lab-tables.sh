@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README's "verified against", livepatch-matrix and seed tables, from what the last test run
+# docs/verification.md's "verified against", livepatch-matrix and seed tables, from what the last test run
 # judged.
 #
 # Usage: scripts/lab-tables.sh LAB_ENV_FILES SUMMARY

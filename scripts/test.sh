@@ -127,7 +127,7 @@ fi
 
 echo "== cargo test (profile ci: overflow checks and debug assertions on)" >&2
 if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
-	# The oracle test writes what it judged here; README's lab tables are made from it.
+	# The oracle test writes what it judged here; docs/verification.md's tables are made from it.
 	export KLPSYM_TEST_SUMMARY="$PWD/target/lab-summary.txt"
 	rm -f "$KLPSYM_TEST_SUMMARY"
 fi
@@ -144,6 +144,6 @@ if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 		summary 1
 	bash scripts/lab-tables.sh "$KLPSYM_TEST_LAB_KERNELS" "$KLPSYM_TEST_SUMMARY" >target/lab-tables.md
 	python3 scripts/seed-plot.py "$KLPSYM_TEST_LAB_KERNELS" target/seed.svg
-	echo "== README's lab tables and seed plot: target/lab-tables.md, target/seed.svg" >&2
+	echo "== docs/verification.md's lab tables and seed plot: target/lab-tables.md, target/seed.svg" >&2
 fi
 summary 0

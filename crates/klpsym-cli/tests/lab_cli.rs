@@ -303,7 +303,7 @@ fn a_module_symvers_is_cached_and_never_stale() {
     );
 }
 
-/// crates/klpsym-livepatch/CLI.md shows real output: every ```console block starting with
+/// docs/cli.md shows real output: every ```console block starting with
 /// `$ klpsym ...` is run against the lab kernel (placeholders VMLINUZ, MODULES, LAB, KALLSYMS,
 /// OUT stand for the lab's paths and a scratch folder) and its stdout then stderr must equal
 /// the block. `KLPSYM_BLESS=1` rewrites the blocks instead.
@@ -313,7 +313,7 @@ fn cli_md_examples_are_real_output() {
     let Some(kallsyms) = lab("KLPSYM_TEST_KALLSYMS_NOMOD") else {
         return;
     };
-    let md_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../klpsym-livepatch/CLI.md");
+    let md_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
     let md = std::fs::read_to_string(&md_path).unwrap();
     let out_dir = tempfile::tempdir().unwrap();
     let boot = Path::new(&l.vmlinuz)
@@ -359,14 +359,14 @@ fn cli_md_examples_are_real_output() {
     let mut failures = Vec::new();
     let mut rest = md.as_str();
     let mut ran = 0;
-    // The examples are real output of one build (named in CLI.md); on another build in the
+    // The examples are real output of one build (named in docs/cli.md); on another build in the
     // lab's first slot they are held to what does not change with the build: they run, and
     // give the documented verdict.
     let documented = md
         .lines()
         .find_map(|l| l.strip_prefix("<!-- examples-from: "))
         .and_then(|l| l.strip_suffix(" -->"))
-        .expect("CLI.md names the build its examples come from")
+        .expect("docs/cli.md names the build its examples come from")
         .to_string();
     let release = common::lab_kernels()
         .first()
@@ -375,7 +375,7 @@ fn cli_md_examples_are_real_output() {
     let same_build = release == documented;
     if !same_build {
         eprintln!(
-            "CLI.md's examples are {documented}'s output; the lab's first kernel is {release}: each is held to running and to its verdict only"
+            "docs/cli.md's examples are {documented}'s output; the lab's first kernel is {release}: each is held to running and to its verdict only"
         );
     }
     while let Some(at) = rest.find("```console\n") {
@@ -409,7 +409,7 @@ fn cli_md_examples_are_real_output() {
         );
         if same_build {
             if got != block {
-                failures.push(format!("--- CLI.md:\n{block}--- klpsym now:\n{got}"));
+                failures.push(format!("--- docs/cli.md:\n{block}--- klpsym now:\n{got}"));
             }
         } else {
             // Another build in the lab's first slot: its numbers, CRCs and paths differ from
@@ -427,7 +427,7 @@ fn cli_md_examples_are_real_output() {
                 .collect();
             if want != now {
                 failures.push(format!(
-                    "--- CLI.md (documented on {documented}), as held on another build:\n{}--- klpsym now, on {release}:\n{}",
+                    "--- docs/cli.md (documented on {documented}), as held on another build:\n{}--- klpsym now, on {release}:\n{}",
                     want.join("\n"),
                     now.join("\n")
                 ));
@@ -444,7 +444,7 @@ fn cli_md_examples_are_real_output() {
     assert!(ran >= 8, "only {ran} examples ran");
     assert!(
         failures.is_empty(),
-        "{} CLI.md example(s) differ from klpsym's output (KLPSYM_BLESS=1 rewrites them):\n{}",
+        "{} docs/cli.md example(s) differ from klpsym's output (KLPSYM_BLESS=1 rewrites them):\n{}",
         failures.len(),
         failures.join("\n")
     );

@@ -1,6 +1,6 @@
 //! What `check` reports: stable, documented, serializable.
 //!
-//! JSON field names are part of the CLI's contract (see CLI.md); add fields, never rename.
+//! JSON field names are part of the CLI's contract (see docs/cli.md and docs/json.md); add fields, never rename.
 
 use serde::Serialize;
 
