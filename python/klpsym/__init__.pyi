@@ -1,0 +1,152 @@
+"""Type stubs for klpsym (the extension module klpsym._klpsym)."""
+
+from os import PathLike
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
+
+_Path = Union[str, "PathLike[str]"]
+
+__version__: str
+
+FOUND: str
+NOT_FOUND: str
+AMBIGUOUS: str
+POSITION_NOT_FOUND: str
+ACCEPTED: str
+UNVERIFIED: str
+BINDS_ANOTHER_DEFINITION: str
+REFUSED_AT_LOAD: str
+REFUSED_WHEN_MODULE_LOADS: str
+ORDINARY_MODULE: str
+SAME: str
+MOVED: str
+GONE: str
+UNPROVEN: str
+
+class Error(Exception): ...
+class NotFoundError(Error): ...
+class BadInputError(Error): ...
+class TooLargeError(Error): ...
+class IoError(Error): ...
+class UsageError(Error): ...
+class CancelledError(Error): ...
+
+class Candidate:
+    position: int
+    address: Optional[int]
+    type: str
+    size: Optional[int]
+    object: str
+    unplaced: bool
+    file: Optional[str]
+    line: Optional[int]
+
+class Lookup:
+    verdict: str
+    address: Optional[int]
+    position: Optional[int]
+    count: int
+    message: Optional[str]
+    file_note: Optional[str]
+    candidates: List[Candidate]
+    def __bool__(self) -> bool: ...
+
+class NameMatch:
+    name: str
+    count: int
+    objects: List[str]
+
+class Symbol:
+    name: str
+    address: int
+    offset: int
+    size: Optional[int]
+    module: Optional[str]
+    text: str
+
+class Kernel:
+    path: str
+    kind: str
+    release: Optional[str]
+    build_id: Optional[str]
+    arch: Optional[str]
+    notes: List[Tuple[str, str]]
+    def __len__(self) -> int: ...
+    def sympos(self, name: str, *, object: Optional[str] = None, file: Optional[str] = None) -> List[Candidate]: ...
+    def lookup(self, name: str, *, sympos: int = 0, object: Optional[str] = None, file: Optional[str] = None) -> Lookup: ...
+    def search(self, pattern: str, *, object: Optional[str] = None, limit: int = 200, duplicates: bool = False) -> List[NameMatch]: ...
+    def symbolize(self, address: int, *, return_address: bool = False) -> Optional[Symbol]: ...
+    def symbolize_batch(self, addresses: Sequence[int]) -> List[Optional[Symbol]]: ...
+    def describe(self, address: int) -> str: ...
+    def resolve(self, name: str, offset: int = 0, *, size: Optional[int] = None, module: Optional[str] = None) -> List[int]: ...
+
+class Patch:
+    path: str
+    objects: List[str]
+    vermagic: Optional[str]
+    built_for_release: Optional[str]
+    def __init__(self, path: _Path) -> None: ...
+
+class Problem:
+    kind: str
+    stage: str
+    module: Optional[str]
+    log: List[str]
+    errno: int
+    reached: bool
+    symbol: Optional[str]
+    hint: str
+    candidates: List[Candidate]
+
+class Binding:
+    source: str
+    object: str
+    name: str
+    sympos: int
+    definitions: int
+    bound: Optional[Candidate]
+    identity: Optional[Tuple[str, int]]
+    as_built: Optional[str]
+    as_built_detail: Optional[str]
+
+class CheckResult:
+    kernel: str
+    verdict: str
+    errno: Optional[int]
+    unchecked: List[str]
+    problems: List[Problem]
+    kernel_log: List[str]
+    bindings: List[Binding]
+    loader_checks: List[Tuple[str, str, str]]
+    json: str
+    text: str
+    refused: bool
+
+class Failure:
+    kernel: str
+    error: str
+
+class CheckRun:
+    results: List[CheckResult]
+    failed: List[Failure]
+
+class DriftRow:
+    identity: Optional[Tuple[str, int]]
+    from_position: Optional[int]
+    to_position: Optional[int]
+    status: str
+
+class Drift:
+    name: str
+    object: str
+    rows: List[DriftRow]
+    moved: bool
+
+class FleetIter(Iterator[Union[CheckResult, Failure]]):
+    def __next__(self) -> Union[CheckResult, Failure]: ...
+
+def open(source: _Path, *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, debug_vmlinux: Optional[_Path] = None, yield_cpu: bool = False) -> Kernel: ...
+def open_running(*, no_cache: bool = False, yield_cpu: bool = False) -> Kernel: ...
+def open_all(sources: Sequence[_Path], *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, yield_cpu: bool = False) -> Tuple[List[Kernel], List[Failure], List[Tuple[str, str]]]: ...
+def check(patch: Patch, kernels: Sequence[Kernel], *, built_for: Optional[_Path] = None, force: bool = False, btf: Optional[_Path] = None) -> CheckRun: ...
+def drift(from_kernel: Kernel, to_kernel: Kernel, name: str, *, object: str = "vmlinux") -> Drift: ...
+def fleet(patch: Patch, sources: Sequence[_Path], *, shard: Optional[str] = None, jobs: int = 1, built_for: Optional[_Path] = None, force: bool = False, cache_dir: Optional[_Path] = None, no_cache: bool = False) -> FleetIter: ...

@@ -1,0 +1,563 @@
+//! The library's answers as Python objects: plain values (ints, strings, lists), read-only,
+//! with `__repr__`s that read well and `to_dict()` for JSON's shape.
+
+use pyo3::prelude::*;
+
+/// A kind's JSON name (`accepted`, `symbol_not_found`, ...): what Python sees.
+fn kind_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| match v {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Object(m) => {
+                m.get("status").and_then(|s| s.as_str()).map(str::to_string)
+            }
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+pub fn notes(n: &[klpsym::Note]) -> Vec<(String, String)> {
+    n.iter()
+        .map(|n| (kind_name(&n.level), n.text.clone()))
+        .collect()
+}
+
+/// One definition of a name.
+#[pyclass(module = "klpsym", frozen, get_all)]
+#[derive(Clone)]
+pub struct Candidate {
+    /// 1-based position (old_sympos) among the name's definitions in its object.
+    pub position: u64,
+    /// Its address (an offset in its section when `unplaced`); None when hidden.
+    pub address: Option<u64>,
+    /// The kallsyms type letter.
+    pub r#type: String,
+    /// Its size, when known.
+    pub size: Option<u64>,
+    /// `vmlinux` or a module.
+    pub object: String,
+    /// True for a module read from its .ko and not placed.
+    pub unplaced: bool,
+    /// Its source file, when the kernel's tables tell.
+    pub file: Option<String>,
+    /// Its declaration line (DWARF), when known.
+    pub line: Option<u64>,
+}
+
+impl From<klpsym::Candidate> for Candidate {
+    fn from(c: klpsym::Candidate) -> Candidate {
+        Candidate {
+            position: c.position,
+            address: c.address,
+            r#type: c.kind.to_string(),
+            size: c.size,
+            object: c.object,
+            unplaced: c.unplaced,
+            file: c.file,
+            line: c.line,
+        }
+    }
+}
+
+#[pymethods]
+impl Candidate {
+    fn __repr__(&self) -> String {
+        format!(
+            "<Candidate {} {} {}{}{}>",
+            self.position,
+            self.address
+                .map_or("(hidden)".into(), |a| format!("{a:#x}")),
+            self.object,
+            self.file
+                .as_deref()
+                .map_or(String::new(), |f| format!(" {f}")),
+            self.line.map_or(String::new(), |l| format!(":{l}"))
+        )
+    }
+}
+
+/// What `klp_find_object_symbol()` answers.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct Lookup {
+    /// `found`, `not_found`, `ambiguous`, `position_not_found`.
+    pub verdict: String,
+    /// The address the kernel would use.
+    pub address: Option<u64>,
+    /// Its position (found only).
+    pub position: Option<u64>,
+    /// The kernel's `count`.
+    pub count: u64,
+    /// The kernel's message (`livepatch: ...`) when it refuses.
+    pub message: Option<String>,
+    /// With a file: why no position could be chosen from it.
+    pub file_note: Option<String>,
+    /// Every definition, in kallsyms order.
+    pub candidates: Vec<Candidate>,
+}
+
+impl From<klpsym::LookupAnswer> for Lookup {
+    fn from(a: klpsym::LookupAnswer) -> Lookup {
+        Lookup {
+            verdict: kind_name(&a.verdict),
+            address: a.address,
+            position: a.position,
+            count: a.count,
+            message: a.message,
+            file_note: a.file_note,
+            candidates: a.candidates.into_iter().map(Candidate::from).collect(),
+        }
+    }
+}
+
+#[pymethods]
+impl Lookup {
+    fn __bool__(&self) -> bool {
+        self.verdict == "found"
+    }
+
+    fn __repr__(&self) -> String {
+        match self.address {
+            Some(a) if self.verdict == "found" => {
+                format!(
+                    "<Lookup found {a:#x} (position {})>",
+                    self.position.unwrap_or(0)
+                )
+            }
+            _ => format!(
+                "<Lookup {}: {}>",
+                self.verdict,
+                self.message
+                    .as_deref()
+                    .or(self.file_note.as_deref())
+                    .unwrap_or("")
+            ),
+        }
+    }
+}
+
+/// One name a search found.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct NameMatch {
+    /// The name.
+    pub name: String,
+    /// Definitions in all objects.
+    pub count: usize,
+    /// The objects defining it.
+    pub objects: Vec<String>,
+}
+
+impl From<klpsym::NameMatch> for NameMatch {
+    fn from(m: klpsym::NameMatch) -> NameMatch {
+        NameMatch {
+            name: m.name,
+            count: m.count,
+            objects: m.objects,
+        }
+    }
+}
+
+#[pymethods]
+impl NameMatch {
+    fn __repr__(&self) -> String {
+        format!(
+            "<NameMatch {} x{} {}>",
+            self.name,
+            self.count,
+            self.objects.join(" ")
+        )
+    }
+}
+
+/// A symbolized address: what `%pS` names (drgn-like: name, address, size).
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct Symbol {
+    /// The symbol's name.
+    pub name: String,
+    /// The symbol's address.
+    pub address: u64,
+    /// The offset of the address asked for into it.
+    pub offset: u64,
+    /// Its size, when known.
+    pub size: Option<u64>,
+    /// Its module (or pseudo-object); None for vmlinux.
+    pub module: Option<String>,
+    /// What `%pS` prints: `name+0xoff/0xsize [module]`.
+    pub text: String,
+}
+
+impl Symbol {
+    pub fn of(_addr: u64, o: &klpsym::SymbolizeOutcome<'_>) -> Option<Symbol> {
+        match o {
+            klpsym::SymbolizeOutcome::Found(s) => Some(Symbol {
+                name: s.symbol.name.to_string(),
+                address: s.symbol.addr,
+                offset: s.offset,
+                size: (s.size != klpsym::SIZE_UNKNOWN).then_some(s.size),
+                module: s.module.map(str::to_string),
+                text: s.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[pymethods]
+impl Symbol {
+    fn __repr__(&self) -> String {
+        format!("<Symbol {} at {:#x}>", self.text, self.address)
+    }
+
+    fn __str__(&self) -> String {
+        self.text.clone()
+    }
+}
+
+/// One problem the kernel meets, with its lines.
+#[pyclass(module = "klpsym", frozen, get_all)]
+#[derive(Clone)]
+pub struct Problem {
+    /// Its kind (`ambiguous`, `symbol_not_found`, `vermagic_mismatch`, ...).
+    pub kind: String,
+    /// When: `module_load`, `patch_enable`, `module_coming`.
+    pub stage: String,
+    /// The module whose load meets it (`module_coming`).
+    pub module: Option<String>,
+    /// The kernel's lines.
+    pub log: Vec<String>,
+    /// The errno (22 = EINVAL).
+    pub errno: i32,
+    /// False when the kernel stops at an earlier problem first.
+    pub reached: bool,
+    /// The symbol concerned.
+    pub symbol: Option<String>,
+    /// What to do about it.
+    pub hint: String,
+    /// The definitions to choose from.
+    pub candidates: Vec<Candidate>,
+}
+
+#[pymethods]
+impl Problem {
+    fn __repr__(&self) -> String {
+        format!(
+            "<Problem {}{}: {}>",
+            self.kind,
+            if self.reached { "" } else { " (not reached)" },
+            self.log.first().map_or("", String::as_str)
+        )
+    }
+}
+
+/// The definition one symbol of a patch binds on a kernel.
+#[pyclass(module = "klpsym", frozen, get_all)]
+#[derive(Clone)]
+pub struct Binding {
+    /// `function` (a klp_func) or `relocation` (a klp relocation symbol).
+    pub source: String,
+    /// `vmlinux` or a module.
+    pub object: String,
+    /// The name.
+    pub name: String,
+    /// The position the patch gives.
+    pub sympos: u64,
+    /// How many definitions the object has.
+    pub definitions: usize,
+    /// The definition bound; None when none.
+    pub bound: Option<Candidate>,
+    /// Its identity: (source file, copy in it), when known.
+    pub identity: Option<(String, usize)>,
+    /// Against the built-for kernel: `same`, `moved`, `gone`, `unproven`; None when not
+    /// compared.
+    pub as_built: Option<String>,
+    /// What `as_built` says, in words.
+    pub as_built_detail: Option<String>,
+}
+
+impl From<klpsym::Binding> for Binding {
+    fn from(b: klpsym::Binding) -> Binding {
+        let detail = b.as_built.as_ref().map(|a| match a {
+            klpsym::AsBuilt::Same => "the definition it was built for".to_string(),
+            klpsym::AsBuilt::Moved {
+                built_for,
+                intended_position,
+            } => format!("built for {built_for}, which is position {intended_position} here"),
+            klpsym::AsBuilt::Gone { built_for } => {
+                format!("built for {built_for}, which this kernel does not have")
+            }
+            klpsym::AsBuilt::Unproven { why } => why.clone(),
+        });
+        Binding {
+            source: kind_name(&b.source),
+            object: b.object,
+            name: b.name,
+            sympos: b.sympos,
+            definitions: b.definitions,
+            bound: b.bound.map(Candidate::from),
+            identity: b.identity.map(|i| (i.file, i.rank)),
+            as_built: b.as_built.as_ref().map(kind_name),
+            as_built_detail: detail,
+        }
+    }
+}
+
+#[pymethods]
+impl Binding {
+    fn __repr__(&self) -> String {
+        format!(
+            "<Binding {}:{},{} -> {}{}>",
+            self.object,
+            self.name,
+            self.sympos,
+            self.identity
+                .as_ref()
+                .map_or("?".to_string(), |(f, r)| if *r == 1 {
+                    f.clone()
+                } else {
+                    format!("{f} (copy {r})")
+                }),
+            self.as_built
+                .as_ref()
+                .map_or(String::new(), |a| format!(" {a}"))
+        )
+    }
+}
+
+/// One kernel's answer for a patch.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct CheckResult {
+    /// The kernel's source.
+    pub kernel: String,
+    /// `accepted`, `unverified`, `binds_another_definition`, `refused_at_load`,
+    /// `refused_when_module_loads`, `ordinary_module`.
+    pub verdict: String,
+    /// The errno of a refused load.
+    pub errno: Option<i32>,
+    /// What was not checked (a reason the verdict is `unverified`).
+    pub unchecked: Vec<String>,
+    /// Every problem, in the kernel's order.
+    pub problems: Vec<Problem>,
+    /// The lines the kernel prints, in order.
+    pub kernel_log: Vec<String>,
+    /// What every symbol binds.
+    pub bindings: Vec<Binding>,
+    /// The module loader's checks: (check, status, detail).
+    pub loader_checks: Vec<(String, String, String)>,
+    /// The report as JSON (docs/json.md's `results` element).
+    pub json: String,
+    /// The report as `klpsym check` prints it.
+    pub text: String,
+}
+
+impl From<klpsym::KernelCheck> for CheckResult {
+    fn from(r: klpsym::KernelCheck) -> CheckResult {
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        let mut text = Vec::new();
+        let _ =
+            klpsym::render::check_report(&mut text, &r, false, false, &mut klpsym::Resched::none());
+        let rep = &r.report;
+        CheckResult {
+            kernel: r.kernel.clone(),
+            verdict: kind_name(&rep.verdict.kind),
+            errno: rep.verdict.errno,
+            unchecked: r.unchecked.iter().map(ToString::to_string).collect(),
+            problems: rep
+                .problems
+                .iter()
+                .map(|p| Problem {
+                    kind: kind_name(&p.kind),
+                    stage: match &p.stage {
+                        klpsym::Stage::ModuleLoad => "module_load".into(),
+                        klpsym::Stage::PatchEnable => "patch_enable".into(),
+                        klpsym::Stage::ModuleComing { .. } => "module_coming".into(),
+                    },
+                    module: match &p.stage {
+                        klpsym::Stage::ModuleComing { module } => Some(module.clone()),
+                        _ => None,
+                    },
+                    log: p.log.clone(),
+                    errno: p.errno,
+                    reached: p.reached,
+                    symbol: p.symbol.clone(),
+                    hint: p.hint.clone(),
+                    candidates: p.candidates.iter().cloned().map(Candidate::from).collect(),
+                })
+                .collect(),
+            kernel_log: rep.kernel_log.iter().map(|l| l.line.clone()).collect(),
+            loader_checks: rep
+                .loader_checks
+                .iter()
+                .map(|c| (c.check.to_string(), kind_name(&c.status), c.detail.clone()))
+                .collect(),
+            bindings: r.bindings.into_iter().map(Binding::from).collect(),
+            json,
+            text: String::from_utf8_lossy(&text).into_owned(),
+        }
+    }
+}
+
+#[pymethods]
+impl CheckResult {
+    /// True when the kernel refuses the patch (at load or when a module loads).
+    #[getter]
+    fn refused(&self) -> bool {
+        self.verdict.starts_with("refused")
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<CheckResult {} on {}>", self.verdict, self.kernel)
+    }
+}
+
+/// A kernel that could not be opened or checked.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct Failure {
+    /// The kernel's source.
+    pub kernel: String,
+    /// Why.
+    pub error: String,
+}
+
+impl From<klpsym::KernelFailure> for Failure {
+    fn from(f: klpsym::KernelFailure) -> Failure {
+        Failure {
+            kernel: f.kernel,
+            error: f.error,
+        }
+    }
+}
+
+#[pymethods]
+impl Failure {
+    fn __repr__(&self) -> String {
+        format!("<Failure {}: {}>", self.kernel, self.error)
+    }
+}
+
+/// A patch checked on several kernels.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct CheckRun {
+    /// One CheckResult per kernel checked.
+    pub results: Vec<Py<CheckResult>>,
+    /// The kernels that could not be checked.
+    pub failed: Vec<Py<Failure>>,
+}
+
+impl From<klpsym::CheckRun> for CheckRun {
+    fn from(r: klpsym::CheckRun) -> CheckRun {
+        Python::attach(|py| CheckRun {
+            results: r
+                .results
+                .into_iter()
+                .filter_map(|c| Py::new(py, CheckResult::from(c)).ok())
+                .collect(),
+            failed: r
+                .failed
+                .into_iter()
+                .filter_map(|f| Py::new(py, Failure::from(f)).ok())
+                .collect(),
+        })
+    }
+}
+
+#[pymethods]
+impl CheckRun {
+    fn __repr__(&self) -> String {
+        format!(
+            "<CheckRun {} checked, {} failed>",
+            self.results.len(),
+            self.failed.len()
+        )
+    }
+}
+
+/// One definition's place on two builds.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct DriftRow {
+    /// (source file, copy in it), when known.
+    pub identity: Option<(String, usize)>,
+    /// Its position on the first build.
+    pub from_position: Option<u64>,
+    /// Its position on the second.
+    pub to_position: Option<u64>,
+    /// `same`, `moved`, `gone`, `new`, `unknown`.
+    pub status: String,
+}
+
+/// A name's definitions on two builds.
+#[pyclass(module = "klpsym", frozen, get_all)]
+pub struct Drift {
+    /// The name.
+    pub name: String,
+    /// The object.
+    pub object: String,
+    /// Each definition of either build once.
+    pub rows: Vec<Py<DriftRow>>,
+    /// True when a position binds another definition, or none, on the second build.
+    pub moved: bool,
+}
+
+impl From<klpsym::Drift> for Drift {
+    fn from(d: klpsym::Drift) -> Drift {
+        let moved = d.moved();
+        Python::attach(|py| Drift {
+            name: d.name,
+            object: d.object,
+            moved,
+            rows: d
+                .rows
+                .into_iter()
+                .filter_map(|r| {
+                    Py::new(
+                        py,
+                        DriftRow {
+                            identity: r.identity.map(|i| (i.file, i.rank)),
+                            from_position: r.from_position,
+                            to_position: r.to_position,
+                            status: kind_name(&r.status),
+                        },
+                    )
+                    .ok()
+                })
+                .collect(),
+        })
+    }
+}
+
+#[pymethods]
+impl Drift {
+    fn __repr__(&self) -> String {
+        format!(
+            "<Drift {} in {}: {} rows{}>",
+            self.name,
+            self.object,
+            self.rows.len(),
+            if self.moved { ", moved" } else { "" }
+        )
+    }
+}
+
+#[pymethods]
+impl DriftRow {
+    fn __repr__(&self) -> String {
+        format!(
+            "<DriftRow {} {:?} -> {:?}>",
+            self.status, self.from_position, self.to_position
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Candidate>()?;
+    m.add_class::<Lookup>()?;
+    m.add_class::<NameMatch>()?;
+    m.add_class::<Symbol>()?;
+    m.add_class::<Problem>()?;
+    m.add_class::<Binding>()?;
+    m.add_class::<CheckResult>()?;
+    m.add_class::<Failure>()?;
+    m.add_class::<CheckRun>()?;
+    m.add_class::<Drift>()?;
+    m.add_class::<DriftRow>()?;
+    Ok(())
+}

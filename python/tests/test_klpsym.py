@@ -1,0 +1,137 @@
+"""klpsym from Python: the library's answers as Python objects, held to the command's on the
+lab's Debian packages (scripts/test.sh runs this suite with KLPSYM_TEST_* set)."""
+
+import signal
+import threading
+import time
+
+import pytest
+
+import klpsym
+from conftest import cli, lab
+
+
+def test_a_kallsyms_file_answers_like_the_kernel(sample):
+    k = klpsym.open(sample, no_cache=True)
+    assert len(k) == 10 and k.kind == "kallsyms"
+    defs = k.sympos("init_once")
+    assert [c.position for c in defs] == [1, 2, 3, 1]
+    assert [c.object for c in defs] == ["vmlinux"] * 3 + ["nf_tables"]
+    assert defs[0].address == 0xFFFFFFFF81000100 and isinstance(defs[0].address, int)
+    a = k.lookup("init_once")
+    assert a.verdict == klpsym.AMBIGUOUS and not a
+    assert a.message == "livepatch: unresolvable ambiguity for symbol 'init_once' in object '(null)'"
+    b = k.lookup("init_once", sympos=2)
+    assert b and b.address == 0xFFFFFFFF81000200 and b.position == 2
+    c = k.lookup("init_once", sympos=4)
+    assert c.verdict == klpsym.POSITION_NOT_FOUND
+    s = k.symbolize(0xFFFFFFFF81000144)
+    assert (s.name, s.offset, s.size, s.module) == ("do_thing", 4, 0xC0, None)
+    assert str(s) == "do_thing+0x4/0xc0" == k.describe(0xFFFFFFFF81000144)
+    m = k.symbolize(0xFFFFFFFFC0000044)
+    assert m.module == "nf_tables" and m.text == "nft_do_chain+0x4/0x40 [nf_tables]"
+    assert k.symbolize(0x10) is None and k.describe(0x10) == "0x10"
+    assert k.resolve("do_thing", 8) == [0xFFFFFFFF81000148]
+    names = k.search("init_*")
+    assert names[0].name == "init_once" and names[0].count == 4
+    assert "Candidate 1 0xffffffff81000100 vmlinux" in repr(defs[0])
+
+
+def test_errors_are_exceptions_by_kind(sample, tmp_path):
+    with pytest.raises(klpsym.NotFoundError):
+        klpsym.open(tmp_path / "no-such-kernel", no_cache=True)
+    bad = tmp_path / "bad"
+    bad.write_text("not hex T name\n")
+    with pytest.raises(klpsym.BadInputError) as e:
+        klpsym.open(bad, no_cache=True)
+    assert "line 1" in str(e.value)
+    assert issubclass(klpsym.BadInputError, klpsym.Error)
+    k = klpsym.open(sample, no_cache=True)
+    with pytest.raises(klpsym.Error):
+        k.search("[")
+    with pytest.raises(klpsym.NotFoundError):
+        k.resolve("no_such_symbol")
+
+
+def test_a_batch_symbolizes_as_the_single_calls_do(sample):
+    k = klpsym.open(sample, no_cache=True)
+    addrs = [0xFFFFFFFF81000000 + i * 7 for i in range(200)] + [0x10]
+    batch = k.symbolize_batch(addrs)
+    one = [k.symbolize(a) for a in addrs]
+    assert [b and b.text for b in batch] == [o and o.text for o in one]
+
+
+def test_a_lab_package_gives_the_commands_answers():
+    image = lab("KLPSYM_TEST_IMAGE_DEB")
+    k = klpsym.open(image)
+    want = cli("sympos", "init_once", "-k", image)["results"][0]["candidates"]
+    got = k.sympos("init_once")
+    assert [(c.position, hex(c.address), c.type, c.object) for c in got] == [
+        (w["position"], hex(int(w["address"], 16)), w["type"], w["object"]) for w in want
+    ]
+    for c in got:
+        want = cli("addr", hex(c.address + 1), "-k", image)["results"][0]["addresses"][0]["text"]
+        assert k.describe(c.address + 1) == want
+
+
+def test_a_check_gives_the_verdict_lines_and_bindings_with_files():
+    image, dbg = lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_DBG_DEB")
+    lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")
+    kernels, failed, notes = klpsym.open_all([image, dbg])
+    assert len(kernels) == 1 and not failed
+    patch = klpsym.Patch(f"{lp}/unique/klp_unique.ko")
+    assert patch.objects == ["vmlinux"]
+    run = klpsym.check(patch, kernels)
+    (r,) = run.results
+    want = cli("check", patch.path, "-k", image, "-k", dbg)["results"][0]
+    assert r.verdict == want["report"]["verdict"]["kind"] == klpsym.ACCEPTED
+    assert r.kernel_log == [l["line"] for l in want["report"]["kernel_log"]]
+    (b,) = [b for b in r.bindings if b.name == "cmdline_proc_show"]
+    assert b.identity == ("fs/proc/cmdline.c", 1) and b.as_built == klpsym.SAME
+    assert "ACCEPTED" in r.text
+    # A refused one: the kernel's own lines.
+    bad = klpsym.check(klpsym.Patch(f"{lp}/ambiguous/klp_ambiguous.ko"), kernels).results[0]
+    assert bad.refused and bad.verdict == klpsym.REFUSED_AT_LOAD
+    reached = [p for p in bad.problems if p.reached]
+    assert reached[0].kind == "ambiguous" and reached[0].log[0].startswith("livepatch: unresolvable ambiguity")
+
+
+def test_a_fleet_iterates_kernels_and_failures(tmp_path):
+    image = lab("KLPSYM_TEST_IMAGE_DEB")
+    lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")
+    (tmp_path / "k.deb").symlink_to(image)
+    (tmp_path / "linux-image-0-broken_0_amd64.deb").write_bytes(open(image, "rb").read(50000))
+    (tmp_path / "NOTES.txt").write_text("fleet notes\n")
+    patch = klpsym.Patch(f"{lp}/unique/klp_unique.ko")
+    items = list(klpsym.fleet(patch, [tmp_path], jobs=2))
+    checked = [i for i in items if isinstance(i, klpsym.CheckResult)]
+    failed = [i for i in items if isinstance(i, klpsym.Failure)]
+    assert len(checked) == 1 and len(failed) == 1
+    assert checked[0].verdict in (klpsym.ACCEPTED, klpsym.UNVERIFIED)
+
+
+def test_drift_between_two_forms_of_one_build_is_all_same():
+    vmlinux, dbg = lab("KLPSYM_TEST_VMLINUX"), lab("KLPSYM_TEST_DBG_DEB")
+    a = klpsym.open(vmlinux)
+    b = klpsym.open(dbg)
+    d = klpsym.drift(a, b, "init_once")
+    assert not d.moved and {r.status for r in d.rows} == {klpsym.SAME}
+
+
+def test_ctrl_c_interrupts_long_work_without_the_gil():
+    image = lab("KLPSYM_TEST_IMAGE_DEB")
+
+    def interrupt():
+        time.sleep(0.05)
+        signal.raise_signal(signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        klpsym.open(image, no_cache=True)
+        # Opened before the signal: keep the main thread busy in klpsym until it comes.
+        while True:
+            klpsym.open(image, no_cache=True)
+    t.join()
+    assert time.monotonic() - t0 < 10
