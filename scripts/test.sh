@@ -142,6 +142,11 @@ if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 	echo "== the library's five example programs against the lab's packages" >&2
 	bash scripts/check-examples.sh "$KLPSYM_TEST_IMAGE_DEB" "$KLPSYM_TEST_DBG_DEB" "$KLPSYM_TEST_VMLINUX" \
 		"$KLPSYM_TEST_LIVEPATCH_DIR" || summary 1
+	echo "== the fleet workflow (.github/workflows/fleet.yml), its steps run as shell" >&2
+	fleet_dir="$(mktemp -d)"
+	ln -s "$KLPSYM_TEST_IMAGE_DEB" "$KLPSYM_TEST_DBG_DEB" "$fleet_dir/"
+	bash scripts/check-workflow.sh "$KLPSYM_TEST_LIVEPATCH_DIR/unique/klp_unique.ko" "$fleet_dir" || summary 1
+	rm -rf "$fleet_dir"
 	echo "== the Python package: pip install in a fresh virtualenv, its pytest suite" >&2
 	KLPSYM_PY_PROFILE=ci bash scripts/check-python.sh || summary 1
 	echo "== klpsym as a Debian package: built, installed with dpkg -i, used" >&2
