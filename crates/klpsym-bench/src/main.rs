@@ -6,6 +6,7 @@
 //! - `sweep`: the CPU cost of reschedule points per interval (the default's justification).
 
 mod bound;
+mod calls;
 mod job;
 mod latency;
 mod names;
@@ -117,6 +118,22 @@ enum Cmd {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// The calls the Python package's benchmark makes (python/bench.py), through the Rust
+    /// library: a batch of addresses symbolized, a patch checked.
+    Calls {
+        /// Kernel source (an image, a package...).
+        #[arg(long)]
+        kernel: PathBuf,
+        /// A livepatch module to check.
+        #[arg(long)]
+        patch: PathBuf,
+        /// Addresses in the batch.
+        #[arg(long, default_value_t = 100_000)]
+        addresses: usize,
+        /// Rounds.
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+    },
     /// The CPU cost of reschedule points per interval (10-200 µs): the measurement behind the
     /// default interval.
     Sweep {
@@ -188,6 +205,12 @@ fn main() -> std::process::ExitCode {
             reps,
         } => names::run(&kernel, missing, reps),
         Cmd::Sweep { kernel, runs } => bound::sweep(&kernel, runs),
+        Cmd::Calls {
+            kernel,
+            patch,
+            addresses,
+            runs,
+        } => calls::run(&kernel, &patch, addresses, runs),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,
