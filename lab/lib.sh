@@ -193,3 +193,14 @@ in_toolchain() {
 		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C "$@"
 	' in_toolchain "$root" "$(realpath "$LAB_CACHE")" "$@"
 }
+
+# lab_module_cat FILE: a module's ELF bytes on stdout, whether the package ships it plain
+# (.ko) or compressed (.ko.xz, .ko.zst, .ko.gz).
+lab_module_cat() {
+	case "$1" in
+	*.xz) xz -dc "$1" ;;
+	*.zst) zstd -dc "$1" ;;
+	*.gz) gzip -dc "$1" ;;
+	*) cat "$1" ;;
+	esac
+}

@@ -114,6 +114,18 @@ prepare_case() {
 			return 1
 		fi
 	done < <(conf_get "$conf" requires_symbol)
+	# requires_module_symbol=MODULE:NAME: a case about one symbol of a module of the package
+	# (a compiler-made .cold part, which another compiler may not split out), judged by the
+	# module's own symbol table.
+	while IFS= read -r req; do
+		[ -n "$req" ] || continue
+		local mname="${req%%:*}" sname="${req#*:}" mfile
+		mfile="$(find "$MODULES_DIR" \( -name "$mname.ko" -o -name "$mname.ko.xz" -o -name "$mname.ko.zst" -o -name "$mname.ko.gz" \) | head -n 1)"
+		if [ -z "$mfile" ] || ! lab_module_cat "$mfile" | nm - 2>/dev/null | awk -v n="$sname" '$3 == n { found = 1 } END { exit !found }'; then
+			printf 'case=%s\npatch=%s\nskipped=not applicable: %s has no %s in %s\n' "$c" "$patch" "$KERNEL_RELEASE" "$sname" "$mname" >"$out/oracle.txt"
+			return 1
+		fi
+	done < <(conf_get "$conf" requires_module_symbol)
 	# load_on=SUITE...: a case about two builds of one series runs on their kernels only.
 	local load_on built_for flags=0
 	load_on="$(conf_get "$conf" load_on)"

@@ -42,13 +42,28 @@ fn klpsym_texts(
     addrs: &[String],
     return_addresses: bool,
 ) -> Vec<String> {
+    klpsym_answers(cdir, vmlinuz, "klp_symbolize", addrs, return_addresses)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// `klpsym addr --json` answers for `addrs` with `module` placed from the case's capture:
+/// each as %pS (or %pB) prints it, and as %ps does (the name and module, no offset).
+fn klpsym_answers(
+    cdir: &Path,
+    vmlinuz: &Path,
+    module: &str,
+    addrs: &[String],
+    return_addresses: bool,
+) -> Vec<(String, String)> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_klpsym"));
     cmd.arg("addr")
         .arg("-k")
         .arg(vmlinuz)
         .arg("--modules")
         .arg(cdir);
-    cmd.args(["--loaded", "klp_symbolize", "--place-from"]);
+    cmd.args(["--loaded", module, "--place-from"]);
     cmd.arg(cdir.join("kallsyms-modules.txt")).arg("--json");
     if return_addresses {
         cmd.arg("--return-addresses");
@@ -60,18 +75,103 @@ fn klpsym_texts(
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| match a["text"].as_str() {
-            Some(t) => t.to_string(),
-            None => {
-                let n = u64::from_str_radix(
-                    a["address"].as_str().unwrap().trim_start_matches("0x"),
-                    16,
-                )
-                .unwrap();
-                format!("{n:#x}")
-            }
+        .map(|a| {
+            let n =
+                u64::from_str_radix(a["address"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            let number = format!("{n:#x}");
+            let text = match (a["found"].as_bool(), a["text"].as_str()) {
+                (Some(true), Some(t)) => t.to_string(),
+                _ => number.clone(),
+            };
+            let no_offset = match (a["found"].as_bool(), a["symbol"].as_str()) {
+                (Some(true), Some(sym)) => match a["module"].as_str() {
+                    Some(m) => format!("{sym} [{m}]"),
+                    None => sym.to_string(),
+                },
+                _ => number,
+            };
+            (text, no_offset)
         })
         .collect()
+}
+
+/// (address, %pS, %pB, %ps) of each `out=KLPSYM` line with four columns.
+fn kernel_lines4(oracle: &str) -> Vec<[String; 4]> {
+    oracle
+        .lines()
+        .filter_map(|l| l.strip_prefix("out=KLPSYM "))
+        .filter_map(|l| {
+            let mut words: Vec<String> = Vec::new();
+            for w in l.split_whitespace() {
+                match words.last_mut() {
+                    Some(prev) if w.starts_with('[') => {
+                        prev.push(' ');
+                        prev.push_str(w);
+                    }
+                    _ => words.push(w.to_string()),
+                }
+            }
+            <[String; 4]>::try_from(words).ok()
+        })
+        .collect()
+}
+
+/// The module's own addresses of every class (text, its end, rodata, data, bss,
+/// `__this_module`, section starts, the end of its core) and vmlinux data of each type, below
+/// `_text` and past `_end`: `klpsym addr` prints what the kernel's `%pS`, `%pB` and `%ps`
+/// printed for each (case symbolize-module). The init function's own lines, printed while
+/// its init ran, are held to klpsym's number and left out of the count: after init the
+/// kernel frees that memory, and nothing a user has afterwards places it.
+#[test]
+fn addr_prints_what_the_kernels_percent_ps_print_for_a_modules_every_class() {
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    for k in livepatch_kernels() {
+        let cdir = k.path("LIVEPATCH_DIR").join("symbolize-module");
+        let oracle = std::fs::read_to_string(cdir.join("oracle.txt"))
+            .unwrap_or_else(|e| panic!("{}: symbolize-module: {e}", k.name));
+        let module = "klp_symbolize_module";
+        let init_fn = "klp_symmod_init_probe";
+        let lines: Vec<[String; 4]> = kernel_lines4(&oracle)
+            .into_iter()
+            .filter(|l| !l[1].starts_with(init_fn))
+            .collect();
+        for class in [
+            "klp_symmod_text",
+            "klp_symmod_ro",
+            "klp_symmod_data",
+            "klp_symmod_bss",
+            "__this_module",
+        ] {
+            if !lines.iter().any(|l| l[1].starts_with(&format!("{class}+"))) {
+                failures.push(format!("{}: the guest printed no line for {class}", k.name));
+            }
+        }
+        let addrs: Vec<String> = lines.iter().map(|l| l[0].clone()).collect();
+        let ps = klpsym_answers(&cdir, &k.path("VMLINUZ"), module, &addrs, false);
+        let pb = klpsym_answers(&cdir, &k.path("VMLINUZ"), module, &addrs, true);
+        for (i, l) in lines.iter().enumerate() {
+            for (what, want, got) in [
+                ("%pS", &l[1], &ps[i].0),
+                ("%pB", &l[2], &pb[i].0),
+                ("%ps", &l[3], &ps[i].1),
+            ] {
+                if want != got {
+                    failures.push(format!("{}: {}: {what} {want}, klpsym {got}", k.name, l[0]));
+                }
+            }
+            judged += 3;
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} differ:\n{}", failures.len(), failures.join("\n"));
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip("module %pS", "no lab kernel ran the livepatch oracle");
+    } else {
+        eprintln!("{judged} %pS/%pB/%ps strings of module and vmlinux addresses printed the same by klpsym addr");
+    }
 }
 
 #[test]

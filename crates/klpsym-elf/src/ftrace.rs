@@ -100,3 +100,98 @@ mod tests {
         );
     }
 }
+
+/// Whether a module's function has an ftrace call site, as `ftrace_location()` looks for one:
+/// `at_start`, a call covering the symbol's first byte (`site <= start < site + 5`: every
+/// version); `within`, a call anywhere from its start to the next symbol of its section (5.18+,
+/// which also finds `call __fentry__` after an `endbr64`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SiteFacts {
+    /// A call site covers the first byte.
+    pub at_start: bool,
+    /// A call site lies between the first byte and the next symbol of the section.
+    pub within: bool,
+}
+
+/// The call sites of an x86_64 module (`__mcount_loc`'s relocations: section, offset), or
+/// `None` when the object is not one this models (another machine). A module without
+/// `__mcount_loc` has no site (built without `-pg -mfentry`, or nothing traceable).
+pub(crate) fn module_sites(raw: &crate::raw::RawElf<'_>) -> Option<Vec<(u32, u64)>> {
+    use crate::raw::EM_X86_64;
+    if raw.machine != EM_X86_64 || !raw.is_64 || !raw.little_endian {
+        return None;
+    }
+    if !raw.sections.iter().any(|s| s.name == "__mcount_loc") {
+        return Some(Vec::new());
+    }
+    const SHT_RELA: u32 = 4;
+    const R_X86_64_64: u32 = 1;
+    let mut sites = Vec::new();
+    for s in &raw.sections {
+        if s.sh_type != SHT_RELA || s.name != ".rela__mcount_loc" {
+            continue;
+        }
+        let Some(data) = s.data else { continue };
+        for e in data.chunks_exact(24) {
+            let info = u64::from_le_bytes(e[8..16].try_into().ok()?);
+            let addend = i64::from_le_bytes(e[16..24].try_into().ok()?);
+            let (sym, typ) = ((info >> 32) as usize, info as u32);
+            if typ != R_X86_64_64 {
+                continue;
+            }
+            let Some(target) = raw.symbols.get(sym) else {
+                continue;
+            };
+            let Some(section) = target.section else {
+                continue;
+            };
+            let at = target.value.wrapping_add(addend as u64);
+            sites.push((section, at));
+        }
+    }
+    sites.sort_unstable();
+    Some(sites)
+}
+
+/// [`SiteFacts`] of every entry of `entries` (a module's kallsyms lines, section-relative),
+/// from its call sites: the extent of a symbol runs to the next entry of its section, else to
+/// the section's end (`sizes`: section index -> size).
+pub(crate) fn site_facts(
+    entries: &crate::symbol::KallsymTable,
+    sites: &[(u32, u64)],
+    sizes: &dyn Fn(u32) -> u64,
+) -> Vec<SiteFacts> {
+    const MCOUNT_INSN_SIZE: u64 = 5;
+    // Each section's entry starts, sorted: the next symbol bounds an extent.
+    let mut starts: Vec<(u32, u64)> = entries
+        .iter()
+        .filter_map(|e| Some((e.section_index?, e.addr)))
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let any = |sec: u32, lo: u64, hi: u64| {
+        let from = sites.partition_point(|&(s, a)| (s, a) < (sec, lo));
+        sites[from..]
+            .iter()
+            .take_while(|&&(s, a)| s == sec && a <= hi)
+            .next()
+            .is_some()
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let Some(sec) = e.section_index else {
+                return SiteFacts::default();
+            };
+            let start = e.addr;
+            let next = starts
+                .get(starts.partition_point(|&(s, a)| (s, a) <= (sec, start)))
+                .filter(|&&(s, _)| s == sec)
+                .map_or(sizes(sec), |&(_, a)| a);
+            SiteFacts {
+                at_start: any(sec, start.saturating_sub(MCOUNT_INSN_SIZE - 1), start),
+                within: next > start && any(sec, start, next - 1),
+            }
+        })
+        .collect()
+}

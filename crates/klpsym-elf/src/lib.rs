@@ -17,6 +17,7 @@ mod ftrace;
 mod identity;
 mod layout;
 mod module;
+mod module_layout;
 mod names;
 mod nm;
 mod place;
@@ -27,13 +28,14 @@ mod vmlinux;
 pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
-pub use ftrace::mcount_sites;
+pub use ftrace::{mcount_sites, SiteFacts};
 pub use identity::{build_id_from_notes, vmlinux_crcs};
 pub use layout::layout_core_sections;
 pub use module::{
     module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with, ModuleOptions,
     ModuleSection, ModuleSymbols,
 };
+pub use module_layout::{is_mapping_symbol, module_layout, ModuleLayout};
 pub use place::{place_at_bases, place_module, section_bases};
 pub use raw::{NameBudget, NamesTooLarge};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};

@@ -56,6 +56,12 @@ pub struct ModuleSymbols {
     pub loading_order: Vec<u32>,
     /// Section headers the entries refer to (index -> facts), for placement.
     pub sections: Vec<ModuleSection>,
+    /// For each entry of `entries`, whether it has an ftrace call site (`__mcount_loc`), as
+    /// livepatch needs to redirect a function; `None` where this is not modelled (not
+    /// x86_64).
+    pub ftrace: Option<Vec<crate::ftrace::SiteFacts>>,
+    /// The GNU build id (`.note.gnu.build-id`, lower-case hex), when the object has one.
+    pub build_id: Option<String>,
 }
 
 impl ModuleSymbols {
@@ -67,6 +73,9 @@ impl ModuleSymbols {
         free_with_points(self.modinfo, resched)?;
         free_with_points(self.depends, resched)?;
         free_with_points(self.loading_order, resched)?;
+        if let Some(f) = self.ftrace {
+            free_with_points(f, resched)?;
+        }
         free_with_points(self.sections, resched)
     }
 }
@@ -290,12 +299,20 @@ fn module_from_raw(
         });
     }
     let loading_symbols = raw.symbols.iter().filter(|s| s.shndx != SHN_UNDEF).count() as u32;
+    let entries = entries.finish();
+    let ftrace = crate::ftrace::module_sites(raw).map(|sites| {
+        let size = |i: u32| raw.sections.get(i as usize).map_or(0, |s| s.size);
+        crate::ftrace::site_facts(&entries, &sites, &size)
+    });
+    let build_id = build_id_note(raw);
     Ok(ModuleSymbols {
+        build_id,
         name,
         machine: raw.machine,
         loading_symbols,
         loading_order,
-        entries: entries.finish(),
+        entries,
+        ftrace,
         vermagic,
         depends: depends
             .map(|d| {
@@ -308,6 +325,30 @@ fn module_from_raw(
         modinfo,
         sections,
     })
+}
+
+/// The GNU build id of `.note.gnu.build-id` (namesz, descsz, type 3, "GNU\0", the id).
+fn build_id_note(raw: &RawElf<'_>) -> Option<String> {
+    let data = raw
+        .sections
+        .iter()
+        .find(|s| s.name == ".note.gnu.build-id")?
+        .data?;
+    let u32_at = |at: usize| -> Option<u32> {
+        let b: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
+        Some(if raw.little_endian {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    let (namesz, descsz, typ) = (u32_at(0)? as usize, u32_at(4)? as usize, u32_at(8)?);
+    if typ != 3 || data.get(12..12 + namesz)? != b"GNU\0" {
+        return None;
+    }
+    let at = 12 + namesz.div_ceil(4) * 4;
+    let id = data.get(at..at.checked_add(descsz)?)?;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The first section named `name` that has SHF_ALLOC.

@@ -230,6 +230,7 @@ impl Cache {
             debug: None,
             lines: entry_meta.lines.map(std::sync::Arc::new),
             elf: None,
+            module_layouts: Vec::new(),
             package: entry_meta.package.map(|p| PackageParts {
                 packages: p.packages,
                 release: p.release,

@@ -73,6 +73,7 @@ impl LoadedKernel {
             lines: None,
             cached: None,
             elf: None,
+            module_layouts: Vec::new(),
         }
     }
 }

@@ -54,7 +54,10 @@ pub use loaded::{
     is_live, ElfBytes, FtraceSites, LoadedKernel, PackageParts, SourceFacts, SourceKind,
     StructFact, BTF_STRUCTS, DEFAULT_SOURCE,
 };
-pub use modules::{compose, load_module_file, LoadedSpec, ModuleFile, ModuleTree, Placement};
+pub use modules::{
+    compose, compose_with_layouts, load_module_file, Composed, LoadedSpec, ModuleFile, ModuleTree,
+    Placement,
+};
 pub use options::{is_debug_package, LoadOptions};
 pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
 pub use package::{is_package, load_packages, PackageKernel};

@@ -192,6 +192,9 @@ pub struct LoadedKernel {
     /// or a -dbg package's, mapped from the private temporary file it was copied or streamed
     /// to): declaration lines are read from it later without reading the source again.
     pub elf: Option<ElfBytes>,
+    /// Where each module placed from its `.ko` lies in memory, as its kernel's loader laid it
+    /// out (for `%pS`).
+    pub module_layouts: Vec<(String, klpsym_elf::ModuleLayout)>,
 }
 
 /// A vmlinux's bytes, mapped or in memory.

@@ -423,6 +423,24 @@ pub fn compose(
     opts: &LoadOptions,
     resched: &mut Resched,
 ) -> Result<SymbolTable, LoadError> {
+    Ok(compose_with_layouts(base, tree, loaded, placement, None, opts, resched)?.0)
+}
+
+/// What [`compose_with_layouts`] makes: the table, and where each placed module's memory is.
+pub type Composed = (SymbolTable, Vec<(String, klpsym_elf::ModuleLayout)>);
+
+/// [`compose`], and for each module placed from its `.ko`, its layout as the loader of a
+/// kernel of `version` laid it out (`None`: not computed), for `%pS`.
+pub fn compose_with_layouts(
+    base: &SymbolTable,
+    tree: Option<&ModuleTree>,
+    loaded: &[String],
+    placement: Placement<'_>,
+    version: Option<(u32, u32)>,
+    opts: &LoadOptions,
+    resched: &mut Resched,
+) -> Result<Composed, LoadError> {
+    let mut layouts = Vec::new();
     let mut b = SymbolTableBuilder::with_capacity(base.len(), base.len() * 24);
     b.set_addr_width(base.addr_width());
     let push_object = |b: &mut SymbolTableBuilder,
@@ -485,6 +503,10 @@ pub fn compose(
                 )
             }
         };
+        if let (Some(a), Some(v)) = (&addrs, version) {
+            let bases = klpsym_elf::section_bases(&m, a);
+            layouts.push((m.name.clone(), klpsym_elf::module_layout(&m, &bases, v)));
+        }
         let oid = b.object(&m.name, ObjectKind::Module);
         b.set_unplaced(oid, addrs.is_none());
         for (i, e) in m.entries.iter().enumerate() {
@@ -502,7 +524,7 @@ pub fn compose(
             push_object(&mut b, ObjectId(i as u32), resched)?;
         }
     }
-    Ok(b.build())
+    Ok((b.build(), layouts))
 }
 
 #[cfg(test)]

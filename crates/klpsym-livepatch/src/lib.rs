@@ -56,4 +56,4 @@ pub use report::{
     errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
     ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind, RelocationReport, Stage,
 };
-pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, Target};
+pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, ModuleFtrace, Target};

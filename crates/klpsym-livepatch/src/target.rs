@@ -74,6 +74,21 @@ pub struct Target<'a> {
     /// `mcount_sites`), where `klp_patch_func()` attaches; `None`: unknown, so functions are
     /// not checked for one.
     pub ftrace: Option<Fact<&'a [u64]>>,
+    /// Modules' functions and whether each has an ftrace call site (its own `__mcount_loc`,
+    /// read from its `.ko`): the module's kallsyms names in order, each with its facts; keyed
+    /// like `unplaced_modules`. A module not here is not checked for call sites.
+    pub module_ftrace: BTreeMap<String, ModuleFtrace<'a>>,
+}
+
+/// A module's functions in its kallsyms order, each with whether it has an ftrace call site.
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleFtrace<'a> {
+    /// The names, in the module's kallsyms order.
+    pub names: &'a [String],
+    /// Their call-site facts, one per name.
+    pub sites: &'a [klpsym_elf::SiteFacts],
+    /// The `.ko` they were read from, for the report.
+    pub source: &'a str,
 }
 
 /// A fact about the target and where it was learned (`config-6.1.0-57-amd64`, `vmlinuz
@@ -189,7 +204,15 @@ impl<'a> Target<'a> {
             layouts: None,
             loader: LoaderFacts::default(),
             ftrace: None,
+            module_ftrace: BTreeMap::new(),
         }
+    }
+
+    /// Sets module `name`'s functions' ftrace call sites (see [`Target::module_ftrace`]).
+    pub fn with_module_ftrace(mut self, name: &str, facts: ModuleFtrace<'a>) -> Self {
+        self.module_ftrace
+            .insert(normalize_module_name(name), facts);
+        self
     }
 
     /// Sets vmlinux's ftrace call sites (sorted), learned from `source`.

@@ -78,6 +78,35 @@ impl Fixture {
         });
     }
 
+    /// An `__mcount_loc` section naming the ftrace call sites at `offsets` of `text`, as
+    /// recordmcount/objtool write it in a module built with ftrace (one R_X86_64_64 against
+    /// the section symbol per site).
+    pub fn mcount_sites(&mut self, text: SectionId, offsets: &[u64]) {
+        let loc = self.obj.add_section(
+            Vec::new(),
+            b"__mcount_loc".to_vec(),
+            SectionKind::ReadOnlyData,
+        );
+        self.obj
+            .append_section_data(loc, &vec![0; 8 * offsets.len()], 8);
+        let symbol = self.obj.section_symbol(text);
+        for (i, &at) in offsets.iter().enumerate() {
+            self.obj
+                .add_relocation(
+                    loc,
+                    object::write::Relocation {
+                        offset: 8 * i as u64,
+                        symbol,
+                        addend: at as i64,
+                        flags: object::RelocationFlags::Elf {
+                            r_type: object::elf::R_X86_64_64,
+                        },
+                    },
+                )
+                .expect("relocation");
+        }
+    }
+
     pub fn bytes(&self) -> Vec<u8> {
         self.obj.write().expect("fixture writes")
     }

@@ -16,6 +16,8 @@ use serde::Serialize;
 
 use klpsym_livepatch::{parse_klp_symbol, LivepatchModule};
 
+use std::rc::Rc;
+
 use crate::error::Result;
 use crate::kernel::Kernel;
 use klpsym_core::Candidate;
@@ -168,13 +170,83 @@ fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
     None
 }
 
-/// What each of `wanted` binds on `k`, compared with `built_for`'s when given. Objects in
-/// `unloaded` (their module neither loaded nor given) are not compared: they bind nothing
-/// until they load, and the check already says they are not checked.
+/// The definitions of names on one kernel: vmlinux's and loaded modules' from its table, a
+/// module that is not loaded from its `.ko` (the module tree, or the kernel's packages), read
+/// once per module.
+pub(crate) struct Sources<'k> {
+    kernel: &'k Kernel,
+    modules: std::cell::RefCell<std::collections::HashMap<String, Option<Rc<ModuleDefs>>>>,
+}
+
+/// A module read from its `.ko`: its symbols (unplaced) and its identity.
+pub(crate) struct ModuleDefs {
+    table: klpsym_core::SymbolTable,
+    id: ModuleId,
+}
+
+impl<'k> Sources<'k> {
+    pub(crate) fn new(kernel: &'k Kernel) -> Sources<'k> {
+        Sources {
+            kernel,
+            modules: Default::default(),
+        }
+    }
+
+    /// Module `object`'s `.ko` on this kernel, when the module tree or the packages have it.
+    fn module(&self, object: &str) -> Result<Option<Rc<ModuleDefs>>> {
+        if let Some(m) = self.modules.borrow().get(object) {
+            return Ok(m.clone());
+        }
+        let k = self.kernel;
+        let names = vec![object.to_string()];
+        let found = match k.module_tree_for(&names)? {
+            Some(tree) if tree.file(object).is_some() => {
+                let mut rs = k.opts.resched();
+                let m = tree.load(object, &k.opts.load_options(), &mut rs)?;
+                let id = ModuleId {
+                    file: tree.file(object).map(|f| f.label().display().to_string()),
+                    srcversion: m
+                        .modinfo
+                        .iter()
+                        .find(|(key, _)| key == "srcversion")
+                        .map(|(_, v)| v.clone()),
+                    build_id: m.build_id.clone(),
+                };
+                let table = klpsym_io::module_symbols_table(&m, None)?;
+                Some(Rc::new(ModuleDefs { table, id }))
+            }
+            _ => None,
+        };
+        self.modules
+            .borrow_mut()
+            .insert(object.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// Every definition of `name` in `object`, in kallsyms order.
+    fn definitions(&self, object: &str, name: &str) -> Result<Vec<Candidate>> {
+        let k = self.kernel;
+        if object == "vmlinux" || k.table().object_by_name(object).is_some() {
+            return Ok(k.definitions(name, Some(object)));
+        }
+        let Some(m) = self.module(object)? else {
+            return Ok(Vec::new());
+        };
+        let t = &m.table;
+        let ids: Vec<klpsym_core::SymbolId> = t.by_name(name).map(|s| s.id).collect();
+        Ok(klpsym_core::candidates(t, &ids))
+    }
+}
+
+/// What each of `wanted` binds on `k`, compared with `built_for`'s when given. A module object
+/// binds in the module's own symbols: its table when it is loaded, its `.ko` when not (the
+/// kernel binds there when it loads). Objects in `unloaded` (neither loaded nor given) are
+/// not compared: they bind nothing until they load, and the check already says they are not
+/// checked.
 pub(crate) fn bindings(
-    k: &Kernel,
+    k: &Sources<'_>,
     wanted: &[(BindingSource, String, String, u64)],
-    built_for: Option<&Kernel>,
+    built_for: Option<&Sources<'_>>,
     unloaded: &[String],
 ) -> Result<Vec<Binding>> {
     let mut out = Vec::with_capacity(wanted.len());
@@ -187,7 +259,7 @@ pub(crate) fn bindings(
             None => None,
             Some(_) if bound.is_none() || unloaded.contains(object) => None,
             // One build's table against itself: every position binds what it bound.
-            Some(b) if same_build(k, b) => Some(AsBuilt::Same),
+            Some(b) if same_build(k.kernel, b.kernel) && object == "vmlinux" => Some(AsBuilt::Same),
             Some(b) => Some(compare(b, object, name, *sympos, &defs, bound)?),
         };
         out.push(Binding {
@@ -203,7 +275,7 @@ pub(crate) fn bindings(
     }
     // Declaration lines of the bound definitions, in one pass over the DWARF.
     let mut bound: Vec<Candidate> = out.iter().filter_map(|b| b.bound.clone()).collect();
-    k.add_lines(&mut bound)?;
+    k.kernel.add_lines(&mut bound)?;
     let mut lines = bound.into_iter();
     for b in out.iter_mut().filter(|b| b.bound.is_some()) {
         b.bound = lines.next();
@@ -211,8 +283,108 @@ pub(crate) fn bindings(
     Ok(out)
 }
 
+/// Which build of a module: the `.ko` it was read from, its `srcversion` (modpost's hash of
+/// its sources, when it has one) and its GNU build id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleId {
+    /// The file read.
+    pub file: Option<String>,
+    /// `srcversion` from its `.modinfo`.
+    pub srcversion: Option<String>,
+    /// The GNU build id.
+    pub build_id: Option<String>,
+}
+
+/// How a patch's target module here compares with the one on the kernel it was built for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ModuleAsBuilt {
+    /// The same build (build id), or the same sources (srcversion).
+    Same,
+    /// Other sources: the patch was made for another module (an out-of-tree rebuild, another
+    /// version): what it replaces is not what it was written against.
+    Differs {
+        /// How they differ.
+        why: String,
+    },
+    /// Nothing proves it either way.
+    Unproven {
+        /// Why.
+        why: String,
+    },
+}
+
+/// One module object of a patch: its build here and on the built-for kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleComparison {
+    /// The module.
+    pub object: String,
+    /// Its build on this kernel, when its `.ko` is at hand.
+    pub here: Option<ModuleId>,
+    /// Its build on the built-for kernel, when its `.ko` is at hand.
+    pub built_for: Option<ModuleId>,
+    /// How they compare.
+    pub as_built: ModuleAsBuilt,
+}
+
+impl ModuleComparison {
+    /// True when the sources differ: exit 1, like a binding of another definition.
+    pub fn differs(&self) -> bool {
+        matches!(self.as_built, ModuleAsBuilt::Differs { .. })
+    }
+}
+
+/// Each module object of `objects` here against the built-for kernel: by srcversion when
+/// both have one, else by build id.
+pub(crate) fn compare_modules(
+    k: &Sources<'_>,
+    built_for: &Sources<'_>,
+    objects: &[String],
+    unloaded: &[String],
+) -> Result<Vec<ModuleComparison>> {
+    let mut out = Vec::new();
+    for o in objects {
+        if o == "vmlinux"
+            || unloaded.contains(o)
+            || out.iter().any(|c: &ModuleComparison| &c.object == o)
+        {
+            continue;
+        }
+        let here = k.module(o)?.map(|m| m.id.clone());
+        let there = built_for.module(o)?.map(|m| m.id.clone());
+        let as_built = match (&here, &there) {
+            (None, _) => ModuleAsBuilt::Unproven {
+                why: format!("no {o}.ko at hand for this kernel"),
+            },
+            (_, None) => ModuleAsBuilt::Unproven {
+                why: format!("no {o}.ko at hand for the built-for kernel"),
+            },
+            (Some(h), Some(t)) => match (&h.srcversion, &t.srcversion, &h.build_id, &t.build_id) {
+                (Some(a), Some(b), _, _) if a != b => ModuleAsBuilt::Differs {
+                    why: format!("srcversion {a} here, {b} on the built-for kernel: other sources"),
+                },
+                (Some(_), Some(_), _, _) => ModuleAsBuilt::Same,
+                (_, _, Some(a), Some(b)) if a == b => ModuleAsBuilt::Same,
+                (_, _, Some(a), Some(b)) => ModuleAsBuilt::Unproven {
+                    why: format!("another build (build id {a} here, {b} there) and no srcversion on both to compare their sources"),
+                },
+                _ => ModuleAsBuilt::Unproven {
+                    why: "neither a srcversion nor a build id on both".to_string(),
+                },
+            },
+        };
+        out.push(ModuleComparison {
+            object: o.clone(),
+            here,
+            built_for: there,
+            as_built,
+        });
+    }
+    Ok(out)
+}
+
 /// True when `a` and `b` are one build: the same kernel, or the same GNU build id.
-fn same_build(a: &Kernel, b: &Kernel) -> bool {
+pub(crate) fn same_build(a: &Kernel, b: &Kernel) -> bool {
     std::ptr::eq(a, b)
         || a.path() == b.path()
         || matches!((&a.facts().build_id, &b.facts().build_id), (Some(x), Some(y)) if x == y)
@@ -220,12 +392,12 @@ fn same_build(a: &Kernel, b: &Kernel) -> bool {
 
 /// The name's definitions in the object on `k`, and the index of the one the kernel binds.
 fn bound_on(
-    k: &Kernel,
+    k: &Sources<'_>,
     object: &str,
     name: &str,
     sympos: u64,
 ) -> Result<(Vec<Candidate>, Option<usize>)> {
-    let defs = k.definitions(name, Some(object));
+    let defs = k.definitions(object, name)?;
     // klp_find_object_symbol(): position 0 binds the only definition; N the N-th.
     let bound = match sympos {
         0 if defs.len() == 1 => Some(0),
@@ -236,7 +408,7 @@ fn bound_on(
 }
 
 fn compare(
-    b: &Kernel,
+    b: &Sources<'_>,
     object: &str,
     name: &str,
     sympos: u64,

@@ -73,6 +73,8 @@ pub struct Kernel {
     unsupported: OnceLock<Option<String>>,
     /// The vmlinux addresses `%pS` symbolizes (`is_ksym_addr()`), found once: `[start, end)`.
     pub(crate) ksym_range: OnceLock<Option<(u64, u64)>>,
+    /// The symbols of each module whose layout is known, as `%pS` scans them (made once).
+    pub(crate) module_syms: OnceLock<Vec<Vec<(u64, SymbolId)>>>,
     /// Modules read from the kernel's packages after it was opened without them (a check
     /// that needs them), with the names asked for.
     package_modules: Mutex<Option<(Vec<String>, Arc<ModuleTree>)>>,
@@ -90,6 +92,7 @@ impl Kernel {
             by_default: false,
             unsupported: OnceLock::new(),
             ksym_range: OnceLock::new(),
+            module_syms: OnceLock::new(),
             package_modules: Mutex::new(None),
         }
     }
@@ -329,6 +332,12 @@ impl Kernel {
         self.inner.free_with(resched)?;
         Ok(())
     }
+}
+
+/// `(major, minor)` of a kernel release (`6.1.0-57-amd64`), when it reads as one.
+pub(crate) fn release_version(release: Option<&str>) -> Option<(u32, u32)> {
+    let mut it = release?.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// Why the running kernel hides addresses from this reader: `kallsyms_show_value()`

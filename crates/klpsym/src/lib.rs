@@ -87,7 +87,10 @@ mod symbolize;
 mod target;
 mod trace;
 
-pub use binding::{drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity};
+pub use binding::{
+    drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity, ModuleAsBuilt,
+    ModuleComparison, ModuleId,
+};
 pub use cache::{cache_listing, input_present, CacheListing};
 pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch, Unchecked};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};

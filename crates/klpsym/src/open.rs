@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use klpsym_core::{ObjectId, Resched};
-use klpsym_io::{compose, LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement};
+use klpsym_io::{LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
@@ -275,8 +275,19 @@ fn open_kernels(
             kernel.attach_debug(d, rs)?;
         }
         if !loaded.is_empty() {
+            let version = crate::kernel::release_version(kernel.release().as_deref());
             let k = &mut kernel.inner;
-            k.table = compose(&k.table, tree.as_deref(), loaded, placement, load, rs)?;
+            let (table, layouts) = klpsym_io::compose_with_layouts(
+                &k.table,
+                tree.as_deref(),
+                loaded,
+                placement,
+                version,
+                load,
+                rs,
+            )?;
+            k.table = table;
+            k.module_layouts = layouts;
         }
         prepare(&mut kernel, opts.queries, rs)?;
         if kernel.inner.table.addresses_hidden() {

@@ -218,6 +218,9 @@ impl Kernel {
     /// `_end+0x0/...`, its 6.1 the bare number). Outside it the kernel prints the number
     /// ([`SymbolizeOutcome::OutsideKernel`]), though kallsyms lists symbols past `_end`.
     pub fn symbolize(&self, addr: u64) -> SymbolizeOutcome<'_> {
+        if let Some(o) = self.symbolize_in_module(addr) {
+            return o;
+        }
         let o = self.inner.table.symbolize(addr);
         if let SymbolizeOutcome::Found(s) = &o {
             if s.module.is_none() && s.symbol.object == ObjectId::VMLINUX {
@@ -240,6 +243,14 @@ impl Kernel {
         self.inner
             .table
             .symbolize_batch_with(addrs, &mut out, &mut rs)?;
+        if !self.inner.module_layouts.is_empty() {
+            for (o, &a) in out.iter_mut().zip(addrs) {
+                rs.tick()?;
+                if let Some(m) = self.symbolize_in_module(a) {
+                    *o = m;
+                }
+            }
+        }
         if let Some((start, end)) = self.ksym_range() {
             for (o, &a) in out.iter_mut().zip(addrs) {
                 if let SymbolizeOutcome::Found(s) = o {
@@ -266,6 +277,73 @@ impl Kernel {
             }
             o => o,
         }
+    }
+
+    /// `%pS` of an address in (or past) a module placed from its `.ko`, whose layout is known:
+    /// `find_kallsyms_symbol()`'s answer (kernel/module/kallsyms.c; kernel/module.c in
+    /// 5.10). The best symbol is the highest of the module's at or below the address (the
+    /// first of equal ones in the module's order; empty names and mapping symbols passed
+    /// over); its size runs to the next higher symbol, at most to the end of the module's
+    /// text — also for a data symbol, whose size then wraps around as the kernel's unsigned
+    /// arithmetic does (`__this_module+0x0/0xfffffffffffff000` on 6.1). `None` when the
+    /// address is in no such module (the table answers as before).
+    fn symbolize_in_module(&self, addr: u64) -> Option<SymbolizeOutcome<'_>> {
+        let k = &self.inner;
+        let i = k
+            .module_layouts
+            .iter()
+            .position(|(_, l)| l.contains(addr))?;
+        let layout = &k.module_layouts[i].1;
+        let t = &k.table;
+        let syms = &self.module_symbols()[i];
+        // The best: the highest at or below the address, the first of equal ones.
+        let upto = syms.partition_point(|&(a, _)| a <= addr);
+        let Some(&(best_addr, _)) = upto.checked_sub(1).map(|u| &syms[u]) else {
+            // No symbol at or below: the kernel prints the number.
+            return Some(SymbolizeOutcome::BeforeFirst);
+        };
+        let first = syms.partition_point(|&(a, _)| a < best_addr);
+        let best = t.symbol(syms[first].1);
+        let mut next = layout.text_end_for(addr)?;
+        if let Some(&(a, _)) = syms.get(upto) {
+            next = next.min(a);
+        }
+        Some(SymbolizeOutcome::Found(klpsym_core::Symbolized {
+            symbol: best,
+            offset: addr - best.addr,
+            size: next.wrapping_sub(best.addr),
+            module: Some(t.object_info(best.object).name.as_str()),
+        }))
+    }
+
+    /// For each module of [`klpsym_io::LoadedKernel::module_layouts`], its symbols as
+    /// `find_kallsyms_symbol()` scans them (empty names and mapping symbols left out), sorted
+    /// by address, equal ones in the module's order; made once.
+    fn module_symbols(&self) -> &[Vec<(u64, klpsym_core::SymbolId)>] {
+        self.module_syms.get_or_init(|| {
+            let t = &self.inner.table;
+            let version =
+                crate::kernel::release_version(self.release().as_deref()).unwrap_or((99, 0));
+            self.inner
+                .module_layouts
+                .iter()
+                .map(|(name, _)| {
+                    let Some(oid) = t.object_by_name(name) else {
+                        return Vec::new();
+                    };
+                    let mut v: Vec<(u64, klpsym_core::SymbolId)> = t
+                        .iter()
+                        .filter(|s| s.object == oid)
+                        .filter(|s| {
+                            !s.name.is_empty() && !klpsym_elf::is_mapping_symbol(s.name, version)
+                        })
+                        .map(|s| (s.addr, s.id))
+                        .collect();
+                    v.sort_by_key(|&(a, _)| a);
+                    v
+                })
+                .collect()
+        })
     }
 
     /// `[_stext, _end)` (`_end` included before 5.16), when vmlinux's table names both.

@@ -185,6 +185,8 @@ pub struct TargetFacts<'k> {
     pub tree: Option<Arc<ModuleTree>>,
     /// Tables of the patch's objects whose modules are not loaded.
     pub unplaced: Vec<UnplacedModule>,
+    /// The ftrace call sites of the patch's module objects' functions, from their `.ko`.
+    pub module_ftrace: Vec<ModuleSites>,
     inputs: LoaderInputs<'k>,
     knows_exports: bool,
     /// What was said while gathering.
@@ -226,8 +228,10 @@ impl<'k> TargetFacts<'k> {
         // reference to a module's export into a klp relocation against that module).
         names.dedup();
         let unplaced = unplaced_tables(kernel, tree.as_deref(), &names, rs)?;
+        let module_ftrace = module_ftrace(kernel, tree.as_deref(), objects, rs)?;
         let knows_exports = knows_exports(kernel.table(), rs)?;
         Ok(TargetFacts {
+            module_ftrace,
             kernel,
             rules,
             layouts: layouts.layouts,
@@ -297,6 +301,16 @@ impl<'k> TargetFacts<'k> {
                 .with_loading_symbols(&o.name, o.loading_symbols)
                 .with_loading_order(&o.name, &o.loading_order);
         }
+        for m in &self.module_ftrace {
+            target = target.with_module_ftrace(
+                &m.name,
+                klpsym_livepatch::ModuleFtrace {
+                    names: &m.names,
+                    sites: &m.sites,
+                    source: &m.source,
+                },
+            );
+        }
         for &(i, a) in bases {
             target = target.with_section_base(i, a);
         }
@@ -354,6 +368,53 @@ fn unplaced_tables(
             table: module_symbols_table(&m, None)?,
             loading_symbols: m.loading_symbols,
             loading_order: m.loading_order.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// A module's functions with their ftrace call sites, read from its `.ko`.
+#[derive(Debug)]
+pub struct ModuleSites {
+    /// The module.
+    pub name: String,
+    /// Its kallsyms names, in order.
+    pub names: Vec<String>,
+    /// Each name's call-site facts.
+    pub sites: Vec<klpsym_elf::SiteFacts>,
+    /// The `.ko`.
+    pub source: String,
+}
+
+/// The call sites of `objects`' modules (but vmlinux), loaded or not, whose `.ko` the module
+/// tree has: the facts the kernel's ftrace records are made of when each loads.
+fn module_ftrace(
+    kernel: &Kernel,
+    tree: Option<&ModuleTree>,
+    objects: &[String],
+    rs: &mut Resched,
+) -> Result<Vec<ModuleSites>> {
+    let Some(tree) = tree else {
+        return Ok(Vec::new());
+    };
+    let opts = kernel.opts.load_options();
+    let mut out: Vec<ModuleSites> = Vec::new();
+    for n in objects {
+        rs.tick()?;
+        let Some(file) = tree.file(n) else { continue };
+        if n == "vmlinux" || out.iter().any(|o| &o.name == n) {
+            continue;
+        }
+        let m = tree.load(n, &opts, rs)?;
+        let Some(sites) = m.ftrace.clone() else {
+            continue;
+        };
+        let names = m.entries.iter().map(|e| e.name.to_string()).collect();
+        out.push(ModuleSites {
+            name: n.clone(),
+            names,
+            sites,
+            source: file.label().display().to_string(),
         });
     }
     Ok(out)

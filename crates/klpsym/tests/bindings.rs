@@ -141,3 +141,72 @@ fn drift_between_two_builds_names_what_moved_and_what_is_new() {
     assert!(same.rows.iter().all(|r| r.status == Same));
     assert!(!same.moved());
 }
+
+/// A module object whose module is not loaded binds in the module's own `.ko` (its package's
+/// here), with identities from its FILE symbols; and the module itself is compared with the
+/// one of the kernel the patch was built for: other sources (another srcversion: an
+/// out-of-tree rebuild, kpatch#1435's case) are the headline, as a binding of another
+/// definition is.
+#[test]
+fn a_module_object_binds_in_its_ko_and_another_module_build_is_the_headline() {
+    use klpsym_testkit::packages::{deb, Comp};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::new().cache(CacheDir::Off);
+    let module = |srcversion: &str| {
+        let mut f = Fixture::new(Architecture::X86_64);
+        let info = format!("name=nf_tables\0srcversion={srcversion}\0");
+        f.section(".modinfo", SectionKind::ReadOnlyData, info.as_bytes());
+        let text = f.section(".text", SectionKind::Text, &[]);
+        for (i, file) in ["a.c", "b.c"].iter().enumerate() {
+            f.sym(file, At::Abs, 0, 'l', 'F');
+            f.sym("helper", At::Sec(text), 0x40 * i as u64, 'l', 'f');
+        }
+        f.mcount_sites(text, &[0, 0x40]);
+        f.bytes()
+    };
+    let kallsyms = b"ffffffff81000000 T _text\nffffffff81000100 T klp_enable_patch\nffffffff81000200 T _etext\n";
+    let package = |name: &str, srcversion: &str| {
+        let ko = module(srcversion);
+        let files: [(&str, &[u8]); 2] = [
+            ("./boot/vmlinuz-1.0.0-1-amd64", kallsyms),
+            ("./lib/modules/1.0.0-1-amd64/kernel/net/nf_tables.ko", &ko),
+        ];
+        let p = dir.path().join(name);
+        std::fs::write(&p, deb(Comp::Xz, &files)).unwrap();
+        p
+    };
+    let built = package("built_1.0_amd64.deb", "0123456789ABCDEF0123456");
+    let same = package("same_1.0_amd64.deb", "0123456789ABCDEF0123456");
+    let rebuilt = package("rebuilt_1.0_amd64.deb", "FEDCBA9876543210FEDCBA9");
+    let lp = dir.path().join("lp.ko");
+    std::fs::write(&lp, patch(2)).unwrap();
+    let p = Patch::read(&lp, &opts).unwrap();
+    let copts = CheckOptions {
+        built_for: Some(built),
+        ..CheckOptions::default()
+    };
+    let k_same = klpsym::open(&same, &opts).unwrap();
+    let k_rebuilt = klpsym::open(&rebuilt, &opts).unwrap();
+    let run = klpsym::check(&p, &[&k_same, &k_rebuilt], &copts).unwrap();
+    assert!(run.failed.is_empty(), "{:?}", run.failed);
+    for r in &run.results {
+        let b = &r.bindings[0];
+        assert_eq!(b.object, "nf_tables");
+        assert_eq!(b.bound.as_ref().map(|c| c.position), Some(2), "{b:?}");
+        assert_eq!(b.identity.as_ref().map(|i| i.file.as_str()), Some("b.c"));
+        assert_eq!(b.as_built, Some(AsBuilt::Same));
+    }
+    let m = &run.results[0].modules[0];
+    assert_eq!(m.as_built, klpsym::ModuleAsBuilt::Same, "{m:?}");
+    assert!(!run.results[0].binds_another());
+    assert_ne!(
+        run.results[0].verdict(),
+        klpsym::PatchVerdictKind::BindsAnotherDefinition
+    );
+    let m = &run.results[1].modules[0];
+    assert!(m.differs(), "{m:?}");
+    assert_eq!(
+        run.results[1].verdict(),
+        klpsym::PatchVerdictKind::BindsAnotherDefinition
+    );
+}

@@ -65,7 +65,18 @@ static inline void klp_oracle_log(const struct klp_patch *patch)
 			       func->old_sympos, func->old_func);
 }
 
-#define KLP_ORACLE_MODULE(patch)						\
+/*
+ * KLP_ORACLE_MODULE_HOOK(patch, hook): KLP_ORACLE_MODULE with hook() called first in the
+ * module's init, while the init text is still mapped (a case that looks at its own init
+ * addresses). KLP_ORACLE_MODULE is the same with no hook.
+ */
+#define KLP_ORACLE_MODULE(patch) KLP_ORACLE_MODULE_HOOK(patch, klp_oracle_no_hook)
+
+static inline void klp_oracle_no_hook(void)
+{
+}
+
+#define KLP_ORACLE_MODULE_HOOK(patch, hook)					\
 static int klp_oracle_addrs_get(char *buf, const struct kernel_param *kp)	\
 {										\
 	return klp_oracle_format(&(patch), buf, PAGE_SIZE);			\
@@ -76,7 +87,9 @@ static const struct kernel_param_ops klp_oracle_addrs_ops = {			\
 module_param_cb(klp_addrs, &klp_oracle_addrs_ops, NULL, 0444);		\
 static int __init klp_oracle_init(void)					\
 {										\
-	int ret = klp_enable_patch(&(patch));					\
+	int ret;								\
+	hook();									\
+	ret = klp_enable_patch(&(patch));					\
 	if (ret)								\
 		return ret;							\
 	klp_oracle_log(&(patch));						\

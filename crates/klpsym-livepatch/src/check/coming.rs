@@ -24,6 +24,14 @@ impl Ctx<'_, '_, '_, '_> {
             };
             let before = self.problems.len();
             self.object_loaded(i, o, &stage, Some(&oname))?;
+            // Initialized: klp_patch_object() of its functions, when nothing failed before.
+            if !self.problems[before..]
+                .iter()
+                .any(|p| p.stage == stage && p.reached)
+            {
+                self.coming_functions(i, &oname)?;
+                continue;
+            }
             // The kernel adds two lines after the first failure of this module.
             let mut first = None;
             for (k, p) in self.problems[before..].iter().enumerate() {

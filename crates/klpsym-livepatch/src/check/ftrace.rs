@@ -15,9 +15,11 @@
 //!   or a symbol's start with a call anywhere up to the next kallsyms symbol (the `call
 //!   __fentry__` sits after `endbr64` with IBT): `failed to find location for function '%s'`.
 //!
-//! Records of `.init.text` are freed after boot (`ftrace_free_init_mem()`). Functions of
-//! modules are not judged (their call sites are in the module's own `__mcount_loc`, which is
-//! not read): a warning says so.
+//! Records of `.init.text` are freed after boot (`ftrace_free_init_mem()`). A module's call
+//! sites are its own `__mcount_loc`, relocated when it loads (`ftrace_module_init()`): they
+//! are read from its `.ko` ([`crate::ModuleFtrace`]), for a module loaded at enable time and
+//! for one that loads later (`klp_module_coming()` refuses that module: `failed to apply
+//! patch '%s' to module '%s' (-22)`); without its `.ko` a warning says they were not checked.
 
 use std::collections::HashSet;
 
@@ -31,48 +33,107 @@ use klpsym_core::{ObjectId, SymbolizeOutcome, SIZE_UNKNOWN};
 const MCOUNT_INSN_SIZE: u64 = 5;
 
 impl Ctx<'_, '_, '_, '_> {
-    /// `klp_patch_func()` for each function of vmlinux, in the patch's order, as far as the
-    /// target's call sites are known.
+    /// `__klp_enable_patch()`'s `klp_patch_object()` for each loaded object, in the patch's
+    /// order, and `klp_patch_func()` for each of its functions, as far as the call sites are
+    /// known: vmlinux's from its `__mcount_loc`, a module's from its `.ko`'s.
     pub(super) fn patch_functions(&mut self) -> Result<(), Cancelled> {
         let m = self.m;
-        if m.is_ordinary_module() {
+        if m.is_ordinary_module() || self.blocked(&Stage::PatchEnable) {
             return Ok(());
         }
         let Ok(patch) = &m.patch else { return Ok(()) };
-        let stage = Stage::PatchEnable;
-        // A module object's functions: their call sites are the module's own (its relocated
-        // `__mcount_loc`), which are not read. Said, never passed in silence — unless the
-        // load or the enable already fails, and the kernel never gets here.
-        if !self.blocked(&Stage::PatchEnable) {
-            for o in &patch.objects {
-                self.r.tick()?;
-                let name = o.object_name();
-                if name != "vmlinux" && !o.funcs.is_empty() {
-                    self.warn_once(format!(
-                        "object {name}: whether its replaced functions have an ftrace call site is not checked (a module's call sites are in its own __mcount_loc): the kernel refuses the patch, or {name}'s load, when one has none (notrace)"
-                    ));
-                }
-            }
-        }
-        // The vmlinux functions the lookups found, in the kernel's order.
-        let mut funcs = Vec::new();
+        let mut patched = HashSet::new();
         for (i, o) in patch.objects.iter().enumerate() {
             self.r.tick()?;
-            if o.object_name() != "vmlinux" {
-                continue;
-            }
             let Some(report) = self.objects.get(i) else {
                 continue;
             };
-            for f in &report.funcs {
-                self.r.tick()?;
-                if let (Some(klpsym_core::LookupVerdict::Found), Some(a)) = (f.verdict, f.address) {
-                    funcs.push((f.old_name.clone().unwrap_or_default(), a));
-                }
+            if report.state != ObjectState::Loaded {
+                continue;
+            }
+            let object = report.name.clone();
+            let funcs = found_funcs(report);
+            let failed = if object == "vmlinux" {
+                self.vmlinux_without_site(&funcs, &mut patched)?
+            } else {
+                self.module_without_site(&object, &funcs, o.funcs.is_empty())?
+            };
+            if let Some((name, a)) = failed {
+                let log = self.no_location_lines(&name, &object, None);
+                self.no_location(&name, a, &object, &Stage::PatchEnable, log);
+                // __klp_enable_patch() stops at the first object that fails.
+                break;
             }
         }
-        if funcs.is_empty() {
+        Ok(())
+    }
+
+    /// `klp_module_coming()` of a deferred object, once its symbols and relocations are
+    /// initialized: `klp_patch_object()` of the loading module's functions.
+    pub(super) fn coming_functions(&mut self, i: usize, module: &str) -> Result<(), Cancelled> {
+        let Some(report) = self.objects.get(i) else {
             return Ok(());
+        };
+        let funcs = found_funcs(report);
+        let empty = funcs.is_empty();
+        if let Some((name, a)) = self.module_without_site(module, &funcs, empty)? {
+            let stage = Stage::ModuleComing {
+                module: module.to_string(),
+            };
+            let log = self.no_location_lines(&name, module, Some(module));
+            self.no_location(&name, a, module, &stage, log);
+        }
+        Ok(())
+    }
+
+    /// The kernel's lines for a function without a location: at enable, then the object's and
+    /// the patch's failure; when a module loads, then `klp_module_coming()`'s.
+    fn no_location_lines(&self, name: &str, object: &str, coming: Option<&str>) -> Vec<String> {
+        let pname = &self.m.name;
+        let first = if self.t.rules.version < (5, 18) {
+            format!("livepatch: failed to set ftrace filter for function '{name}' (-{EINVAL})")
+        } else {
+            format!("livepatch: failed to find location for function '{name}'")
+        };
+        match coming {
+            None => vec![
+                first,
+                format!("livepatch: failed to patch object '{object}'"),
+                format!("livepatch: failed to enable patch '{pname}'"),
+            ],
+            Some(m) => vec![
+                first,
+                format!("livepatch: failed to apply patch '{pname}' to module '{m}' (-{EINVAL})"),
+                format!("livepatch: patch '{pname}' failed for module '{m}', refusing to load module '{m}'"),
+            ],
+        }
+    }
+
+    /// Records the problem of `name` (at `a`) without an ftrace location.
+    fn no_location(&mut self, name: &str, a: u64, object: &str, stage: &Stage, log: Vec<String>) {
+        self.problem(
+            ProblemKind::NoFtraceLocation,
+            stage,
+            log,
+            EINVAL,
+            Some(name),
+            None,
+            Some(object),
+            format!(
+                "{name} at {a:#x} in {object} has no ftrace call site (no __mcount_loc entry from its start to the next symbol): it was built without the `call __fentry__` (notrace or noinstr, an inline copy, a file built without CC_FLAGS_FTRACE), so livepatch cannot redirect it; patch its callers instead"
+            ),
+        );
+        self.fail(stage);
+    }
+
+    /// The first of vmlinux's `funcs` without an ftrace location, when the sites are known.
+    fn vmlinux_without_site(
+        &mut self,
+        funcs: &[(String, u64, u64)],
+        patched: &mut HashSet<u64>,
+    ) -> Result<Option<(String, u64)>, Cancelled> {
+        if funcs.is_empty() {
+            return Ok(None);
         }
         let Some(sites) = self.t.ftrace.clone() else {
             let why = if self.t.arch != Arch::X86_64 {
@@ -83,57 +144,66 @@ impl Ctx<'_, '_, '_, '_> {
             self.warn_once(format!(
                 "whether each replaced vmlinux function has an ftrace call site is not checked ({why}): the kernel refuses the patch at enable when one has none (notrace)"
             ));
-            return Ok(());
+            return Ok(None);
         };
         let sites = sites.value;
         let init = self.init_text();
-        let mut patched = HashSet::with_capacity(funcs.len());
-        for (name, a) in funcs {
+        for (name, a, _) in funcs {
             self.r.tick()?;
             // klp_find_ops(): a function patched already (by this patch, at the same address)
             // shares its ftrace ops; no location is looked up.
-            if !patched.insert(a) {
+            if !patched.insert(*a) {
                 continue;
             }
-            match self.ftrace_location(a, sites, init)? {
+            match self.ftrace_location(*a, sites, init)? {
                 Some(true) => continue,
-                Some(false) => {}
+                Some(false) => return Ok(Some((name.clone(), *a))),
                 None => {
                     // The extent the kernel searches is unknown here: say so, never guess.
                     self.warn_once(format!(
                         "{name} at {a:#x}: no ftrace call site at its address, and its extent up to the next symbol is unknown: whether the kernel finds a location for it is not checked"
                     ));
-                    continue;
                 }
             }
-            let pname = m.name.clone();
-            let first = if self.t.rules.version < (5, 18) {
-                format!("livepatch: failed to set ftrace filter for function '{name}' (-{EINVAL})")
-            } else {
-                format!("livepatch: failed to find location for function '{name}'")
-            };
-            let log = vec![
-                first,
-                "livepatch: failed to patch object 'vmlinux'".to_string(),
-                format!("livepatch: failed to enable patch '{pname}'"),
-            ];
-            self.problem(
-                ProblemKind::NoFtraceLocation,
-                &stage,
-                log,
-                EINVAL,
-                Some(&name),
-                None,
-                Some("vmlinux"),
-                format!(
-                    "{name} at {a:#x} has no ftrace call site (no __mcount_loc entry from its start to the next symbol): it was built without the `call __fentry__` (notrace or noinstr, an inline copy, a file built without CC_FLAGS_FTRACE), so livepatch cannot redirect it; patch its callers instead"
-                ),
-            );
-            self.fail(&stage);
-            // __klp_enable_patch() stops at the first object that fails.
-            break;
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// The first of module `object`'s `funcs` without an ftrace location, from the call sites
+    /// its `.ko` gives (`sympos`: the position each was found at); a warning when they are not
+    /// known (`none`: the object replaces no function, so nothing to say).
+    fn module_without_site(
+        &mut self,
+        object: &str,
+        funcs: &[(String, u64, u64)],
+        none: bool,
+    ) -> Result<Option<(String, u64)>, Cancelled> {
+        if none || funcs.is_empty() {
+            return Ok(None);
+        }
+        let Some(facts) = self.t.module_ftrace.get(object).copied() else {
+            self.warn_once(format!(
+                "object {object}: whether its replaced functions have an ftrace call site is not checked (its call sites are in its own __mcount_loc, and no {object}.ko was given): the kernel refuses the patch, or {object}'s load, when one has none (notrace)"
+            ));
+            return Ok(None);
+        };
+        let newer = self.t.rules.version >= (5, 18);
+        for (name, a, position) in funcs {
+            self.r.tick()?;
+            // The position-th definition of the name in the module's kallsyms order.
+            let at = facts
+                .names
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| *n == name)
+                .nth(position.saturating_sub(1) as usize)
+                .and_then(|(k, _)| facts.sites.get(k));
+            let Some(f) = at else { continue };
+            if !(f.at_start || (newer && f.within)) {
+                return Ok(Some((name.clone(), *a)));
+            }
+        }
+        Ok(None)
     }
 
     /// vmlinux's init memory, whose ftrace records are freed after boot: `ftrace_free_init_mem()`
@@ -187,4 +257,20 @@ impl Ctx<'_, '_, '_, '_> {
         };
         Ok(end.map(|end| any_live(a, end)))
     }
+}
+
+/// The functions a report's object found, in its order: (name, address, position).
+fn found_funcs(report: &ObjectReport) -> Vec<(String, u64, u64)> {
+    report
+        .funcs
+        .iter()
+        .filter_map(|f| match (f.verdict, f.address) {
+            (Some(klpsym_core::LookupVerdict::Found), Some(a)) => Some((
+                f.old_name.clone().unwrap_or_default(),
+                a,
+                f.old_sympos.max(1),
+            )),
+            _ => None,
+        })
+        .collect()
 }

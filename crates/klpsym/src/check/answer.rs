@@ -62,6 +62,9 @@ pub struct KernelCheck {
     /// klp relocation symbols), with its identity and, when the built-for kernel is known,
     /// whether it is the definition the patch was built for.
     pub bindings: Vec<Binding>,
+    /// Each module the patch has an object in, its build here against the one on the kernel
+    /// the patch was built for (when that is known and another build).
+    pub modules: Vec<crate::binding::ModuleComparison>,
     /// What was said while gathering this kernel's facts.
     #[serde(skip)]
     pub notes: Vec<Note>,
@@ -125,6 +128,13 @@ impl KernelCheck {
         }
         if self.misbindings().next().is_some() {
             kinds.push("binds_another_definition".to_string());
+        }
+        if self
+            .modules
+            .iter()
+            .any(crate::binding::ModuleComparison::differs)
+        {
+            kinds.push("another_module_build".to_string());
         }
         if !self.unchecked.is_empty() {
             kinds.push(format!("{} not checked", self.unchecked.len()));

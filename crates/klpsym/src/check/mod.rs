@@ -259,16 +259,33 @@ fn check_one(
     }
     let wanted = crate::binding::wanted(module, report.ksym_name_len);
     let built_for = built.kernel;
-    let bindings =
-        crate::binding::bindings(k, &wanted, built_for, &report.verdict.unchecked_modules)?;
+    let here = crate::binding::Sources::new(k);
+    let there = built_for.map(crate::binding::Sources::new);
+    let unloaded = &report.verdict.unchecked_modules;
+    let bindings = crate::binding::bindings(&here, &wanted, there.as_ref(), unloaded)?;
+    let modules = match (&there, built_for) {
+        (Some(t), Some(b)) if !crate::binding::same_build(k, b) => {
+            crate::binding::compare_modules(&here, t, &objects, unloaded)?
+        }
+        _ => Vec::new(),
+    };
     let mut notes = layouts.notes.clone();
     notes.extend(facts.notes);
-    let unchecked = unchecked(&report, &bindings, &built);
-    settle_verdict(&mut report, &bindings, &unchecked);
+    let mut unchecked = unchecked(&report, &bindings, &built);
+    for m in &modules {
+        if let crate::binding::ModuleAsBuilt::Unproven { why } = &m.as_built {
+            unchecked.push(Unchecked::new(
+                format!("module {}", m.object),
+                format!("not proven the build the patch was made for: {why}"),
+            ));
+        }
+    }
+    settle_verdict(&mut report, &bindings, &modules, &unchecked);
     Ok(KernelCheck {
         kernel: k.path().display().to_string(),
         unchecked,
         bindings,
+        modules,
         report,
         resolution_cost,
         notes,
@@ -414,13 +431,24 @@ fn unchecked(r: &CheckReport, bindings: &[Binding], built: &BuiltForKernel<'_>) 
 /// The headline verdict: a patch the kernel accepts is `binds_another_definition` when a
 /// symbol binds another definition than on the built-for kernel, else `unverified` when
 /// something that decides the load was not checked. Refusals stand as the kernel gives them.
-fn settle_verdict(r: &mut CheckReport, bindings: &[Binding], unchecked: &[Unchecked]) {
-    if r.verdict.kind != PatchVerdictKind::Accepted {
+fn settle_verdict(
+    r: &mut CheckReport,
+    bindings: &[Binding],
+    modules: &[crate::binding::ModuleComparison],
+    unchecked: &[Unchecked],
+) {
+    if !matches!(
+        r.verdict.kind,
+        PatchVerdictKind::Accepted | PatchVerdictKind::Unverified
+    ) {
         return;
     }
     if bindings
         .iter()
         .any(|b| b.as_built.as_ref().is_some_and(AsBuilt::binds_another))
+        || modules
+            .iter()
+            .any(crate::binding::ModuleComparison::differs)
     {
         r.verdict.kind = PatchVerdictKind::BindsAnotherDefinition;
     } else if !unchecked.is_empty() {

@@ -10,7 +10,7 @@ use klpsym_livepatch::{
 
 use super::names::UNPLACED_NOTE;
 use super::Result;
-use crate::binding::{AsBuilt, BindingSource};
+use crate::binding::{AsBuilt, BindingSource, ModuleAsBuilt};
 use crate::check::{CheckRun, KernelCheck};
 
 /// The verdict as the report's second line says it.
@@ -22,10 +22,23 @@ pub fn verdict_line(c: &KernelCheck) -> String {
             "UNVERIFIED: accepted as far as checked; NOT CHECKED: {}",
             c.unchecked_summary().join("; ")
         ),
-        PatchVerdictKind::BindsAnotherDefinition => format!(
-            "BINDS ANOTHER DEFINITION: the kernel accepts the patch, and {} symbol(s) bind another definition than on the kernel it was built for",
-            c.misbindings().count()
-        ),
+        PatchVerdictKind::BindsAnotherDefinition => {
+            let modules: Vec<&str> = c
+                .modules
+                .iter()
+                .filter(|m| m.differs())
+                .map(|m| m.object.as_str())
+                .collect();
+            let mut why = Vec::new();
+            let n = c.misbindings().count();
+            if n > 0 {
+                why.push(format!("{n} symbol(s) bind another definition than on the kernel it was built for"));
+            }
+            if !modules.is_empty() {
+                why.push(format!("its module object(s) {} are another build than the one it was made for", modules.join(", ")));
+            }
+            format!("BINDS ANOTHER DEFINITION: the kernel accepts the patch, and {}", why.join("; "))
+        }
         PatchVerdictKind::RefusedAtLoad => format!(
             "REFUSED AT LOAD ({})",
             r.verdict.errno.map_or("?", errno_name)
@@ -64,6 +77,7 @@ pub fn check_report(
     }
     loader_checks(out, r)?;
     bindings(out, c, rs)?;
+    modules(out, c)?;
     objects(out, c, rs)?;
     if matches!(
         r.verdict.kind,
@@ -220,6 +234,28 @@ fn bindings(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -> Result {
             "  {what:<10} {}:{},{} -> {bound}, {identity}{compared}",
             x.object, x.name, x.sympos
         )?;
+    }
+    Ok(())
+}
+
+/// Each module object's build here against the built-for kernel's.
+fn modules(out: &mut dyn Write, c: &KernelCheck) -> Result {
+    if c.modules.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "modules (the build each module object patches, against the kernel the patch was built for):")?;
+    for m in &c.modules {
+        let what = match &m.as_built {
+            ModuleAsBuilt::Same => "as built".to_string(),
+            ModuleAsBuilt::Differs { why } => format!("ANOTHER BUILD: {why}"),
+            ModuleAsBuilt::Unproven { why } => format!("not proven: {why}"),
+        };
+        let file = m
+            .here
+            .as_ref()
+            .and_then(|h| h.file.clone())
+            .unwrap_or_else(|| "(no .ko)".to_string());
+        writeln!(out, "  {:<16} {file}  {what}", m.object)?;
     }
     Ok(())
 }
