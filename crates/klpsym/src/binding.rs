@@ -260,6 +260,12 @@ pub(crate) fn bindings(
             Some(_) if bound.is_none() || unloaded.contains(object) => None,
             // One build's table against itself: every position binds what it bound.
             Some(b) if same_build(k.kernel, b.kernel) && object == "vmlinux" => Some(AsBuilt::Same),
+            // One module build against itself (the same build id, or the same sources and
+            // as many definitions): every position binds what it bound, source files or
+            // not (distributions strip them from modules).
+            Some(b) if object != "vmlinux" && same_module(k, b, object, name, defs.len())? => {
+                Some(AsBuilt::Same)
+            }
             Some(b) => Some(compare(b, object, name, *sympos, &defs, bound)?),
         };
         out.push(Binding {
@@ -381,6 +387,30 @@ pub(crate) fn compare_modules(
         });
     }
     Ok(out)
+}
+
+/// True when module `object` is one build on `k` and `b`: the same file of one kernel, the
+/// same GNU build id, or the same srcversion (sources) with as many definitions of `name`
+/// (`count` on `k`).
+fn same_module(
+    k: &Sources<'_>,
+    b: &Sources<'_>,
+    object: &str,
+    name: &str,
+    count: usize,
+) -> Result<bool> {
+    let (Some(here), Some(there)) = (k.module(object)?, b.module(object)?) else {
+        return Ok(false);
+    };
+    let (h, t) = (&here.id, &there.id);
+    if same_build(k.kernel, b.kernel) && h.file.is_some() && h.file == t.file {
+        return Ok(true);
+    }
+    if matches!((&h.build_id, &t.build_id), (Some(x), Some(y)) if x == y) {
+        return Ok(true);
+    }
+    let same_sources = matches!((&h.srcversion, &t.srcversion), (Some(x), Some(y)) if x == y);
+    Ok(same_sources && b.definitions(object, name)?.len() == count)
 }
 
 /// True when `a` and `b` are one build: the same kernel, or the same GNU build id.

@@ -393,7 +393,7 @@ fn unchecked(r: &CheckReport, bindings: &[Binding], built: &BuiltForKernel<'_>) 
     }
     for m in &r.verdict.unchecked_modules {
         out.push(Unchecked::new(
-            format!("object {m}"),
+            format!("object {m}, for when {m} loads"),
             format!("its module is not loaded and no {m}.ko was found (in the module tree or the kernel's packages): what the kernel does when {m} loads is not checked"),
         ));
     }

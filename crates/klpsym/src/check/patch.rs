@@ -85,7 +85,7 @@ impl Patch {
     }
 
     /// The modules a check of this patch reads from a package
-    /// ([`crate::Options::package_module_names`]):
+    /// ([`crate::Options::for_patch`]):
     /// its objects but vmlinux; `None` (every module) for a module that is not a livepatch,
     /// whose references any module may export.
     pub fn module_objects(&self) -> Option<Vec<String>> {
