@@ -3,7 +3,9 @@
 #
 # The -dbg package is ~0.9-1.2 GB; only its vmlinux is extracted (to $KLPSYM_LAB_DIR/vmlinux-dbg),
 # the .deb is kept in $CACHE/debs like the others (the package tests read it in place).
-# Prints VMLINUX_DBG=<path> and DBG_DEB=<path>.
+# A few modules' debug files are extracted too (to $KLPSYM_LAB_DIR/debug-modules, their paths
+# under lib/modules/REL kept): the file:line comparison with binutils' addr2line reads them.
+# Prints VMLINUX_DBG=<path>, DBG_DEB=<path> and DEBUG_MODULES_DIR=<path>.
 # Needs fetch-kernel.sh's outputs (it runs it).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set -euo pipefail
@@ -24,16 +26,38 @@ if ! { [ -s "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; }; then
 	mv "$tmp"/*.deb "$deb"
 	rmdir "$tmp"
 fi
-if [ ! -s "$out" ]; then
-	# The vmlinux is /usr/lib/debug/boot/vmlinux-REL up to 6.x and
-	# /usr/lib/debug/lib/modules/REL/vmlinux since 7.x: take whichever the package has.
-	log "extracting vmlinux from $(basename "$deb")"
+# One pass through the package (~2 minutes of xz) for whatever is missing: the vmlinux
+# (/usr/lib/debug/boot/vmlinux-REL up to 6.x, /usr/lib/debug/lib/modules/REL/vmlinux since
+# 7.x: whichever the package has) and a few modules' debug files, small and large, with
+# .text.unlikely (fat), tables (crc7, nls), inlined arithmetic (tcp_bbr).
+dbg_mods="$KLPSYM_LAB_DIR/debug-modules"
+prefix="./usr/lib/debug/lib/modules/${KERNEL_RELEASE}"
+want=()
+[ -s "$out" ] || want+=('./usr/lib/debug/*vmlinux*')
+[ -f "$dbg_mods/.done" ] || want+=("$prefix/kernel/fs/fat/fat.ko" "$prefix/kernel/fs/fat/vfat.ko"
+	"$prefix/kernel/lib/crc7.ko" "$prefix/kernel/fs/nls/nls_iso8859-1.ko"
+	"$prefix/kernel/net/ipv4/tcp_bbr.ko")
+if [ "${#want[@]}" -gt 0 ]; then
+	log "extracting ${#want[@]} paths (vmlinux, module debug files) from $(basename "$deb")"
 	tmpx="$(mktemp -d "$KLPSYM_LAB_DIR/.dbg.XXXXXX")"
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmpx" --wildcards './usr/lib/debug/*vmlinux*'
-	found="$(find "$tmpx" -type f \( -name "vmlinux-${KERNEL_RELEASE}" -o -path "*/${KERNEL_RELEASE}/vmlinux" \) | head -n1)"
-	[ -n "$found" ] || die "no vmlinux of $KERNEL_RELEASE in $deb"
-	mv "$found" "$out"
+	# tar exits non-zero when a wanted path is not in the package (a module a build does not
+	# have); what was found is extracted, and what must be there is checked below.
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmpx" --wildcards "${want[@]}" ||
+		log "not every wanted path is in $(basename "$deb") (checked below)"
+	if [ ! -s "$out" ]; then
+		found="$(find "$tmpx" -type f \( -name "vmlinux-${KERNEL_RELEASE}" -o -path "*/${KERNEL_RELEASE}/vmlinux" \) | head -n1)"
+		[ -n "$found" ] || die "no vmlinux of $KERNEL_RELEASE in $deb"
+		mv "$found" "$out"
+	fi
+	if [ ! -f "$dbg_mods/.done" ]; then
+		[ -d "$tmpx/$prefix/kernel" ] || die "no module debug files of $KERNEL_RELEASE in $deb"
+		rm -rf "$dbg_mods"
+		mkdir -p "$dbg_mods"
+		mv "$tmpx/$prefix/kernel" "$dbg_mods/kernel"
+		touch "$dbg_mods/.done"
+	fi
 	rm -rf "$tmpx"
 fi
 echo "VMLINUX_DBG=$out"
+echo "DEBUG_MODULES_DIR=$dbg_mods"
 echo "DBG_DEB=$deb"

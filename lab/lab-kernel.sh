@@ -5,7 +5,7 @@
 # and the arm64 kernels, the relocation oracle (lab/reloc-oracle.sh). The suite is
 # KLPSYM_LAB_SUITE (default bookworm), the architecture KLPSYM_LAB_ARCH (default amd64).
 #
-# arm64 kernels: no -dbg package (~1 GB; VMLINUX_DBG and DBG_DEB are empty), no VMLINUX (the
+# arm64 kernels: no -dbg package (~1 GB; VMLINUX_DBG, DBG_DEB and DEBUG_MODULES_DIR are empty), no VMLINUX (the
 # image is a raw Image, not ELF). A kernel without CONFIG_LIVEPATCH=y (Debian's arm64 kernels)
 # gets neither the livepatch oracle nor the seed experiment: LIVEPATCH_SKIPPED= says why and
 # LIVEPATCH_DIR, SEED_DIR and SEED_RESULTS are empty. Every key is always present.
@@ -25,7 +25,7 @@ run_and_import() {
 	done <<<"$out"
 }
 
-VMLINUX_DBG="" DBG_DEB="" ORACLE_DIR="" SEED_DIR="" SEED_RESULTS="" RELOC_DIR="" LIVEPATCH_SKIPPED=""
+VMLINUX_DBG="" DBG_DEB="" DEBUG_MODULES_DIR="" ORACLE_DIR="" SEED_DIR="" SEED_RESULTS="" RELOC_DIR="" LIVEPATCH_SKIPPED=""
 run_and_import "$LAB_SRC_DIR/fetch-kernel.sh"
 run_and_import "$LAB_SRC_DIR/capture-kallsyms.sh"
 if [ "$LAB_ARCH" = amd64 ]; then
@@ -59,6 +59,7 @@ MODULES_DIR=$MODULES_DIR
 CONFIG=$CONFIG
 IMAGE_DEB=$IMAGE_DEB
 DBG_DEB=$DBG_DEB
+DEBUG_MODULES_DIR=$DEBUG_MODULES_DIR
 CAPTURE_DIR=$CAPTURE_DIR
 KALLSYMS_NOMOD=$KALLSYMS_NOMOD
 KALLSYMS_MODS=$KALLSYMS_MODS

@@ -284,6 +284,13 @@ pub struct AddrArgs {
     /// function at +0x0).
     #[arg(long)]
     pub return_addresses: bool,
+    /// Leave out file:line. By default, when the kernel's DWARF is at hand (a vmlinux with
+    /// debug info, its -dbg package or --debug-vmlinux), every symbolized address is followed
+    /// by its `file:line` and inline chain as addr2line -f -i (and scripts/faddr2line) print
+    /// them; a module's come from its debug file (its own .ko when unstripped, the host's
+    /// /usr/lib/debug/lib/modules/RELEASE, or the -dbg package: read once, then cached).
+    #[arg(long)]
+    pub no_lines: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -465,6 +465,7 @@ fn addr_passes_a_pasted_oops_through_and_decodes_its_entries() {
                  ffffffff81000104\n\
                  [  12.3] ? init_once+0x4/0x40 [nf_tables]\n\
                  [<ffffffff81000144>] do_thing+0x4/0xc0\n\
+                 [<ffffffff81000144>] do_thing+0x8/0xc0\n\
                  RIP: 0010:do_thing+0x10/0xc0\n\
                  RIP: 0033:0x7f3a1c2b4d2e\n\
                  RSP: 002b:00007ffd2c1e6c48 EFLAGS: 00000246\n\
@@ -479,6 +480,8 @@ fn addr_passes_a_pasted_oops_through_and_decodes_its_entries() {
                 ffffffff81000104 => init_once+0x4/0x40\n\
                 [  12.3] ? init_once+0x4/0x40 [nf_tables] => ffffffffc0000004 [nf_tables]\n\
                 [<ffffffff81000144>] do_thing+0x4/0xc0 => do_thing+0x4/0xc0\n\
+                [<ffffffff81000144>] do_thing+0x8/0xc0 => do_thing+0x4/0xc0 \
+                (the line says do_thing+0x8/0xc0; the address is answered)\n\
                 RIP: 0010:do_thing+0x10/0xc0 => ffffffff81000150 [vmlinux]\n\
                 RIP: 0033:0x7f3a1c2b4d2e\n\
                 RSP: 002b:00007ffd2c1e6c48 EFLAGS: 00000246\n\
@@ -488,8 +491,10 @@ fn addr_passes_a_pasted_oops_through_and_decodes_its_entries() {
     let o = run_stdin(&["addr", "--kernel", &k, "--json"], input);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let a = v["results"][0]["addresses"].as_array().unwrap();
-    assert_eq!(a.len(), 4, "{v}");
+    assert_eq!(a.len(), 5, "{v}");
     assert_eq!(a[1]["line"], 5);
+    assert_eq!(a[2]["line_says"], serde_json::Value::Null);
+    assert_eq!(a[3]["line_says"], "do_thing+0x8/0xc0");
     assert_eq!(a[1]["address"], "0xffffffffc0000004");
     // --strict: a line without an entry is an error, quoted once.
     let o = run_stdin(&["addr", "--kernel", &k, "--strict"], input);

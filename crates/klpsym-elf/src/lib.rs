@@ -22,6 +22,7 @@ mod names;
 mod nm;
 mod place;
 mod raw;
+mod source_lines;
 mod symbol;
 mod vmlinux;
 
@@ -38,6 +39,7 @@ pub use module::{
 pub use module_layout::{is_mapping_symbol, module_layout, ModuleLayout};
 pub use place::{place_at_bases, place_module, section_bases};
 pub use raw::{NameBudget, NamesTooLarge};
+pub use source_lines::{debug_sections, DebugLines, Shared, SourceFrame, DEBUG_SECTIONS};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
 pub use vmlinux::{
     loaded_spans, vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols,

@@ -55,8 +55,10 @@ pub struct EntryInfo {
     pub source_bytes: Option<u64>,
     /// Whether the entry is of this klpsym's format (others are ignored and rebuilt).
     pub current: bool,
-    /// What it holds: `kernel` (a decoded table), `module tree` (a folder's listing) or
-    /// `Module.symvers` (a Module.symvers' index).
+    /// What it holds: `kernel` (a decoded table, with its debug sections when a `-dbg`
+    /// package's), `module tree` (a folder's listing), `Module.symvers` (a Module.symvers'
+    /// index), `module debug file` (kept for `file:line`, named by its build's id) or
+    /// `debug sections` (left behind by a removed kernel entry).
     pub kind: &'static str,
     /// Seconds since the entry was last written.
     pub age_secs: u64,
@@ -218,6 +220,7 @@ impl Cache {
         let read_time = t0.elapsed().saturating_sub(decode_time);
         Ok(Some(LoadedKernel {
             cached: Some(entry),
+            content: Some(parsed.content),
             path: path.to_path_buf(),
             kind: entry_meta.kind,
             table,
@@ -458,7 +461,14 @@ impl Cache {
             // An entry larger than its input saves nothing (a tiny System.map, say).
             return Ok(());
         }
-        self.write_entry(&key, &out, rs)
+        self.write_entry(&key, &out, rs)?;
+        // A debug package's vmlinux: its DWARF beside the entry, for file:line without
+        // reading the package again (a vmlinux file is mapped again instead).
+        if let (Some(elf), true) = (elf, k.package.is_some()) {
+            crate::debug_lines::write_sidecar(&self.entry_path(&key), content, elf, rs)
+                .map_err(|e| format!("debug sections: {e}"))?;
+        }
+        Ok(())
     }
 
     /// Writes the entry of `key` (made whole, then renamed into place), creating the folder

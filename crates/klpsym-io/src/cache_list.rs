@@ -18,10 +18,36 @@ impl Cache {
         for e in rd {
             let e = e?;
             let p = e.path();
-            if !p.to_string_lossy().ends_with(SUFFIX) {
+            let name = p.to_string_lossy();
+            // A module's debug file kept under its build's id; a debug vmlinux's sections
+            // beside their entry, listed on their own only when the entry is gone.
+            let extra = if name.ends_with(crate::debug_lines::DEBUG_MODULE_SUFFIX) {
+                Some(("module debug file", true))
+            } else if let Some(entry) = name.strip_suffix(crate::debug_lines::SUFFIX) {
+                (!std::path::Path::new(entry).exists()).then_some(("debug sections", false))
+            } else {
+                None
+            };
+            if let Some((kind, current)) = extra {
+                let m = e.metadata()?;
+                out.push(EntryInfo {
+                    file: p.clone(),
+                    bytes: m.len(),
+                    current,
+                    kind,
+                    source_bytes: None,
+                    source: None,
+                    age_secs: age(&m),
+                });
+                continue;
+            }
+            if !name.ends_with(SUFFIX) {
                 continue;
             }
             let m = e.metadata()?;
+            // The debug sections kept beside a kernel entry count with it.
+            let sidecar =
+                std::fs::metadata(crate::debug_lines::sidecar_of(&p)).map_or(0, |m| m.len());
             let bytes = std::fs::read(&p).unwrap_or_default();
             // (source, its size): a folder has none.
             let (kind, described) = if crate::tree_cache::is_entry(&bytes) {
@@ -38,19 +64,23 @@ impl Cache {
             };
             out.push(EntryInfo {
                 file: p,
-                bytes: m.len(),
+                bytes: m.len() + sidecar,
                 current: described.is_some(),
                 kind,
                 source_bytes: described.as_ref().and_then(|d| d.1),
                 source: described.map(|d| d.0),
-                age_secs: m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .map_or(0, |d| d.as_secs()),
+                age_secs: age(&m),
             });
         }
         out.sort_by(|a, b| a.file.cmp(&b.file));
         Ok(out)
     }
+}
+
+/// Seconds since `m`'s file was last written.
+fn age(m: &std::fs::Metadata) -> u64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .map_or(0, |d| d.as_secs())
 }

@@ -74,6 +74,7 @@ impl LoadedKernel {
             cached: None,
             elf: None,
             module_layouts: Vec::new(),
+            content: None,
         }
     }
 }

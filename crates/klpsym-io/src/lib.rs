@@ -13,6 +13,7 @@
 mod cache;
 mod cache_list;
 mod config;
+mod debug_lines;
 mod decode;
 mod detect;
 mod entry;
@@ -37,6 +38,7 @@ mod tree_cache;
 
 pub use cache::{Cache, EntryInfo};
 pub use config::{parse_config, read_config};
+pub use debug_lines::{find_module_file, host_debug_modules_dir, module_lines_from_file};
 pub use decode::module_symbols_table;
 pub use detect::{detect, Detected};
 pub use entry::{content_hash, input_identity};
@@ -60,7 +62,7 @@ pub use modules::{
 };
 pub use options::{is_debug_package, LoadOptions};
 pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
-pub use package::{is_package, load_packages, PackageKernel};
+pub use package::{debug_modules_of, is_package, load_packages, PackageKernel};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};
 pub use symvers_cache::read_symvers_cached;

@@ -188,6 +188,9 @@ pub struct LoadedKernel {
     pub lines: Option<std::sync::Arc<crate::LineIndex>>,
     /// The cache entry the table was read from, when it was (see [`crate::Cache`]).
     pub cached: Option<PathBuf>,
+    /// The input's identity ([`crate::input_identity`]) the cache entry was verified against,
+    /// when it was read from one.
+    pub content: Option<u128>,
     /// The bytes of this kernel's vmlinux with debug info, kept when it is one (a vmlinux file,
     /// or a -dbg package's, mapped from the private temporary file it was copied or streamed
     /// to): declaration lines are read from it later without reading the source again.

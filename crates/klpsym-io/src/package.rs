@@ -31,6 +31,7 @@ fn want(opts: &LoadOptions) -> Want {
         vmlinux: true,
         modules: opts.package_modules,
         symvers: opts.package_modules,
+        debug_modules: false,
     }
 }
 
@@ -77,6 +78,74 @@ impl klpsym_package::Spill for TempSpill {
             .insert(std::io::BufWriter::with_capacity(1 << 20, f));
         Ok(Some(w))
     }
+}
+
+/// Reads only the debug files of the modules `names` name (`_` and `-` alike).
+struct NamedDebugModules<'a> {
+    names: &'a [String],
+}
+
+impl klpsym_package::Spill for NamedDebugModules<'_> {
+    fn spill(
+        &mut self,
+        _: &str,
+        _: MemberKind,
+        _: u64,
+    ) -> std::io::Result<Option<&mut dyn std::io::Write>> {
+        Ok(None)
+    }
+
+    fn keeps(&mut self, path: &str, kind: MemberKind) -> bool {
+        let n = klpsym_core::normalize_module_name(path.trim_end_matches(".debug"));
+        kind == MemberKind::DebugModule
+            && self
+                .names
+                .iter()
+                .any(|w| klpsym_core::normalize_module_name(w) == n)
+    }
+}
+
+/// The debug files of the modules `names` in the debug package at `path`
+/// (`usr/lib/debug/lib/modules/REL/…/NAME.ko`): (module name as asked, member path, bytes).
+/// Streamed through once; a name it does not hold is left out.
+pub fn debug_modules_of(
+    path: &Path,
+    names: &[String],
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Vec<(String, String, Vec<u8>)>, LoadError> {
+    let f = std::fs::File::open(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let want = Want {
+        debug_modules: true,
+        ..Want::default()
+    };
+    let mut spill = NamedDebugModules { names };
+    let package =
+        klpsym_package::read_package_from(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
+            .map_err(|source| LoadError::Package {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let mut out = Vec::new();
+    for m in package.members {
+        let n = klpsym_core::normalize_module_name(m.path.trim_end_matches(".debug"));
+        if let Some(w) = names
+            .iter()
+            .find(|w| klpsym_core::normalize_module_name(w) == n)
+        {
+            if !out
+                .iter()
+                .any(|(o, _, _): &(String, String, Vec<u8>)| o == w)
+            {
+                out.push((w.clone(), m.path, m.data));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Reads the package at `path` for `want`: streamed from the file (never refused for its size:

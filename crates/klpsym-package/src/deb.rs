@@ -204,6 +204,9 @@ fn data_tar(
         let Some((kind, release)) = col.wants(&path) else {
             continue;
         };
+        if !spill.keeps(&path, kind) {
+            continue;
+        }
         let size = e.size();
         col.take(&path, kind, release, &mut e, size, limit, spill)
             .map_err(|err| io_error(FORMAT, format!("{id}: member {path}"), err))?;

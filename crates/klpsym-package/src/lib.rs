@@ -72,6 +72,9 @@ pub enum MemberKind {
     Module,
     /// Module.symvers (or a distribution's gzip-compressed symvers).
     Symvers,
+    /// A module's debug file (`usr/lib/debug/lib/modules/REL/…/x.ko`, RPM's `x.ko.debug`):
+    /// DWARF for `file:line`, never a module to load.
+    DebugModule,
 }
 
 /// Which members to keep.
@@ -85,6 +88,8 @@ pub struct Want {
     pub modules: bool,
     /// Module.symvers.
     pub symvers: bool,
+    /// Modules' debug files (gigabytes in a debug package: [`Spill::keeps`] picks them).
+    pub debug_modules: bool,
 }
 
 impl Want {
@@ -95,6 +100,7 @@ impl Want {
             vmlinux: true,
             modules: true,
             symvers: true,
+            debug_modules: false,
         }
     }
 
@@ -104,6 +110,7 @@ impl Want {
             MemberKind::Vmlinux => self.vmlinux,
             MemberKind::Module => self.modules,
             MemberKind::Symvers => self.symvers,
+            MemberKind::DebugModule => self.debug_modules,
         }
     }
 
@@ -117,7 +124,7 @@ impl Want {
             && has(MemberKind::Config)
             && has(MemberKind::SystemMap);
         let vmlinux = self.vmlinux && has(MemberKind::Vmlinux);
-        !self.modules && !self.symvers && (image || vmlinux)
+        !self.modules && !self.symvers && !self.debug_modules && (image || vmlinux)
     }
 
     /// What to look for in a package named `name`: a debug package (`-dbg`, `-dbgsym`,
@@ -163,6 +170,13 @@ pub trait Spill {
         kind: MemberKind,
         size: u64,
     ) -> std::io::Result<Option<&mut dyn std::io::Write>>;
+
+    /// Whether member `path` of `kind`, which the [`Want`] asks for, is read at all (a
+    /// debug package's modules: those named); every one by default.
+    fn keeps(&mut self, path: &str, kind: MemberKind) -> bool {
+        let _ = (path, kind);
+        true
+    }
 }
 
 /// Keeps every member in memory.
@@ -289,6 +303,11 @@ pub fn classify(path: &str) -> Option<(MemberKind, Option<String>)> {
         if let Some(r) = rest.strip_suffix("/vmlinux") {
             return Some((MemberKind::Vmlinux, rel(r)));
         }
+    }
+    if let Some(rest) = p.strip_prefix("usr/lib/debug/lib/modules/") {
+        let (r, file) = rest.split_once('/')?;
+        return (file.ends_with(".ko") || file.ends_with(".ko.debug"))
+            .then(|| (MemberKind::DebugModule, rel(r)));
     }
     if p.starts_with("usr/lib/debug/") {
         return None;
@@ -531,6 +550,14 @@ mod tests {
         // Debug modules are not modules to load; other files are nothing.
         assert_eq!(
             c("./usr/lib/debug/lib/modules/6.1.0-57-amd64/kernel/fs/ext4/ext4.ko"),
+            Some((MemberKind::DebugModule, r.clone()))
+        );
+        assert_eq!(
+            c("/usr/lib/debug/lib/modules/6.12.0-55.el10.x86_64/kernel/fs/fat/fat.ko.debug"),
+            Some((MemberKind::DebugModule, "6.12.0-55.el10.x86_64".into()))
+        );
+        assert_eq!(
+            c("./usr/lib/debug/lib/modules/6.1.0-57-amd64/modules.builtin"),
             None
         );
         assert_eq!(c("./lib/modules/6.1.0-57-amd64/modules.dep"), None);

@@ -147,7 +147,8 @@ pub(crate) fn read(
         let size = u64::from(entry.file_size());
         let mut r = r;
         if is_file {
-            if let Some((kind, release)) = col.wants(&path) {
+            if let Some((kind, release)) = col.wants(&path).filter(|(k, _)| spill.keeps(&path, *k))
+            {
                 col.take(&path, kind, release, &mut r, size, limit, spill)
                     .map_err(|e| io_error(FORMAT, format!("payload: member {path}"), e))?;
                 if col.done() {

@@ -28,6 +28,8 @@ pub fn input_present(e: &EntryInfo) -> bool {
     match (&e.source, e.source_bytes) {
         (Some(s), Some(n)) => std::fs::metadata(s).is_ok_and(|m| m.len() == n),
         (Some(s), None) if e.kind == "module tree" => Path::new(s).is_dir(),
+        // Named by its build's id: no input to be gone (age alone prunes it).
+        (None, None) if e.kind == "module debug file" => true,
         _ => false,
     }
 }
@@ -59,6 +61,15 @@ pub fn cache_listing(dir: Option<PathBuf>, prune: Option<u64>) -> Result<CacheLi
         if stale {
             std::fs::remove_file(&e.file)
                 .map_err(|err| Error::from(err).context(e.file.display()))?;
+            // A kernel entry's debug sections go with it.
+            let mut sidecar = e.file.clone().into_os_string();
+            sidecar.push(".dwarf");
+            match std::fs::remove_file(&sidecar) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::from(err).context(Path::new(&sidecar).display()));
+                }
+                _ => {}
+            }
             removed.push(e.file.display().to_string());
         } else {
             kept.push(e);

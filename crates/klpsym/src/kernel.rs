@@ -75,6 +75,8 @@ pub struct Kernel {
     pub(crate) ksym_range: OnceLock<Option<(u64, u64)>>,
     /// The symbols of each module whose layout is known, as `%pS` scans them (made once).
     pub(crate) module_syms: OnceLock<Vec<Vec<(u64, SymbolId)>>>,
+    /// Line tables read so far (`file:line`).
+    pub(crate) lines: crate::lines::LinesCache,
     /// Modules read from the kernel's packages after it was opened without them (a check
     /// that needs them), with the names asked for.
     package_modules: Mutex<Option<(Vec<String>, Arc<ModuleTree>)>>,
@@ -93,6 +95,7 @@ impl Kernel {
             unsupported: OnceLock::new(),
             ksym_range: OnceLock::new(),
             module_syms: OnceLock::new(),
+            lines: Default::default(),
             package_modules: Mutex::new(None),
         }
     }
@@ -295,11 +298,18 @@ impl Kernel {
         }
     }
 
-    /// An error when this table cannot answer address questions (addresses hidden).
+    /// An error when this table cannot answer address questions: its addresses are hidden
+    /// (all zero), or it is a module read from its `.ko` (unplaced: section offsets).
     pub fn require_addresses(&self) -> Result<()> {
         if self.inner.table.addresses_hidden() {
             return Err(Error::bad_input(format!(
                 "{}: addresses are hidden (all zero; see the warning above), so addresses cannot be answered",
+                self.inner.path.display()
+            )));
+        }
+        if self.inner.kind == SourceKind::Module {
+            return Err(Error::bad_input(format!(
+                "{}: a module read from its file has no load address (its symbols are unplaced, at section offsets); symbolize against the kernel's /proc/kallsyms, or place it with --kernel KALLSYMS --modules DIR --loaded NAME",
                 self.inner.path.display()
             )));
         }

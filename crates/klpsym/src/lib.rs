@@ -78,6 +78,7 @@ mod error;
 mod fleet;
 mod info;
 mod kernel;
+mod lines;
 mod open;
 mod options;
 mod query;
@@ -98,6 +99,7 @@ pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};
 pub use info::{KernelInfo, ObjectSummary};
 pub use kernel::{Kernel, Level, Note};
+pub use lines::SourceFrame;
 pub use open::{open, open_all, open_running, KernelSet, Opened, RUNNING_KERNEL};
 pub use options::{CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
 pub use query::{

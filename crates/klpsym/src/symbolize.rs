@@ -41,6 +41,30 @@ pub enum Query {
     },
 }
 
+impl std::fmt::Display for Query {
+    /// As the kernel prints it: the address as `%lx` digits; `name+0xoff[/0xsize] [module]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Query::Address(a) => write!(f, "{a:x}"),
+            Query::Symbol {
+                name,
+                offset,
+                size,
+                module,
+            } => {
+                write!(f, "{name}+{offset:#x}")?;
+                if let Some(s) = size {
+                    write!(f, "/{s:#x}")?;
+                }
+                if let Some(m) = module {
+                    write!(f, " [{m}]")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Parses what people paste: a hex address; a kernel stack line (`[<ffffffff81...>] name+...`
 /// gives the address in brackets; `? schedule+0x10/0xa0 [mod]`, `RIP: 0010:name+0x1/0x2`
 /// give a symbol and offset); or `name+0xoff` with an optional `/0xsize` and `[module]`.
@@ -157,6 +181,13 @@ pub struct AddrAnswer {
     pub nearest: Option<String>,
     /// Why no symbol, in words (not what the kernel prints: `--explain` shows it).
     pub explanation: Option<String>,
+    /// For a stack line giving both `[<address>]` and `name+0xoff/0xsize [module]` that do not
+    /// agree: the `name+0xoff...` the line gives (the address is what was answered).
+    pub line_says: Option<String>,
+    /// The place's `file:line` and inline chain, innermost first, when asked for
+    /// ([`Kernel::add_source_lines`]) and the kernel's DWARF tells them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source: Vec<crate::lines::SourceFrame>,
 }
 
 impl AddrAnswer {
@@ -176,7 +207,37 @@ impl AddrAnswer {
             reason: None,
             nearest: None,
             explanation: None,
+            line_says: None,
+            source: Vec::new(),
         }
+    }
+
+    /// Whether this answer names what `claimed` names (its size and module only where the
+    /// claim gives them).
+    fn agrees_with(&self, claimed: &Query) -> bool {
+        let Query::Symbol {
+            name,
+            offset,
+            size,
+            module,
+        } = claimed
+        else {
+            return true;
+        };
+        self.symbol.as_deref() == Some(name.as_str())
+            && self.offset == Some(*offset)
+            && size.is_none_or(|s| self.size == Some(s))
+            && (module.is_none() || self.module == *module)
+    }
+}
+
+/// The `name+0xoff/0xsize [module]` a stack line gives after its `[<address>]`, if it gives
+/// one.
+fn claimed_symbol(line: &str) -> Option<Query> {
+    let (_, rest) = line.split_once(">]")?;
+    match parse_query_text(rest) {
+        Ok(q @ Query::Symbol { .. }) => Some(q),
+        _ => None,
     }
 }
 
@@ -526,7 +587,12 @@ impl Kernel {
         match q {
             Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::Unreadable),
             Ok(Query::Address(a)) => {
-                let r = self.describe(input, *a, return_address);
+                let mut r = self.describe(input, *a, return_address);
+                if let Some(claimed) = claimed_symbol(input) {
+                    if !r.agrees_with(&claimed) {
+                        r.line_says = Some(claimed.to_string());
+                    }
+                }
                 let e = if r.found {
                     Ended::Found
                 } else {

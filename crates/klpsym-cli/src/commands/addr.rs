@@ -35,7 +35,10 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
     let mut results = Vec::new();
     for k in &kernels {
         k.require_addresses()?;
-        let (addresses, ended) = k.answer_trace(&trace, args.return_addresses);
+        let (mut addresses, ended) = k.answer_trace(&trace, args.return_addresses);
+        if !args.no_lines && k.has_line_tables() {
+            k.add_source_lines(&mut addresses, args.return_addresses)?;
+        }
         for e in addresses.iter().filter_map(|a| a.error.as_ref()) {
             // Marked in place on stdout too; here for whoever reads only the diagnostics.
             eprintln!("klpsym: error: {e}");

@@ -6,7 +6,8 @@ use super::Result;
 use crate::symbolize::AddrAnswer;
 
 /// One query's line: `INPUT => name+0xoff/0xsize [module]` (what %pS prints; the number
-/// where no symbol is, with why in parentheses when `explain`); for `name+0xoff` input a line
+/// where no symbol is, with why in parentheses when `explain`; where the line's own
+/// `name+0xoff` disagrees with its `[<address>]`, that flagged in parentheses); for `name+0xoff` input a line
 /// per address it stands for; for an input that could not be read, the line marked in place
 /// (`INPUT => ?? (error)`), so a pasted trace keeps every line in its order.
 pub fn addr_line(out: &mut dyn Write, a: &AddrAnswer, explain: bool) -> Result {
@@ -20,9 +21,28 @@ pub fn addr_line(out: &mut dyn Write, a: &AddrAnswer, explain: bool) -> Result {
     let Some(text) = &a.text else {
         return Ok(());
     };
-    match (&a.explanation, explain) {
-        (Some(why), true) => writeln!(out, "{} => {text} ({why})", a.input)?,
-        _ => writeln!(out, "{} => {text}", a.input)?,
+    write!(out, "{} => {text}", a.input)?;
+    if let (Some(why), true) = (&a.explanation, explain) {
+        write!(out, " ({why})")?;
+    }
+    // Flagged whether or not `explain`: the paste is not what this kernel prints there.
+    if let Some(said) = &a.line_says {
+        write!(out, " (the line says {said}; the address is answered)")?;
+    }
+    writeln!(out)?;
+    source_lines(out, &a.source)
+}
+
+/// A place's `file:line` and inline chain under its line, indented, each as `addr2line -f -i
+/// -p` (and `scripts/faddr2line`) prints it: `func at file:line`, then `(inlined by) caller
+/// at file:line` for each function it was inlined into.
+pub fn source_lines(out: &mut dyn Write, frames: &[crate::SourceFrame]) -> Result {
+    for (i, f) in frames.iter().enumerate() {
+        if i == 0 {
+            writeln!(out, "    {f}")?;
+        } else {
+            writeln!(out, "    (inlined by) {f}")?;
+        }
     }
     Ok(())
 }
@@ -43,6 +63,10 @@ pub fn resolved_lines(out: &mut dyn Write, a: &AddrAnswer) -> Result {
             "{} => {:016x} [{}]{many}",
             a.input, r.address, r.object
         )?;
+    }
+    // The place of the one address it stands for (as faddr2line answers `func+0xoff`).
+    if a.addresses.len() == 1 {
+        source_lines(out, &a.source)?;
     }
     Ok(())
 }

@@ -1,0 +1,325 @@
+//! file:line and inline chains held to the two addr2lines scripts/faddr2line and
+//! scripts/decode_stacktrace.sh run (`addr2line -f -i -p`; `llvm-addr2line` with LLVM=1) on
+//! every amd64 lab kernel: a spread of addresses in its `-dbg` vmlinux, and every function of a
+//! few modules' debug files (`/usr/lib/debug/lib/modules/…`, a relocatable object each).
+//!
+//! The vmlinux spread is held to llvm-addr2line line for line, and binutils' answers are
+//! counted: binutils 2.40 names the unit's primary file instead of the row's for some rows of
+//! a DWARF 5 line table (`__traceiter_xen_mmu_pgd_pin at arch/x86/xen/trace.c:336`, a file of
+//! 30 lines; llvm-addr2line, readelf's decoded lines and klpsym say
+//! include/trace/events/xen.h:336), so every place binutils differs must be one where
+//! llvm-addr2line differs from it too. Module debug files are asked per section with
+//! `--section`, as faddr2line asks, which only binutils takes: held to binutils, with its one
+//! cosmetic habit set aside (it repeats the innermost row's discriminator on every
+//! `(inlined by)` line).
+//!
+//! Compared: every line printed (`func at file:line`, `(inlined by) …`) where a file is
+//! known; where none is (`??:0`, `name at ??:?`), klpsym must give no line. Paths are compared
+//! with the source tree prefix stripped (as faddr2line strips it).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use klpsym_elf::{DebugLines, SourceFrame};
+use klpsym_testkit::lab;
+use object::{Object, ObjectSection, ObjectSymbol};
+
+/// binutils' addr2line's records for `addrs`.
+fn binutils(args: &[&str], addrs: &[u64]) -> Vec<Vec<String>> {
+    addr2line("addr2line", args, addrs)
+}
+
+/// `tool`'s records for `addrs` (`addr2line` or `llvm-addr2line`, the same flags): one per
+/// address, its lines (`(inlined by) ` kept).
+fn addr2line(tool: &str, args: &[&str], addrs: &[u64]) -> Vec<Vec<String>> {
+    let mut child = Command::new(tool)
+        .args(["-a", "-f", "-i", "-p"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{tool} runs (apt-get install binutils llvm): {e}"));
+    let mut input = String::new();
+    for a in addrs {
+        input.push_str(&format!("{a:#x}\n"));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("addr2line output");
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{tool} {args:?} failed");
+    let mut records: Vec<Vec<String>> = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(" (inlined by) ") {
+            records
+                .last_mut()
+                .expect("an inlined line follows a record")
+                .push(format!("(inlined by) {rest}"));
+        } else if let Some((_, rest)) = line.split_once(": ") {
+            records.push(vec![rest.to_string()]);
+        }
+    }
+    assert_eq!(records.len(), addrs.len(), "one record per address");
+    records
+}
+
+/// klpsym's lines as addr2line prints them.
+fn ours(frames: &[SourceFrame]) -> Vec<String> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if i == 0 {
+                f.to_string()
+            } else {
+                format!("(inlined by) {f}")
+            }
+        })
+        .collect()
+}
+
+/// addr2line's line with the source tree prefix stripped from its path.
+fn strip_root(line: &str, root: Option<&str>) -> String {
+    match root {
+        Some(r) if !r.is_empty() => line.replacen(&format!(" at {r}"), " at ", 1),
+        _ => line.to_string(),
+    }
+}
+
+/// `line` without binutils' repeated discriminator on an `(inlined by)` line.
+fn without_inlined_discriminator(line: &str) -> String {
+    match (line.starts_with("(inlined by) "), line.find(" (discriminator ")) {
+        (true, Some(i)) => line[..i].to_string(),
+        _ => line.to_string(),
+    }
+}
+
+/// Whether klpsym's lines say what a tool's record says (root stripped): the same lines, or
+/// no line where the tool knows no line (`??:0`, `name at ??:?`, or binutils' `name at
+/// file.o:?` from the symbol table's FILE symbol; nothing after).
+fn same(theirs: &[String], ours_: &[String]) -> bool {
+    let no_file =
+        theirs[0] == "?? ??:0" || theirs[0].contains(" at ??:") || theirs[0].ends_with(":?");
+    if theirs.len() == 1 && no_file {
+        return ours_.iter().all(|l| l.contains(" at ??:"));
+    }
+    theirs == ours_
+}
+
+#[derive(Default)]
+struct Tally {
+    compared: usize,
+    lines: usize,
+    binutils: usize,
+    llvm: usize,
+    diffs: Vec<String>,
+}
+
+impl Tally {
+    /// One address: klpsym must say what binutils or llvm-addr2line says (`llvm` is `None`
+    /// where only binutils can be asked).
+    fn judge(&mut self, what: &str, gnu: &[String], llvm: Option<&[String]>, ours_: &[String]) {
+        self.compared += 1;
+        self.lines += ours_.len();
+        let g = same(gnu, ours_);
+        let l = llvm.is_some_and(|l| same(l, ours_));
+        self.binutils += usize::from(g);
+        self.llvm += usize::from(l);
+        if !g && !l {
+            self.diffs.push(format!(
+                "{what}: addr2line {gnu:?}, llvm-addr2line {llvm:?}, klpsym {ours_:?}"
+            ));
+        }
+    }
+}
+
+#[test]
+fn file_line_and_inline_chains_agree_with_addr2line() {
+    let kernels: Vec<_> = lab::lab_kernels()
+        .into_iter()
+        .filter(|k| k.get("VMLINUX_DBG").is_some_and(|v| !v.is_empty()))
+        .collect();
+    if kernels.is_empty() {
+        lab::skip(
+            "file:line against binutils' addr2line",
+            "no lab kernel with a -dbg vmlinux (run scripts/test.sh)",
+        );
+        return;
+    }
+    let mut failures = Vec::new();
+    for k in &kernels {
+        let path = k.path("VMLINUX_DBG");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let elf = klpsym_elf::vmlinux_kallsyms(&bytes, None).expect("vmlinux parses");
+        // Each text address with its first symbol (the name an addr2line gives an assembly
+        // function, where DWARF names none).
+        let mut named: Vec<(u64, String)> = elf
+            .entries
+            .iter()
+            .filter(|e| matches!(e.kind, b't' | b'T'))
+            .map(|e| (e.addr, e.name.to_string()))
+            .collect();
+        named.sort_by_key(|e| e.0);
+        named.dedup_by_key(|e| e.0);
+        let text: Vec<u64> = named.iter().map(|e| e.0).collect();
+        drop(elf);
+        let shared: klpsym_elf::Shared = std::sync::Arc::new(bytes);
+        let lines = DebugLines::vmlinux(shared).expect("the -dbg vmlinux has DWARF");
+        let root = lines.root().map(str::to_string);
+        assert!(root.is_some(), "{}: no init/main.c unit", k.name);
+        // A spread: every 97th function, at its start and a third and two thirds in.
+        let mut probes = Vec::new();
+        for (i, w) in text.windows(2).enumerate().step_by(97) {
+            let gap = w[1] - w[0];
+            probes.push((w[0], i));
+            if gap >= 3 {
+                probes.push((w[0] + gap / 3, i));
+                probes.push((w[0] + 2 * gap / 3, i));
+            }
+        }
+        let addrs: Vec<u64> = probes.iter().map(|p| p.0).collect();
+        let e = ["-e", path.to_str().unwrap()];
+        let llvm = addr2line("llvm-addr2line", &e, &addrs);
+        let gnu = binutils(&e, &addrs);
+        let norm = |r: &Vec<String>| -> Vec<String> {
+            r.iter()
+                .map(|x| without_inlined_discriminator(&strip_root(x, root.as_deref())))
+                .collect()
+        };
+        let mut t = Tally::default();
+        for ((a, i), (l, g)) in probes.iter().zip(llvm.iter().zip(&gnu)) {
+            let mine = ours(&lines.frames_named(*a, Some(&named[*i].1)));
+            t.judge(
+                &format!("{} {a:#x}", k.name),
+                &norm(g),
+                Some(&norm(l)),
+                &mine,
+            );
+        }
+        let vmlinux = t;
+        // Modules: every function of every executable section, at its start and middle.
+        let mut m = Tally::default();
+        let mut modules = 0;
+        let dir = k.path("DEBUG_MODULES_DIR");
+        for entry in walk(&dir) {
+            let data = std::fs::read(&entry).unwrap();
+            let mut lines = DebugLines::module(&data)
+                .unwrap_or_else(|| panic!("{}: no DWARF", entry.display()));
+            lines.set_root(root.clone());
+            modules += 1;
+            let obj = object::File::parse(&*data).unwrap();
+            for sec in obj.sections() {
+                if sec.kind() != object::SectionKind::Text || sec.size() == 0 {
+                    continue;
+                }
+                let name = sec.name().unwrap();
+                let mut offs: Vec<(u64, String)> = obj
+                    .symbols()
+                    .filter(|s| {
+                        s.kind() == object::SymbolKind::Text
+                            && s.section_index() == Some(sec.index())
+                    })
+                    .flat_map(|s| {
+                        let name = s.name().unwrap_or("").to_string();
+                        [
+                            (s.address(), name.clone()),
+                            (s.address() + s.size() / 2, name),
+                        ]
+                    })
+                    .collect();
+                offs.sort_by_key(|o| o.0);
+                offs.dedup_by_key(|o| o.0);
+                if offs.is_empty() {
+                    continue;
+                }
+                let at: Vec<u64> = offs.iter().map(|o| o.0).collect();
+                let theirs = binutils(&["--section", name, "-e", entry.to_str().unwrap()], &at);
+                for ((off, sym), th) in offs.iter().zip(&theirs) {
+                    let at = lines.place(name, *off).expect("section placed");
+                    let th: Vec<String> = th
+                        .iter()
+                        .map(|l| without_inlined_discriminator(&strip_root(l, root.as_deref())))
+                        .collect();
+                    m.judge(
+                        &format!("{} {}:{name}+{off:#x}", k.name, entry.display()),
+                        &th,
+                        None,
+                        &ours(&lines.frames_named(at, Some(sym))),
+                    );
+                }
+            }
+        }
+        assert!(
+            modules > 0,
+            "{}: no module debug file in {}",
+            k.name,
+            dir.display()
+        );
+        let v = &vmlinux;
+        eprintln!(
+            "{}: vmlinux {} addresses ({} lines): {} as binutils says, {} as llvm-addr2line says, {} as neither; {modules} modules {} addresses ({} lines): {} as binutils says, {} not",
+            k.name,
+            v.compared,
+            v.lines,
+            v.binutils,
+            v.llvm,
+            v.diffs.len(),
+            m.compared,
+            m.lines,
+            m.binutils,
+            m.diffs.len()
+        );
+        if let Some(path) = std::env::var_os("KLPSYM_TEST_SUMMARY") {
+            let line = format!(
+                "file-line release={} vmlinux_addresses={} vmlinux_lines={} as_binutils={} as_llvm={} modules={modules} module_addresses={} module_lines={} module_as_binutils={} differ={}\n",
+                k.value("RELEASE"),
+                v.compared,
+                v.lines,
+                v.binutils,
+                v.llvm,
+                m.compared,
+                m.lines,
+                m.binutils,
+                v.diffs.len() + m.diffs.len()
+            );
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(line.as_bytes()))
+                .unwrap();
+        }
+        failures.extend(vmlinux.diffs.into_iter().take(10));
+        failures.extend(m.diffs.into_iter().take(10));
+    }
+    assert!(
+        failures.is_empty(),
+        "first differences:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Every `.ko` under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

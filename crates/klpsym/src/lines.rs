@@ -1,0 +1,273 @@
+//! `file:line` and the inline chain of an answered address, as `addr2line -f -i -p` prints
+//! them (what `scripts/faddr2line` and `scripts/decode_stacktrace.sh` show), from the
+//! kernel's DWARF:
+//!
+//! - vmlinux addresses: the vmlinux with debug info at hand (the kernel itself, the `-dbg`
+//!   package or `--debug-vmlinux` it was opened with; the cache keeps a package's debug
+//!   sections, so a warm run does not read the package again);
+//! - module addresses: the module's debug file: its own `.ko` when that carries DWARF (a
+//!   kernel built here), the host's `/usr/lib/debug/lib/modules/$release`, or the kernel's
+//!   `-dbg` package (read once for every module a trace names; the files are kept in the
+//!   cache under the vmlinux's build id).
+//!
+//! A return address (`%pB`, `--return-addresses`) is looked up one byte back, in the call,
+//! as decode_stacktrace.sh does since 7.1 (not at offset 0).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use klpsym_elf::DebugLines;
+pub use klpsym_elf::SourceFrame;
+
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::symbolize::AddrAnswer;
+
+/// The line tables read so far.
+#[derive(Default)]
+pub(crate) struct LinesCache {
+    vmlinux: OnceLock<Option<Mutex<DebugLines>>>,
+    modules: Mutex<HashMap<String, Option<Arc<Mutex<DebugLines>>>>>,
+}
+
+impl std::fmt::Debug for LinesCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinesCache")
+            .field("vmlinux", &self.vmlinux.get().map(Option::is_some))
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// Gives every found answer of `answers` its `file:line` and inline chain
+    /// ([`AddrAnswer::source`]) where this kernel's DWARF tells them; `return_addresses` as
+    /// the answers were made. Modules' debug files are found once for all the modules named.
+    pub fn add_source_lines(
+        &self,
+        answers: &mut [AddrAnswer],
+        return_addresses: bool,
+    ) -> Result<()> {
+        let mut modules: Vec<String> = answers
+            .iter()
+            .filter(|a| a.found)
+            .filter_map(|a| a.module.clone())
+            .collect();
+        modules.sort();
+        modules.dedup();
+        self.prepare_module_lines(&modules)?;
+        for a in answers.iter_mut().filter(|a| a.found) {
+            a.source = self.source_lines(a, return_addresses)?;
+        }
+        Ok(())
+    }
+
+    /// The inline chain (innermost first) of the place `a` answered; empty where no DWARF
+    /// is at hand or it does not tell.
+    pub fn source_lines(&self, a: &AddrAnswer, return_address: bool) -> Result<Vec<SourceFrame>> {
+        let (Some(name), Some(offset)) = (&a.symbol, a.offset) else {
+            return Ok(Vec::new());
+        };
+        let back = u64::from(return_address && offset > 0);
+        match &a.module {
+            None => {
+                let Some(addr) = a.address else {
+                    return Ok(Vec::new());
+                };
+                let Some(lines) = self.vmlinux_lines()? else {
+                    return Ok(Vec::new());
+                };
+                let probe = addr.wrapping_sub(self.link_delta()).wrapping_sub(back);
+                let lines = lines.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(lines.frames_named(probe, Some(name)))
+            }
+            Some(m) => {
+                let Some(lines) = self.module_lines(m)? else {
+                    return Ok(Vec::new());
+                };
+                let lines = lines.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(lines
+                    .place_symbol(name, offset - back, None)
+                    .map(|(at, _)| lines.frames_named(at, Some(name)))
+                    .unwrap_or_default())
+            }
+        }
+    }
+
+    /// Whether a vmlinux with DWARF is at hand (without reading a package again).
+    pub fn has_line_tables(&self) -> bool {
+        let k = &self.inner;
+        let d = if k.kind == klpsym_io::SourceKind::VmlinuxElf {
+            Some(k)
+        } else {
+            k.debug.as_deref()
+        };
+        d.is_some_and(|d| d.elf.is_some() || d.cached.is_some() || d.lines.is_some())
+    }
+
+    fn vmlinux_lines(&self) -> Result<Option<&Mutex<DebugLines>>> {
+        if let Some(l) = self.lines.vmlinux.get() {
+            return Ok(l.as_ref());
+        }
+        let mut rs = self.opts.resched();
+        let read = self
+            .inner
+            .vmlinux_lines(self.opts.load_options().max_decompressed_size, &mut rs)
+            .map_err(Error::from)?;
+        Ok(self
+            .lines
+            .vmlinux
+            .get_or_init(|| read.map(Mutex::new))
+            .as_ref())
+    }
+
+    /// How far this table's vmlinux addresses are from the debug vmlinux's (a KASLR-shifted
+    /// /proc/kallsyms against its build's vmlinux): by `_text`.
+    fn link_delta(&self) -> u64 {
+        let Some(d) = self.inner.debug.as_deref() else {
+            return 0;
+        };
+        let text = |t: &klpsym_core::SymbolTable| t.by_name("_text").next().map(|s| s.addr);
+        match (text(&self.inner.table), text(&d.table)) {
+            (Some(a), Some(b)) => a.wrapping_sub(b),
+            _ => 0,
+        }
+    }
+
+    fn module_lines(&self, module: &str) -> Result<Option<Arc<Mutex<DebugLines>>>> {
+        let key = klpsym_core::normalize_module_name(module);
+        if let Some(l) = self
+            .lines
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(l.clone());
+        }
+        self.prepare_module_lines(&[module.to_string()])?;
+        Ok(self
+            .lines
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned()
+            .flatten())
+    }
+
+    /// Finds the debug files of `modules` not looked for yet: in the module tree (a `.ko`
+    /// with DWARF), the host's debug folder, the cache, then the kernel's debug package (one
+    /// pass for all of them).
+    fn prepare_module_lines(&self, modules: &[String]) -> Result<()> {
+        let limit = self.opts.load_options().max_decompressed_size;
+        let mut rs = self.opts.resched();
+        let root = self
+            .vmlinux_lines()?
+            .and_then(|l| l.lock().ok().and_then(|l| l.root().map(str::to_string)));
+        let mut missing = Vec::new();
+        for m in modules {
+            let key = klpsym_core::normalize_module_name(m);
+            if self
+                .lines
+                .modules
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&key)
+            {
+                continue;
+            }
+            let mut found = None;
+            // Its own .ko, when a folder's and unstripped.
+            let own = self.module_tree()?.and_then(|t| match t.file(m) {
+                Some(klpsym_io::ModuleFile::Path(p)) => Some(p.clone()),
+                _ => None,
+            });
+            if let Some(path) = own {
+                found = klpsym_io::module_lines_from_file(&path, limit, &mut rs)?;
+            }
+            if found.is_none() {
+                if let Some(dir) = self
+                    .release()
+                    .and_then(|r| klpsym_io::host_debug_modules_dir(&r))
+                {
+                    if let Some(path) = klpsym_io::find_module_file(&dir, m) {
+                        found = klpsym_io::module_lines_from_file(&path, limit, &mut rs)?;
+                    }
+                }
+            }
+            if found.is_none() {
+                if let Some(bytes) = self.cached_debug_module(m) {
+                    found = DebugLines::module(&bytes);
+                }
+            }
+            match found {
+                Some(mut l) => {
+                    l.set_root(root.clone());
+                    self.set_module_lines(&key, Some(l));
+                }
+                None => missing.push(m.clone()),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let packages: Vec<std::path::PathBuf> = self
+            .inner
+            .package
+            .iter()
+            .flat_map(|p| p.packages.iter())
+            .filter(|p| klpsym_io::is_debug_package(p))
+            .cloned()
+            .collect();
+        for p in &packages {
+            let read = klpsym_io::debug_modules_of(p, &missing, &self.opts.load_options(), &mut rs)
+                .map_err(Error::from)?;
+            for (name, _, bytes) in read {
+                self.keep_debug_module(&name, &bytes);
+                if let Some(mut l) = DebugLines::module(&bytes) {
+                    l.set_root(root.clone());
+                    self.set_module_lines(&klpsym_core::normalize_module_name(&name), Some(l));
+                }
+            }
+        }
+        // Looked for: not looked for again.
+        for m in &missing {
+            let key = klpsym_core::normalize_module_name(m);
+            let mut held = self.lines.modules.lock().unwrap_or_else(|p| p.into_inner());
+            held.entry(key).or_insert(None);
+        }
+        Ok(())
+    }
+
+    fn set_module_lines(&self, key: &str, l: Option<DebugLines>) {
+        self.lines
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), l.map(|l| Arc::new(Mutex::new(l))));
+    }
+
+    /// Where the cache keeps module `name`'s debug file of this build: named by the vmlinux's
+    /// build id (one build's modules are one build's), `None` without a cache or build id.
+    fn debug_module_cache_path(&self, name: &str) -> Option<std::path::PathBuf> {
+        let cache = self.opts.load_options().cache?;
+        let id = self
+            .inner
+            .debug
+            .as_deref()
+            .and_then(|d| d.facts.build_id.clone())
+            .or_else(|| self.inner.facts.build_id.clone())?;
+        Some(cache.debug_module_path(&id, &klpsym_core::normalize_module_name(name)))
+    }
+
+    fn cached_debug_module(&self, name: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.debug_module_cache_path(name)?).ok()
+    }
+
+    fn keep_debug_module(&self, name: &str, bytes: &[u8]) {
+        if let Some(path) = self.debug_module_cache_path(name) {
+            // The cache is an optimisation: a failure to keep is not an error.
+            let _ = klpsym_io::write_atomically(&path, |w| w.write_all(bytes));
+        }
+    }
+}
