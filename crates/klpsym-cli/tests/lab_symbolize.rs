@@ -229,3 +229,168 @@ fn addr_prints_what_the_kernels_percent_ps_and_pb_print() {
         eprintln!("{judged} %pS/%pB strings of the kernels printed the same by klpsym addr");
     }
 }
+
+/// One `addr2line -f -i -p` record for `addr` (`tool`: binutils' or llvm's), its lines.
+fn addr2line_record(tool: &str, args: &[&str], addr: u64) -> Vec<String> {
+    let out = Command::new(tool)
+        .args(["-f", "-i", "-p"])
+        .args(args)
+        .arg(format!("{addr:#x}"))
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} runs (apt-get install binutils llvm): {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().trim_start_matches("(inlined by) ").to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Whether klpsym's `source` frames say what an addr2line record says: the same functions
+/// and lines, each file the same or the tail of the tool's absolute path (klpsym's are
+/// relative to the source tree), the discriminator on the innermost line; no frame where
+/// the tool knows no line.
+fn frames_agree(theirs: &[String], ours: &[serde_json::Value]) -> bool {
+    let known = |l: &String| !(l.contains(" at ??:") || l.ends_with(":?"));
+    if theirs.len() == 1 && !known(&theirs[0]) {
+        return ours.is_empty();
+    }
+    theirs.len() == ours.len()
+        && theirs.iter().zip(ours).enumerate().all(|(i, (t, o))| {
+            let (t, disc) = match t.split_once(" (discriminator ") {
+                Some((t, d)) => (t, d.trim_end_matches(')').parse::<u64>().ok()),
+                None => (t.as_str(), None),
+            };
+            let Some((func, place)) = t.split_once(" at ") else {
+                return false;
+            };
+            let Some((file, line)) = place.rsplit_once(':') else {
+                return false;
+            };
+            let f = o["file"].as_str().unwrap_or("??");
+            o["function"].as_str().unwrap_or("??") == func
+                && (file == f || file.ends_with(&format!("/{f}")))
+                && o["line"].as_u64().map(|l| l.to_string()).as_deref() == Some(line)
+                && (i > 0 || o["discriminator"].as_u64() == disc)
+        })
+}
+
+/// `klpsym addr` prints file:line and inline chains as decode_stacktrace's addr2line does,
+/// for kernel and module addresses alike: the symbolize case's addresses, KASLR'd as the
+/// guest printed them, against the kernel's `-dbg` vmlinux and the case module's own file
+/// (placed from the guest's /proc/kallsyms), each frame held to binutils' or
+/// llvm-addr2line's record at the link-time place (the symbol's address in the vmlinux or
+/// its section offset in the .ko, plus the answer's offset).
+#[test]
+fn addr_prints_file_line_as_addr2line_does_for_kernel_and_module_addresses() {
+    use object::{Object, ObjectSymbol};
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    for k in livepatch_kernels() {
+        let dbg = k.path("VMLINUX_DBG");
+        if k.value("VMLINUX_DBG").is_empty() {
+            continue;
+        }
+        let cdir = k.path("LIVEPATCH_DIR").join("symbolize");
+        let oracle = std::fs::read_to_string(cdir.join("oracle.txt"))
+            .unwrap_or_else(|e| panic!("{}: symbolize: {e}", k.name));
+        let addrs: Vec<String> = kernel_lines(&oracle).into_iter().map(|l| l.0).collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_klpsym"))
+            .args(["addr", "--json", "-k"])
+            .arg(&dbg)
+            .arg("--modules")
+            .arg(&cdir)
+            .args(["--loaded", "klp_symbolize", "--place-from"])
+            .arg(cdir.join("kallsyms-modules.txt"))
+            .args(&addrs)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let vmlinux_bytes = std::fs::read(&dbg).unwrap();
+        let vmlinux = object::File::parse(&*vmlinux_bytes).unwrap();
+        // The guest's KASLR offset: its _text against the vmlinux's, where its capture lists
+        // _text (the module capture lists only modules: the guest ran at the link address,
+        // as the %pS test above holds it to).
+        let text_of = |t: &str| {
+            t.lines().find_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w.len() >= 3 && w[2] == "_text").then(|| u64::from_str_radix(w[0], 16).unwrap())
+            })
+        };
+        let guest = std::fs::read_to_string(cdir.join("kallsyms-modules.txt")).unwrap();
+        let link = vmlinux
+            .symbols()
+            .find(|s| s.name() == Ok("_text"))
+            .map(|s| s.address())
+            .unwrap();
+        let delta = text_of(&guest).map_or(0, |t| t.wrapping_sub(link));
+        let ko_path = cdir.join("klp_symbolize.ko");
+        let ko_bytes = std::fs::read(&ko_path).unwrap();
+        let ko = object::File::parse(&*ko_bytes).unwrap();
+        let (mut kernel_lines_seen, mut module_lines_seen) = (0, 0);
+        for a in v["results"][0]["addresses"].as_array().unwrap() {
+            let (Some(sym), Some(off)) = (a["symbol"].as_str(), a["offset"].as_str()) else {
+                continue;
+            };
+            let off = u64::from_str_radix(off.trim_start_matches("0x"), 16).unwrap();
+            let ours = a["source"].as_array().cloned().unwrap_or_default();
+            let (records, what) = match a["module"].as_str() {
+                None => {
+                    let addr = a["address"].as_str().unwrap().trim_start_matches("0x");
+                    let at = u64::from_str_radix(addr, 16).unwrap().wrapping_sub(delta);
+                    let e = ["-e", dbg.to_str().unwrap()];
+                    kernel_lines_seen += usize::from(!ours.is_empty());
+                    (
+                        vec![
+                            addr2line_record("addr2line", &e, at),
+                            addr2line_record("llvm-addr2line", &e, at),
+                        ],
+                        format!("{sym}+{off:#x}"),
+                    )
+                }
+                Some(m) => {
+                    let Some(s) = ko.symbols().find(|s| s.name() == Ok(sym)) else {
+                        failures.push(format!("{}: {sym} not in {m}'s file", k.name));
+                        continue;
+                    };
+                    let sec = s
+                        .section_index()
+                        .and_then(|i| ko.section_by_index(i).ok())
+                        .and_then(|s| object::ObjectSection::name(&s).ok().map(str::to_string))
+                        .unwrap();
+                    let args = ["--section", &sec, "-e", ko_path.to_str().unwrap()];
+                    module_lines_seen += usize::from(!ours.is_empty());
+                    (
+                        vec![addr2line_record("addr2line", &args, s.address() + off)],
+                        format!("{sym}+{off:#x} [{m}]"),
+                    )
+                }
+            };
+            judged += 1;
+            if !records.iter().any(|r| frames_agree(r, &ours)) {
+                failures.push(format!(
+                    "{}: {what}: addr2line {records:?}, klpsym {ours:?}",
+                    k.name
+                ));
+            }
+        }
+        if kernel_lines_seen == 0 || module_lines_seen == 0 {
+            failures.push(format!(
+                "{}: klpsym printed no line for {} (vmlinux {kernel_lines_seen}, module {module_lines_seen})",
+                k.name,
+                if kernel_lines_seen == 0 { "vmlinux" } else { "the module" }
+            ));
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} differ:\n{}", failures.len(), failures.join("\n"));
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip(
+            "addr file:line",
+            "no lab kernel with a -dbg vmlinux ran the livepatch oracle",
+        );
+    } else {
+        eprintln!("{judged} answers' file:line as addr2line says");
+    }
+}
