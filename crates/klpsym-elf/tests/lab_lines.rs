@@ -92,7 +92,10 @@ fn strip_root(line: &str, root: Option<&str>) -> String {
 
 /// `line` without binutils' repeated discriminator on an `(inlined by)` line.
 fn without_inlined_discriminator(line: &str) -> String {
-    match (line.starts_with("(inlined by) "), line.find(" (discriminator ")) {
+    match (
+        line.starts_with("(inlined by) "),
+        line.find(" (discriminator "),
+    ) {
         (true, Some(i)) => line[..i].to_string(),
         _ => line.to_string(),
     }
