@@ -79,7 +79,11 @@ fn project(v: &Value, files: bool) -> Value {
                     )
                 })
                 .filter(|(k, _)| {
-                    files || !matches!(k.as_str(), "file" | "line" | "decl_file" | "identity")
+                    files
+                        || !matches!(
+                            k.as_str(),
+                            "file" | "line" | "decl_file" | "identity" | "source"
+                        )
                 })
                 .map(|(k, x)| (k.clone(), project(x, files)))
                 .collect(),
@@ -188,6 +192,8 @@ fn every_verb_gives_one_answer_through_every_form_of_a_kernel() {
         let mut args = vec!["addr"];
         args.extend(addrs.iter().map(String::as_str));
         agree(&k, &forms, &args, 0, false);
+        // file:line: the same inline chains through every form that has the DWARF.
+        agree(&k, &forms, &args, 0, true);
         check_and_convert(&k, &forms);
         // Drift between two forms of one build: every definition the same.
         for (name, form, files) in &forms[1..] {

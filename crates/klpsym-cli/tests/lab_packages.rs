@@ -469,9 +469,13 @@ fn a_folder_of_packages_with_a_broken_one_gives_every_readable_kernel_a_verdict(
         failed[0]["kernel"].as_str().unwrap().contains("9.9.9"),
         "{failed:?}"
     );
+    // The -dbg package is read for the bindings' source files (joined to its image by build
+    // id, said in a note); nothing about it is an error.
     assert!(
-        !text(&o.stderr).contains("-dbg"),
-        "the -dbg package is not read: {}",
+        !text(&o.stderr)
+            .lines()
+            .any(|l| l.starts_with("klpsym: error") && l.contains("-dbg")),
+        "the -dbg package is read without an error: {}",
         text(&o.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);

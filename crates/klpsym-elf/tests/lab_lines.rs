@@ -113,8 +113,19 @@ fn same(theirs: &[String], ours_: &[String]) -> bool {
     theirs == ours_
 }
 
+/// A probe in the NOP padding 6.2+ puts before each function (`__pfx_NAME`, for call
+/// thunks) to which klpsym gives no line: no line table row is for those bytes (the unit's
+/// sequence starts at the function), and the two addr2lines answer from whichever row they
+/// meet (binutils the next function's or another unit's line, llvm-addr2line another unit's
+/// file at line 0), so neither is an oracle there.
+fn padding(symbol: &str, ours_: &[String]) -> bool {
+    symbol.starts_with("__pfx_") && ours_.is_empty()
+}
+
 #[derive(Default)]
 struct Tally {
+    /// Probes in a function's padding (`__pfx_`) given no line (below).
+    padding: usize,
     compared: usize,
     lines: usize,
     binutils: usize,
@@ -196,6 +207,10 @@ fn file_line_and_inline_chains_agree_with_addr2line() {
         let mut t = Tally::default();
         for ((a, i), (l, g)) in probes.iter().zip(llvm.iter().zip(&gnu)) {
             let mine = ours(&lines.frames_named(*a, Some(&named[*i].1)));
+            if padding(&named[*i].1, &mine) {
+                t.padding += 1;
+                continue;
+            }
             t.judge(
                 &format!("{} {a:#x}", k.name),
                 &norm(g),
@@ -243,6 +258,11 @@ fn file_line_and_inline_chains_agree_with_addr2line() {
                 let theirs = binutils(&["--section", name, "-e", entry.to_str().unwrap()], &at);
                 for ((off, sym), th) in offs.iter().zip(&theirs) {
                     let at = lines.place(name, *off).expect("section placed");
+                    let mine = ours(&lines.frames_named(at, Some(sym)));
+                    if padding(sym, &mine) {
+                        m.padding += 1;
+                        continue;
+                    }
                     let th: Vec<String> = th
                         .iter()
                         .map(|l| without_inlined_discriminator(&strip_root(l, root.as_deref())))
@@ -251,7 +271,7 @@ fn file_line_and_inline_chains_agree_with_addr2line() {
                         &format!("{} {}:{name}+{off:#x}", k.name, entry.display()),
                         &th,
                         None,
-                        &ours(&lines.frames_named(at, Some(sym))),
+                        &mine,
                     );
                 }
             }
@@ -264,15 +284,17 @@ fn file_line_and_inline_chains_agree_with_addr2line() {
         );
         let v = &vmlinux;
         eprintln!(
-            "{}: vmlinux {} addresses ({} lines): {} as binutils says, {} as llvm-addr2line says, {} as neither; {modules} modules {} addresses ({} lines): {} as binutils says, {} not",
+            "{}: vmlinux {} addresses ({} lines, {} more in padding): {} as binutils says, {} as llvm-addr2line says, {} as neither; {modules} modules {} addresses ({} lines, {} more in padding): {} as binutils says, {} not",
             k.name,
             v.compared,
             v.lines,
+            v.padding,
             v.binutils,
             v.llvm,
             v.diffs.len(),
             m.compared,
             m.lines,
+            m.padding,
             m.binutils,
             m.diffs.len()
         );
