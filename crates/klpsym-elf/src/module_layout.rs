@@ -60,6 +60,12 @@ impl ModuleLayout {
 
 /// A section's class: init or core, and its pass (0 text, 1 rodata, 2 ro-after-init, 3 data).
 fn class(flags: u64, name: &str) -> Option<(bool, usize)> {
+    // The loader clears SHF_ALLOC of `__versions` and `.modinfo` before laying out
+    // (rewrite_section_headers(), kernel/module/main.c; kernel/module.c in 5.10): they stay
+    // in the temporary copy, where kallsyms lists their symbols (`____versions`).
+    if name == "__versions" || name == ".modinfo" {
+        return None;
+    }
     let masks: [(u64, u64); 4] = [
         (SHF_EXECINSTR | SHF_ALLOC, 0),
         (SHF_ALLOC, SHF_WRITE),
@@ -138,7 +144,9 @@ pub fn module_layout(
     *d = align_up(align_up(*d, 8) + core_symtab_bytes(m), PAGE);
     // Each part's base, from a placed section of it.
     let mut base: HashMap<(bool, usize), u64> = HashMap::new();
-    for (idx, &(init, part, off)) in &offset {
+    let mut placed: Vec<(&u32, &(bool, usize, u64))> = offset.iter().collect();
+    placed.sort_by_key(|(idx, _)| **idx);
+    for (idx, &(init, part, off)) in placed {
         if let Some(&a) = bases.get(idx) {
             base.entry((init, part)).or_insert(a.wrapping_sub(off));
         }
