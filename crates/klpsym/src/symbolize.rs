@@ -282,7 +282,7 @@ impl Kernel {
         if let Some(o) = self.symbolize_in_module(addr) {
             return o;
         }
-        let o = self.inner.table.symbolize(addr);
+        let o = self.past_placed_module(self.inner.table.symbolize(addr));
         if let SymbolizeOutcome::Found(s) = &o {
             if s.module.is_none() && s.symbol.object == ObjectId::VMLINUX {
                 if let Some((start, end)) = self.ksym_range() {
@@ -307,9 +307,10 @@ impl Kernel {
         if !self.inner.module_layouts.is_empty() {
             for (o, &a) in out.iter_mut().zip(addrs) {
                 rs.tick()?;
-                if let Some(m) = self.symbolize_in_module(a) {
-                    *o = m;
-                }
+                *o = match self.symbolize_in_module(a) {
+                    Some(m) => m,
+                    None => self.past_placed_module(*o),
+                };
             }
         }
         if let Some((start, end)) = self.ksym_range() {
@@ -335,6 +336,25 @@ impl Kernel {
             SymbolizeOutcome::Found(mut s) => {
                 s.offset += 1;
                 SymbolizeOutcome::Found(s)
+            }
+            o => o,
+        }
+    }
+
+    /// The table's answer `o` for an address in no placed module's memory
+    /// ([`Kernel::symbolize_in_module`] said `None`): a symbol of a module whose layout is
+    /// known does not reach there (the kernel's `__module_address()` finds no module and
+    /// `%pS` prints the number), so it is `Outside` that symbol.
+    fn past_placed_module<'a>(&'a self, o: SymbolizeOutcome<'a>) -> SymbolizeOutcome<'a> {
+        match o {
+            SymbolizeOutcome::Found(s)
+                if s.module
+                    .is_some_and(|m| self.inner.module_layouts.iter().any(|(n, _)| n == m)) =>
+            {
+                SymbolizeOutcome::Outside {
+                    nearest: s.symbol,
+                    size: s.size,
+                }
             }
             o => o,
         }
