@@ -398,7 +398,8 @@ impl Kernel {
     }
 
     /// For each module of [`klpsym_io::LoadedKernel::module_layouts`], its symbols as
-    /// `find_kallsyms_symbol()` scans them (empty names and mapping symbols left out), sorted
+    /// `find_kallsyms_symbol()` scans them (empty names, undefined and mapping symbols left
+    /// out), sorted
     /// by address, equal ones in the module's order; made once.
     fn module_symbols(&self) -> &[Vec<(u64, klpsym_core::SymbolId)>] {
         self.module_syms.get_or_init(|| {
@@ -415,8 +416,13 @@ impl Kernel {
                     let mut v: Vec<(u64, klpsym_core::SymbolId)> = t
                         .iter()
                         .filter(|s| s.object == oid)
+                        // A livepatch module keeps its undefined symbols in its symbol
+                        // table (resolved to their definitions' addresses), which
+                        // find_kallsyms_symbol() passes over (SHN_UNDEF).
                         .filter(|s| {
-                            !s.name.is_empty() && !klpsym_elf::is_mapping_symbol(s.name, version)
+                            !s.name.is_empty()
+                                && !matches!(s.kind as u8, b'u' | b'U')
+                                && !klpsym_elf::is_mapping_symbol(s.name, version)
                         })
                         .map(|s| (s.addr, s.id))
                         .collect();
