@@ -12,13 +12,13 @@ use common::livepatch_kernels;
 use std::path::Path;
 use std::process::Command;
 
-/// (address, %pS, %pB) of each `out=KLPSYM` line. A module symbol's ` [module]` belongs to
-/// the text before it.
-fn kernel_lines(oracle: &str) -> Vec<(String, String, String)> {
+/// The words of each `out=KLPSYM` line. A module symbol's ` [module]` belongs to the word
+/// before it.
+fn kernel_words(oracle: &str) -> Vec<Vec<String>> {
     oracle
         .lines()
         .filter_map(|l| l.strip_prefix("out=KLPSYM "))
-        .filter_map(|l| {
+        .map(|l| {
             let mut words: Vec<String> = Vec::new();
             for w in l.split_whitespace() {
                 match words.last_mut() {
@@ -29,8 +29,17 @@ fn kernel_lines(oracle: &str) -> Vec<(String, String, String)> {
                     _ => words.push(w.to_string()),
                 }
             }
-            (words.len() == 3).then(|| (words[0].clone(), words[1].clone(), words[2].clone()))
+            words
         })
+        .collect()
+}
+
+/// (address, %pS, %pB) of each `out=KLPSYM` line with three columns.
+fn kernel_lines(oracle: &str) -> Vec<(String, String, String)> {
+    kernel_words(oracle)
+        .into_iter()
+        .filter(|w| w.len() == 3)
+        .map(|w| (w[0].clone(), w[1].clone(), w[2].clone()))
         .collect()
 }
 
@@ -98,22 +107,9 @@ fn klpsym_answers(
 
 /// (address, %pS, %pB, %ps) of each `out=KLPSYM` line with four columns.
 fn kernel_lines4(oracle: &str) -> Vec<[String; 4]> {
-    oracle
-        .lines()
-        .filter_map(|l| l.strip_prefix("out=KLPSYM "))
-        .filter_map(|l| {
-            let mut words: Vec<String> = Vec::new();
-            for w in l.split_whitespace() {
-                match words.last_mut() {
-                    Some(prev) if w.starts_with('[') => {
-                        prev.push(' ');
-                        prev.push_str(w);
-                    }
-                    _ => words.push(w.to_string()),
-                }
-            }
-            <[String; 4]>::try_from(words).ok()
-        })
+    kernel_words(oracle)
+        .into_iter()
+        .filter_map(|w| <[String; 4]>::try_from(w).ok())
         .collect()
 }
 

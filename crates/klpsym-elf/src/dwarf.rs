@@ -52,19 +52,6 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     }
 }
 
-const NEEDED: &[&str] = &[
-    ".debug_aranges",
-    ".debug_info",
-    ".debug_abbrev",
-    ".debug_str",
-    ".debug_line",
-    ".debug_line_str",
-    ".debug_str_offsets",
-    ".debug_addr",
-    ".debug_ranges",
-    ".debug_rnglists",
-];
-
 /// A little-endian ELF's `.debug_*` sections, decompressed when compressed (`SHF_COMPRESSED`,
 /// zlib or zstd, as `--compress-debug-sections` and distributions' debuginfo make them);
 /// uncompressed ones are borrowed, not copied. `None` without `.debug_aranges`.
@@ -84,7 +71,7 @@ impl<'d> DebugSections<'d> {
                 let name = s.name().ok()?;
                 // Only what compilation units, their entries and line programs need: location
                 // lists and frame tables (large, and compressed in debuginfo) stay untouched.
-                NEEDED
+                crate::source_lines::DEBUG_SECTIONS
                     .contains(&name)
                     .then(|| Some((name.to_string(), s.uncompressed_data().ok()?)))?
             })
