@@ -196,7 +196,14 @@ impl Cache {
         // alone trusts the file system). A helper thread starts hashing both while this one
         // decodes the entry (decoding checks every bound, so it is safe on any bytes), then
         // this one helps; a mismatch throws the decoded table away.
-        let verifier = Verifier::new(path, opts.max_input_size, body)?;
+        // A package is read streaming and never refused for its size (its members are
+        // bounded instead), so its entry is not either: only a file read whole has a limit.
+        let limit = if crate::package::is_package(path) {
+            u64::MAX
+        } else {
+            opts.max_input_size
+        };
+        let verifier = Verifier::new(path, limit, body)?;
         let mut helper = rs.sibling();
         let (worked, decoded) = std::thread::scope(|s| {
             // No helper when the system refuses a thread: this one does all the hashing.

@@ -466,6 +466,20 @@ fn a_check_s_package_modules_and_a_dbg_package_are_cached() {
         "both parts from the cache"
     );
     assert!(d.lines.as_ref().is_some_and(|l| l.len() > 10_000));
+    // A package is read streaming and never refused for its size, warm as cold: with an input
+    // limit below both packages' sizes the entries still serve them (7.x's -dbg package is
+    // over the 1 GiB default, and was read anew from its 1.2 GB every time).
+    let small = LoadOptions {
+        max_input_size: 1024,
+        ..opts(&dir)
+    };
+    let mut v = klpsym_io::load_packages(&both, &small, rs).unwrap();
+    let limited = v.remove(0).1.unwrap();
+    assert!(
+        limited.cached.is_some() && limited.debug.as_deref().is_some_and(|d| d.cached.is_some()),
+        "a package over the input limit is served from its entry"
+    );
+    assert_eq!(view(&limited), view(&warm));
     let addrs: Vec<Option<u64>> = cold
         .debug
         .as_deref()
