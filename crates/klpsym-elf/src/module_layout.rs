@@ -36,24 +36,33 @@ pub struct ModuleLayout {
     pub init: Vec<(u64, u64)>,
     /// The end of the init text, when known.
     pub init_text_end: Option<u64>,
+    /// The core text, `[base, text end)`, when its base is known (since 6.4 the region of
+    /// `mem[MOD_TEXT]`).
+    pub text: Option<(u64, u64)>,
+    /// The init text alike (`mem[MOD_INIT_TEXT]`).
+    pub init_text: Option<(u64, u64)>,
 }
 
 impl ModuleLayout {
-    /// True when `addr` is the module's: in a known core or init range.
+    /// True when `addr` is the live module's: in a known core range. Its init memory is
+    /// not: once its init function has returned the loader frees it and forgets its regions
+    /// (`do_init_module()`: `mem[init type].base = NULL, .size = 0`; `init_layout` before
+    /// 6.4), so `__module_address()` finds no module there and `%pS` prints the number,
+    /// though a livepatch module's kallsyms still lists its init symbols (it keeps its whole
+    /// symbol table).
     pub fn contains(&self, addr: u64) -> bool {
-        self.core
-            .iter()
-            .chain(&self.init)
-            .any(|&(s, e)| s <= addr && addr < e)
+        self.core.iter().any(|&(s, e)| s <= addr && addr < e)
     }
 
-    /// The text end that bounds a symbol found for `addr` (the init text's for an init
-    /// address).
-    pub fn text_end_for(&self, addr: u64) -> Option<u64> {
-        if self.init.iter().any(|&(s, e)| s <= addr && addr < e) {
-            self.init_text_end
+    /// The region of the live module's memory `addr` lies in, `[start, end)`: any known
+    /// core one, or with `text_only` the core text alone (since 6.4 one `mem[]` region
+    /// each).
+    pub fn region_of(&self, addr: u64, text_only: bool) -> Option<(u64, u64)> {
+        let inside = |&(s, e): &(u64, u64)| s <= addr && addr < e;
+        if text_only {
+            self.text.filter(inside)
         } else {
-            self.text_end
+            self.core.iter().copied().find(inside)
         }
     }
 }
@@ -166,11 +175,14 @@ pub fn module_layout(
         };
         Some(b.wrapping_add(t))
     };
+    let text = |init: bool| Some((*base.get(&(init, 0))?, text_end(init)?));
     ModuleLayout {
         core: parts.iter().filter_map(|&p| region(false, p)).collect(),
         text_end: text_end(false),
         init: parts.iter().filter_map(|&p| region(true, p)).collect(),
         init_text_end: text_end(true),
+        text: text(false),
+        init_text: text(true),
     }
 }
 
@@ -235,6 +247,32 @@ mod tests {
         assert_eq!(l.text_end, Some(t + 0x1000));
         assert_eq!(l.core, vec![(t, t + 0x1000), (d, d + 0x2000)]);
         assert!(!l.contains(t + 0x1000), "rodata's base is not known");
+        assert_eq!(l.text, Some((t, t + 0x1000)));
+        assert_eq!(l.region_of(d + 0x10, false), Some((d, d + 0x2000)));
+        assert_eq!(l.region_of(d + 0x10, true), None, "data is not text");
+        assert_eq!(l.region_of(t + 0xfff, true), Some((t, t + 0x1000)));
+    }
+
+    #[test]
+    fn init_memory_is_not_the_live_modules() {
+        let mut f = Fixture::new(Architecture::X86_64);
+        let text = f.section(".text", SectionKind::Text, &[0x90; 0x20]);
+        let init = f.section(".init.text", SectionKind::Text, &[0x90; 0x20]);
+        f.section(".modinfo", SectionKind::ReadOnlyData, b"name=ini\0");
+        f.sym("f", At::Sec(text), 0, 'l', 'f');
+        f.sym("i", At::Sec(init), 0, 'l', 'f');
+        let m = module_kallsyms(&f.bytes()).unwrap();
+        let idx = |n: &str| m.sections.iter().find(|s| s.name == n).unwrap().index;
+        let (t, i) = (0xffff_ffff_c040_1000, 0xffff_ffff_c041_0000);
+        let bases: HashMap<u32, u64> = [(idx(".text"), t), (idx(".init.text"), i)]
+            .into_iter()
+            .collect();
+        for v in [(6, 1), (7, 2)] {
+            let l = module_layout(&m, &bases, v);
+            assert_eq!(l.init_text, Some((i, i + 0x1000)), "{v:?}: laid out");
+            assert!(l.contains(t) && !l.contains(i), "{v:?}: freed after init");
+            assert_eq!(l.region_of(i, false), None);
+        }
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub struct Kernel {
     pub(crate) ksym_range: OnceLock<Option<(u64, u64)>>,
     /// The symbols of each module whose layout is known, as `%pS` scans them (made once).
     pub(crate) module_syms: OnceLock<Vec<Vec<(u64, SymbolId)>>>,
+    /// How this kernel's `find_kallsyms_symbol()` bounds a module symbol (found once).
+    pub(crate) module_lookup: OnceLock<crate::symbolize::ModuleLookup>,
     /// Line tables read so far (`file:line`).
     pub(crate) lines: crate::lines::LinesCache,
     /// Modules read from the kernel's packages after it was opened without them (a check
@@ -95,6 +97,7 @@ impl Kernel {
             unsupported: OnceLock::new(),
             ksym_range: OnceLock::new(),
             module_syms: OnceLock::new(),
+            module_lookup: OnceLock::new(),
             lines: Default::default(),
             package_modules: Mutex::new(None),
         }

@@ -270,6 +270,41 @@ pub enum Ended {
     Unreadable,
 }
 
+/// How `find_kallsyms_symbol()` bounds the symbol it finds for a module address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModuleLookup {
+    /// Any of the module's symbols at or below the address; the size runs at most to the
+    /// end of the module's core text (its init memory is freed by then), "at worse, next
+    /// value is at end of module", so a data symbol's size can wrap.
+    ToTextEnd,
+    /// The memory region the address lies in first (without CONFIG_KALLSYMS_ALL only the
+    /// text regions are looked at): the best symbol is in it and its size ends with it
+    /// ("module/kallsyms: fix nextval for data symbol lookup").
+    ByRegion {
+        /// CONFIG_KALLSYMS_ALL is off: an address in data prints as the number.
+        text_only: bool,
+    },
+}
+
+impl ModuleLookup {
+    /// Whether kernel `version` at stable `sublevel` selects the region first. The change
+    /// came with mainline 7.3 and was taken into the stable series 7.2.4 (linux-7.2.y,
+    /// 2026-09-07), 6.18.50 and 6.12.117 (Debian's changelog of 6.12.117-1 lists it); the
+    /// lab holds 6.12.95 with the old rule and 6.12.118 and 7.2.13 with the new. Other
+    /// series (6.4 to 7.1, 6.6.y) keep the old rule, as far as is known. Unknown sublevel:
+    /// the series' first release (its old rule).
+    pub(crate) fn by_region(version: (u32, u32), sublevel: Option<u32>) -> bool {
+        let s = sublevel.unwrap_or(0);
+        match version {
+            v if v >= (7, 3) => true,
+            (7, 2) => s >= 4,
+            (6, 18) => s >= 50,
+            (6, 12) => s >= 117,
+            _ => false,
+        }
+    }
+}
+
 impl Kernel {
     /// `%pS` of `addr`: the symbol it lies in with the offset and size, or why none.
     ///
@@ -368,6 +403,12 @@ impl Kernel {
     /// text — also for a data symbol, whose size then wraps around as the kernel's unsigned
     /// arithmetic does (`__this_module+0x0/0xfffffffffffff000` on 6.1). `None` when the
     /// address is in no such module (the table answers as before).
+    ///
+    /// Where the kernel selects the address's own memory region first
+    /// ([`ModuleLookup::ByRegion`]), the best symbol is one in that region and its size
+    /// runs at most to the region's end; an address in no region it scans (without
+    /// CONFIG_KALLSYMS_ALL, any but the text) or below the region's first symbol prints as
+    /// the number.
     fn symbolize_in_module(&self, addr: u64) -> Option<SymbolizeOutcome<'_>> {
         let k = &self.inner;
         let i = k
@@ -377,15 +418,27 @@ impl Kernel {
         let layout = &k.module_layouts[i].1;
         let t = &k.table;
         let syms = &self.module_symbols()[i];
+        // The lowest value a best symbol may have, and the bound of its size.
+        let (floor, end) = match self.module_lookup() {
+            ModuleLookup::ToTextEnd => (0, layout.text_end?),
+            ModuleLookup::ByRegion { text_only } => match layout.region_of(addr, text_only) {
+                Some(r) => r,
+                None => return Some(SymbolizeOutcome::BeforeFirst),
+            },
+        };
         // The best: the highest at or below the address, the first of equal ones.
         let upto = syms.partition_point(|&(a, _)| a <= addr);
-        let Some(&(best_addr, _)) = upto.checked_sub(1).map(|u| &syms[u]) else {
+        let Some(&(best_addr, _)) = upto
+            .checked_sub(1)
+            .map(|u| &syms[u])
+            .filter(|&&(a, _)| a >= floor)
+        else {
             // No symbol at or below: the kernel prints the number.
             return Some(SymbolizeOutcome::BeforeFirst);
         };
         let first = syms.partition_point(|&(a, _)| a < best_addr);
         let best = t.symbol(syms[first].1);
-        let mut next = layout.text_end_for(addr)?;
+        let mut next = end;
         if let Some(&(a, _)) = syms.get(upto) {
             next = next.min(a);
         }
@@ -395,6 +448,29 @@ impl Kernel {
             size: next.wrapping_sub(best.addr),
             module: Some(t.object_info(best.object).name.as_str()),
         }))
+    }
+
+    /// How this kernel bounds a module symbol, by its version and stable sublevel (the
+    /// banner's) and whether kallsyms holds data symbols (CONFIG_KALLSYMS_ALL).
+    fn module_lookup(&self) -> ModuleLookup {
+        *self.module_lookup.get_or_init(|| {
+            let rules = self
+                .release()
+                .as_deref()
+                .and_then(klpsym_livepatch::KernelRules::from_release);
+            let Some(mut rules) = rules else {
+                return ModuleLookup::ByRegion { text_only: false };
+            };
+            if let Some(b) = &self.inner.facts.version {
+                rules = rules.with_banner(b);
+            }
+            if !ModuleLookup::by_region(rules.version, rules.sublevel) {
+                return ModuleLookup::ToTextEnd;
+            }
+            let mut rs = self.opts.resched();
+            let all = crate::target::knows_exports(&self.inner.table, &mut rs).unwrap_or(true);
+            ModuleLookup::ByRegion { text_only: !all }
+        })
     }
 
     /// For each module of [`klpsym_io::LoadedKernel::module_layouts`], its symbols as
@@ -676,6 +752,16 @@ mod tests {
         assert!(parse_query_text("hello world").is_err());
         let e = parse_query("hello world").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+    }
+
+    #[test]
+    fn module_lookup_by_region_from_the_series_that_took_it() {
+        let by = super::ModuleLookup::by_region;
+        assert!(!by((6, 1), Some(192)) && !by((6, 6), Some(120)));
+        assert!(!by((6, 12), Some(116)) && by((6, 12), Some(117)) && !by((6, 12), None));
+        assert!(!by((6, 18), Some(49)) && by((6, 18), Some(50)));
+        assert!(!by((7, 1), Some(30)) && !by((7, 2), Some(3)) && by((7, 2), Some(4)));
+        assert!(by((7, 3), None) && by((8, 0), None));
     }
 
     #[test]
