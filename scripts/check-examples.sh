@@ -33,7 +33,7 @@ out="$("$ex/symbolize" "$image" "${batch[@]}")"
 printf '%s\n' "$out"
 for a in "${batch[@]}"; do
 	want="$("$klpsym" addr "$a" -k "$image" --json | json 'd["results"][0]["addresses"][0]["text"]')"
-	got="$(awk -v a="$(printf '0x%016x' "$a")" '$1 == a { $1 = ""; sub(/^ /, ""); print }' <<<"$out")"
+	got="$(awk -v a="$(printf '0x%016x' "$a")" '($1 "") == a { $1 = ""; sub(/^ /, ""); print }' <<<"$out")"
 	[ "$got" = "$want" ] || fail "symbolize $a: the example says '$got', klpsym addr '$want'"
 done
 
