@@ -13,7 +13,9 @@ envs="${1:?usage: lab-tables.sh LAB_ENV_FILES SUMMARY}"
 summary="${2:?usage: lab-tables.sh LAB_ENV_FILES SUMMARY}"
 [ -s "$summary" ] || { echo "lab-tables.sh: $summary is empty: the oracle test did not pass" >&2; exit 1; }
 # The binary scripts/test.sh built (its ci profile), else a release build.
-klpsym="${KLPSYM_BIN:-$(dirname "$0")/../target/release/klpsym}"
+# The binary the tests ran (profile ci), built when missing; KLPSYM_BIN names another.
+klpsym="${KLPSYM_BIN:-$(dirname "$0")/../target/ci/klpsym}"
+[ -x "$klpsym" ] || (cd "$(dirname "$0")/.." && cargo build -q --profile ci -p klpsym-cli)
 
 get() { sed -n "s/^$2=//p" "$1"; }
 field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }

@@ -65,14 +65,19 @@ pub struct Interrupt(pub Arc<Mutex<Option<PyErr>>>);
 
 impl Interrupt {
     /// Runs `f` without the GIL; an error is its exception, or, for a cancellation a signal
-    /// caused, the signal's own exception.
+    /// caused, the signal's own exception. A signal caught while `f` ran is raised even when
+    /// `f` finished anyway (a reschedule point that saw it may sit where a cancellation only
+    /// ends a helper, not the call): the handler has run, and its exception is never lost.
     pub fn run<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce() -> klpsym::Result<T> + Send,
     ) -> PyResult<T> {
         match py.detach(f) {
-            Ok(v) => Ok(v),
+            Ok(v) => match self.take() {
+                Some(e) => Err(e),
+                None => Ok(v),
+            },
             Err(e) if e.is_cancelled() => Err(self.take().unwrap_or_else(|| py_err(e))),
             Err(e) => Err(py_err(e)),
         }
