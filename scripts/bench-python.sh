@@ -11,5 +11,6 @@ cargo build -q --release -p klpsym-bench
 for i in $(seq "$rounds"); do
 	echo "-- round $i"
 	target/release/klpsym-bench calls --kernel "$kernel" --patch "$patch"
-	python3 python/bench.py --kernel "$kernel" --patch "$patch"
+	# -P: the installed package, not python/klpsym beside the script (which has no extension).
+	python3 -P python/bench.py --kernel "$kernel" --patch "$patch"
 done
