@@ -151,6 +151,8 @@ if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 	KLPSYM_PY_PROFILE=ci bash scripts/check-python.sh || summary 1
 	echo "== klpsym as a Debian package: built, installed with dpkg -i, used" >&2
 	KLPSYM_DEB_PROFILE=ci bash scripts/check-deb.sh "$KLPSYM_TEST_IMAGE_DEB" || summary 1
+	echo "== klpsym by cargo install --locked --path crates/klpsym-cli, used" >&2
+	KLPSYM_INSTALL_PROFILE=ci bash scripts/check-cargo-install.sh "$KLPSYM_TEST_IMAGE_DEB" || summary 1
 	echo "== the reschedule bound (klpsym-bench resched) on the lab's capture" >&2
 	cargo run --release -q -p klpsym-bench -- resched --kernel "$KLPSYM_TEST_KALLSYMS_NOMOD" --runs 5 ||
 		summary 1
