@@ -813,7 +813,9 @@ impl SymbolTable {
                 .spawn_scoped(scope, move || addrs(&mut helper_rs));
             match helper {
                 Ok(h) => {
-                    let here = names(resched);
+                    // Starting a thread is tens of microseconds of this thread's time (its
+                    // stack is mapped): a point of its own before the build's first step.
+                    let here = resched.tick_step().and_then(|()| names(resched));
                     // A panic in the helper is a bug in the index build: passed on as one.
                     let there = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                     here.and(there)

@@ -221,9 +221,12 @@ impl<'d> LivepatchModule<'d> {
                 Err(format!("inconsistent struct layouts: {layouts:?}"))
             };
             relocs.drop_with_points(resched)?;
+            // A clock read at the phase's end: the next steps are not all counted items.
+            resched.tick_step()?;
             patch
         };
         let versions = parse_versions(&elf, resched)?;
+        resched.tick_step()?;
         let basic_versions = elf.section_by_name("__versions").is_some();
         let signed = elf.data.ends_with(MODULE_SIG_STRING);
         Ok(LivepatchModule {

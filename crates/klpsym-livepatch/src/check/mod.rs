@@ -61,16 +61,23 @@ pub fn check_with(
     for t in target.unplaced_modules.values() {
         t.build_name_index(resched)?;
     }
+    resched.tick_step()?;
     let mut c = Ctx::new(module, target, resched);
+    c.r.tick_step()?;
     // A file the module loader refuses by its ELF header (another architecture) is not
     // read further by the kernel: nothing after it is reported, not even as not reached.
     if c.elf_header_refused() {
         return c.finish();
     }
+    // A clock read between the stages: each ends in steps that are not counted items.
     c.module_load()?;
+    c.r.tick_step()?;
     c.patch_enable()?;
+    c.r.tick_step()?;
     c.patch_functions()?;
+    c.r.tick_step()?;
     c.modules_coming()?;
+    c.r.tick_step()?;
     c.finish()
 }
 
@@ -300,9 +307,12 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
 
     fn finish(mut self) -> Result<CheckReport, Cancelled> {
         self.orphan_sections()?;
+        self.r.tick_step()?;
         let ordinary = self.m.is_ordinary_module();
         let verdict = PatchVerdict::of_module(&self.problems, &self.objects, ordinary, self.r)?;
+        self.r.tick_step()?;
         let kernel_log = self.kernel_log(&verdict)?;
+        self.r.tick_step()?;
         let layouts_source = match &self.m.patch {
             Ok(p) => p.layouts.source.to_string(),
             Err(_) => "none".into(),
@@ -311,11 +321,14 @@ impl<'m, 'd, 't, 'r> Ctx<'m, 'd, 't, 'r> {
         for (_, o) in std::mem::take(&mut self.overlay) {
             bulk::free_with_points(o, self.r)?;
         }
+        self.r.tick_step()?;
         drop_set_with_points(std::mem::take(&mut self.warned), self.r)?;
+        self.r.tick_step()?;
         for h in std::mem::take(&mut self.hints) {
             drop(h);
             self.r.tick()?;
         }
+        self.r.tick_step()?;
         Ok(CheckReport {
             module: self.m.name.clone(),
             arch: self.m.arch,
