@@ -32,10 +32,6 @@ pub struct ModuleLayout {
     /// The end of the core text (`core_layout.base + text_size`; since 6.4
     /// `mem[MOD_TEXT].base + size`), when the text's base is known.
     pub text_end: Option<u64>,
-    /// The init memory's ranges whose base is known (init sections placed).
-    pub init: Vec<(u64, u64)>,
-    /// The end of the init text, when known.
-    pub init_text_end: Option<u64>,
     /// The core text, `[base, text end)`, when its base is known (since 6.4 the region of
     /// `mem[MOD_TEXT]`).
     pub text: Option<(u64, u64)>,
@@ -179,8 +175,6 @@ pub fn module_layout(
     ModuleLayout {
         core: parts.iter().filter_map(|&p| region(false, p)).collect(),
         text_end: text_end(false),
-        init: parts.iter().filter_map(|&p| region(true, p)).collect(),
-        init_text_end: text_end(true),
         text: text(false),
         init_text: text(true),
     }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::{normalize_module_name, ObjectId, SymbolizeOutcome, SIZE_UNKNOWN};
 
 use klpsym_core::hex_serde;
@@ -468,7 +469,13 @@ impl Kernel {
                 return ModuleLookup::ToTextEnd;
             }
             let mut rs = self.opts.resched();
-            let all = crate::target::knows_exports(&self.inner.table, &mut rs).unwrap_or(true);
+            // A stop asked during the walk must not decide the cached answer: the walk is
+            // finished without points then (as the stem index's first build is).
+            let all = crate::target::knows_exports(&self.inner.table, &mut rs)
+                .or_else(|Cancelled| {
+                    crate::target::knows_exports(&self.inner.table, &mut Resched::none())
+                })
+                .expect("no cancellation without a flag");
             ModuleLookup::ByRegion { text_only: !all }
         })
     }
