@@ -24,6 +24,8 @@
 #   KLPSYM_LAB_SUITE   the Debian suite (default bookworm); its packages come from a private
 #                      apt configuration in $CACHE/apt/<suite> (see lib.sh)
 #   KLPSYM_LAB_ARCH    amd64 (default) or arm64 ($CACHE/apt/<suite>-arm64)
+#   KLPSYM_LAB_FLAVOUR the flavour (default the architecture's own; e.g. cloud-amd64): its
+#                      kernel gets the folder $CACHE/<abi>-<flavour>
 #   KLPSYM_LAB_APT_UPDATE=1  refresh the suite's apt lists before discovering the ABI
 #
 # Idempotent: .debs are kept in $CACHE/debs and reused, the unpacked tree and the extracted
@@ -40,7 +42,7 @@ HOST_PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils zstd python3 libelf1
 # a second (no binary package cache), so the answer is memoised against a fingerprint of the
 # suite's lists: it changes only with them.
 discover_abi() {
-	local memo="$LAB_APT_DIR/abi-discovery" stamp abi
+	local memo="$LAB_APT_DIR/abi-discovery$LAB_DIR_SUFFIX" stamp abi
 	lab_apt_fresh
 	stamp="$(find "$LAB_APT_DIR/lists" -maxdepth 1 -name '*Packages*' -printf '%f %s %T@\n' 2>/dev/null |
 		sort | md5sum | cut -d' ' -f1)"
@@ -48,8 +50,8 @@ discover_abi() {
 		sed -n 2p "$memo"
 		return 0
 	fi
-	abi="$({ lab_apt_cache depends "linux-image-$LAB_ARCH" 2>/dev/null || true; } |
-		sed -n "s/^ *Depends: linux-image-\\([0-9][^ ]*\\)-$LAB_ARCH\$/\\1/p" | head -n1)"
+	abi="$({ lab_apt_cache depends "linux-image-$LAB_FLAVOUR" 2>/dev/null || true; } |
+		sed -n "s/^ *Depends: linux-image-\\([0-9][^ ]*\\)-$LAB_FLAVOUR\$/\\1/p" | head -n1)"
 	if [ -n "$abi" ]; then
 		printf '%s\n%s\n' "$stamp" "$abi" >"$memo.$$" && mv "$memo.$$" "$memo"
 	fi
@@ -164,7 +166,7 @@ kernel_ready() {
 # unpack ABI VERSION: download and unpack the four packages into $CACHE/<abi>/root
 # ($CACHE/<abi>-arm64/root for arm64).
 unpack() {
-	local abi="$1" ver="$2" release="$1-$LAB_ARCH" dir="$LAB_CACHE/$1$LAB_ARCH_SUFFIX"
+	local abi="$1" ver="$2" release="$1-$LAB_FLAVOUR" dir="$LAB_CACHE/$1$LAB_DIR_SUFFIX"
 	local image_pkg="linux-image-$release" hdr_pkg="linux-headers-$release"
 	local common_pkg kbuild_pkg kbuild_ver debs=() deps
 	[ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && image_pkg="$image_pkg-unsigned"
@@ -191,7 +193,7 @@ unpack() {
 	# same version (and named in its Depends).
 	local split=() p abi_re
 	abi_re="$(sed 's/[].+*?^$[]/\\&/g' <<<"$abi")"
-	for p in $(pkg_field "$image_pkg" Depends | grep -oE "linux-(binary|base|modules)-$abi_re-$LAB_ARCH" || true); do
+	for p in $(pkg_field "$image_pkg" Depends | grep -oE "linux-(binary|base|modules)-$abi_re-$LAB_FLAVOUR" || true); do
 		split+=("$p=$ver")
 	done
 
@@ -245,7 +247,7 @@ kernel_file() {
 
 # The package that holds the image file: the image package itself, or linux-binary-* (7.x).
 image_package() {
-	local abi="$1" dir="$2" release="$1-$LAB_ARCH"
+	local abi="$1" dir="$2" release="$1-$LAB_FLAVOUR"
 	if [ -e "$dir/root/boot/vmlinuz-$release" ]; then
 		printf 'linux-image-%s%s\n' "$release" "$([ "${KLPSYM_LAB_UNSIGNED:-0}" = 1 ] && echo -unsigned)"
 	else
@@ -259,7 +261,7 @@ image_package() {
 # `make -C $HEADERS_DIR M=... modules` works without a system-wide install.
 fix_headers_makefile() {
 	local tmp_root="$1" final_root="$2" abi="$3"
-	local mk="$tmp_root/usr/src/linux-headers-$abi-$LAB_ARCH/Makefile"
+	local mk="$tmp_root/usr/src/linux-headers-$abi-$LAB_FLAVOUR/Makefile"
 	local common="/usr/src/linux-headers-$abi-common"
 	[ -f "$mk" ] || die "headers Makefile missing: $mk"
 	[ -d "$tmp_root$common" ] || die "unpacked -common headers missing: $tmp_root$common"
@@ -268,7 +270,7 @@ fix_headers_makefile() {
 	# A basic regular expression: only . [ ] * ^ $ and the # delimiter are special ("+" is not).
 	re="$(sed 's/[].*^$#[]/\\&/g' <<<"$prefix")"
 	sed -i "s#\([ =]\)$re#\1$final_root$prefix#g" "$mk"
-	log "headers Makefile now names $final_root$prefix{common,$LAB_ARCH}"
+	log "headers Makefile now names $final_root$prefix{common,$LAB_FLAVOUR}"
 }
 
 # The package ships no modules.dep (its postinst runs depmod on the installed system):
@@ -293,18 +295,18 @@ main() {
 			lab_apt_update
 			abi="$(discover_abi)"
 		fi
-		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-$LAB_ARCH' in $LAB_SUITE names no linux-image-<abi>-$LAB_ARCH"
+		[ -n "$abi" ] || die "cannot discover the kernel ABI: 'apt-cache depends linux-image-$LAB_FLAVOUR' in $LAB_SUITE names no linux-image-<abi>-$LAB_FLAVOUR"
 	fi
-	local dir="$LAB_CACHE/$abi$LAB_ARCH_SUFFIX"
+	local dir="$LAB_CACHE/$abi$LAB_DIR_SUFFIX"
 	if kernel_ready "$dir"; then
 		ver="$(cat "$dir/.unpacked")"
 	else
-		ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
+		ver="$(pkg_field "linux-image-$abi-$LAB_FLAVOUR" Version)"
 		if [ -z "$ver" ]; then
 			lab_apt_update
-			ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
+			ver="$(pkg_field "linux-image-$abi-$LAB_FLAVOUR" Version)"
 		fi
-		[ -n "$ver" ] || die "linux-image-$abi-$LAB_ARCH is not in the apt lists"
+		[ -n "$ver" ] || die "linux-image-$abi-$LAB_FLAVOUR is not in the apt lists"
 		local rc
 		set +e
 		with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
@@ -316,8 +318,8 @@ main() {
 			[ "$LAB_APT_UPDATED" = 0 ] || die "download of kernel $abi ($ver) failed"
 			lab_apt_update
 			[ -n "${KLPSYM_LAB_ABI:-}" ] || abi="$(discover_abi)"
-			dir="$LAB_CACHE/$abi$LAB_ARCH_SUFFIX"
-			ver="$(pkg_field "linux-image-$abi-$LAB_ARCH" Version)"
+			dir="$LAB_CACHE/$abi$LAB_DIR_SUFFIX"
+			ver="$(pkg_field "linux-image-$abi-$LAB_FLAVOUR" Version)"
 			set +e
 			with_lock "$LAB_CACHE/.lock" unpack "$abi" "$ver"
 			rc=$?
@@ -326,7 +328,7 @@ main() {
 		fi
 	fi
 
-	local release="$abi-$LAB_ARCH" root="$dir/root"
+	local release="$abi-$LAB_FLAVOUR" root="$dir/root"
 	if [ ! -s "$root/lib/modules/$release/modules.dep" ]; then
 		with_lock "$LAB_CACHE/.lock" make_modules_dep "$root" "$release"
 	fi
@@ -363,6 +365,8 @@ main() {
 KLPSYM_LAB_DIR=$dir
 KLPSYM_LAB_ABI=$abi
 KLPSYM_LAB_SUITE=$LAB_SUITE
+KLPSYM_LAB_FLAVOUR=$LAB_FLAVOUR
+KLPSYM_LAB_KERNEL_ID=$LAB_KERNEL_ID
 KLPSYM_LAB_VERSION=$ver
 KERNEL_RELEASE=$release
 VMLINUZ=$vmlinuz

@@ -53,6 +53,18 @@ esac
 # kernel of a suite must not share the amd64 kernel's folders.
 LAB_ARCH_SUFFIX=""
 [ "$LAB_ARCH" = amd64 ] || LAB_ARCH_SUFFIX="-$LAB_ARCH"
+# KLPSYM_LAB_FLAVOUR: the Debian kernel flavour, the architecture's own by default (amd64,
+# arm64); another flavour of the same release (cloud-amd64) is another build of one source
+# with another configuration. Its packages are linux-image-<abi>-<flavour> and friends.
+export LAB_FLAVOUR="${KLPSYM_LAB_FLAVOUR:-$LAB_ARCH}"
+[[ "$LAB_FLAVOUR" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "KLPSYM_LAB_FLAVOUR must be a Debian flavour name (cloud-amd64), not '$LAB_FLAVOUR'"
+# The folder suffix of a kernel ("" for the amd64 flavour, "-arm64", "-cloud-amd64"), and the
+# kernel's name in the lab (the suite, or SUITE/FLAVOUR for a flavour other than the
+# architecture's own): what a case's load_on= and built_for= name.
+LAB_DIR_SUFFIX=""
+[ "$LAB_FLAVOUR" = amd64 ] || LAB_DIR_SUFFIX="-$LAB_FLAVOUR"
+export LAB_KERNEL_ID="$LAB_SUITE"
+[ "$LAB_FLAVOUR" = "$LAB_ARCH" ] || LAB_KERNEL_ID="$LAB_SUITE/$LAB_FLAVOUR"
 LAB_MIRROR="${KLPSYM_LAB_MIRROR:-http://deb.debian.org/debian}"
 LAB_SECURITY_MIRROR="${KLPSYM_LAB_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 LAB_APT_DIR="$LAB_CACHE/apt/$LAB_SUITE$LAB_ARCH_SUFFIX"

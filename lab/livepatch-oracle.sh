@@ -93,6 +93,19 @@ prepare_case() {
 	out="$stage/$c"
 	mkdir -p "$out" "$work/lp/$c"
 	cp "$conf" "$out/case.conf"
+	# load_on=KERNEL...: a case about two builds of one series runs on their kernels only
+	# (a kernel is named by its suite, SUITE/FLAVOUR for another flavour: lib.sh's
+	# LAB_KERNEL_ID). A kernel of another flavour runs only the cases that name it.
+	local load_on built_for flags=0
+	load_on="$(conf_get "$conf" load_on)"
+	if { [ -n "$load_on" ] || [ "$LAB_FLAVOUR" != "$LAB_ARCH" ]; } &&
+		! tr ' ' '\n' <<<"$load_on" | grep -qxF -- "$LAB_KERNEL_ID"; then
+		printf 'case=%s
+patch=%s
+skipped=not applicable: loaded on the kernels of %s only
+' "$c" "$patch" "${load_on:-the default flavour}" >"$out/oracle.txt"
+		return 1
+	fi
 	# requires=CONFIG_X: a case about a feature the kernel may lack (e.g. symbol versions,
 	# which Debian's 7.x builds without) is skipped on kernels without it, saying why.
 	local req
@@ -126,37 +139,40 @@ prepare_case() {
 			return 1
 		fi
 	done < <(conf_get "$conf" requires_module_symbol)
-	# load_on=SUITE...: a case about two builds of one series runs on their kernels only.
-	local load_on built_for flags=0
-	load_on="$(conf_get "$conf" load_on)"
-	if [ -n "$load_on" ] && ! tr ' ' '\n' <<<"$load_on" | grep -qxF -- "$LAB_SUITE"; then
-		printf 'case=%s
-patch=%s
-skipped=not applicable: loaded on the kernels of %s only
-' "$c" "$patch" "$load_on" >"$out/oracle.txt"
-		return 1
-	fi
-	# built_for=SUITE: the module is the one this oracle made for SUITE's kernel (built with
-	# its headers and compiler, converted against it), loaded here unchanged as `modprobe
-	# --force` loads it: finit_module(2) with MODULE_INIT_IGNORE_MODVERSIONS |
-	# MODULE_INIT_IGNORE_VERMAGIC (3), since two builds' module_layout CRCs differ.
+	# built_for=KERNEL: the module is the one this oracle made for that kernel (built with
+	# its headers and compiler, converted against it), loaded here unchanged. By default as
+	# `modprobe --force` loads it: finit_module(2) with MODULE_INIT_IGNORE_MODVERSIONS |
+	# MODULE_INIT_IGNORE_VERMAGIC (3), since two builds' module_layout CRCs differ. With
+	# load=plain as insmod loads it (flags 0): two flavours of one release can share every
+	# CRC the module asks (trixie's -amd64 and -cloud-amd64 do), and the kernel then checks
+	# the symbol versions and the vermagic itself.
 	built_for="$(conf_get "$conf" built_for)"
-	if [ -n "$built_for" ] && [ "$built_for" != "$LAB_SUITE" ]; then
+	if [ -n "$built_for" ] && [ "$built_for" != "$LAB_KERNEL_ID" ]; then
 		local env_file src_dir src_release
-		env_file="$(grep -lx -e "SUITE=$built_for" "$LAB_CACHE"/*/lab.env 2>/dev/null |
-			xargs -r grep -lx -e "ARCH=$LAB_ARCH" | xargs -r ls -t | head -n1)"
+		# The newest lab.env of that kernel (one written before lab.env named its kernel
+		# says SUITE= alone: the suite's own flavour).
+		env_file="$(for e in "$LAB_CACHE"/*/lab.env; do
+			[ -f "$e" ] && grep -qx -e "ARCH=$LAB_ARCH" "$e" || continue
+			id="$(sed -n 's/^KERNEL_ID=//p' "$e")"
+			[ -n "$id" ] || id="$(sed -n 's/^SUITE=//p' "$e")"
+			[ "$id" = "$built_for" ] && printf '%s\n' "$e"
+		done | xargs -r ls -t | head -n1)"
 		src_dir="$( [ -z "$env_file" ] || sed -n 's/^LIVEPATCH_DIR=//p' "$env_file")"
 		if [ -z "$src_dir" ] || ! grep -qx 'verdict=accepted' "$src_dir/$c/oracle.txt" 2>/dev/null; then
 			printf 'case=%s
 patch=%s
 skipped=needs the case accepted by the oracle of the %s kernel first (KLPSYM_LAB_SUITE=%s lab/lab-kernel.sh)
 ' \
-				"$c" "$patch" "$built_for" "$built_for" >"$out/oracle.txt"
+				"$c" "$patch" "$built_for" "${built_for%%/*}" >"$out/oracle.txt"
 			return 1
 		fi
 		src_release="$(sed -n 's/^RELEASE=//p' "$env_file")"
 		cp "$src_dir/$c/$patch.ko" "$out/$patch.ko"
-		flags=3
+		case "$(conf_get "$conf" load)" in
+		"" | force) flags=3 ;;
+		plain) flags=0 ;;
+		*) die "case $c: unknown load= '$(conf_get "$conf" load)' (force, plain)" ;;
+		esac
 		printf 'suite=%s
 release=%s
 lab_dir=%s

@@ -12,7 +12,9 @@
 #    arm64 kernels of KLPSYM_LAB_ARM64_SUITES (default "trixie sid"; QEMU's aarch64 virt
 #    machine; no -dbg package, no livepatch oracle: Debian's arm64 kernels have no
 #    CONFIG_LIVEPATCH). bookworm's amd64 kernel and the arm64 kernels also run the
-#    relocation oracle (lab/reloc-oracle.sh). Everything is
+#    relocation oracle (lab/reloc-oracle.sh). The other flavour of a flavour pair
+#    (KLPSYM_LAB_FLAVOURS, default trixie/cloud-amd64) gets its -dbg vmlinux and the
+#    livepatch cases that name it (a patch built for trixie's -amd64, loaded unforced). Everything is
 #    cached in ${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}, keyed by package checksums and
 #    sources, never required to be there; a boot is keyed by the bytes it boots.
 # 2. cargo test over the workspace (profile `ci`: optimized, with overflow checks and debug
@@ -91,6 +93,19 @@ else
 		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $suite failed" >&2; exit 1; }
 		lab_envs+=("$env_file")
 	done
+	# The flavour pairs' other halves (KLPSYM_LAB_FLAVOURS, default trixie's cloud-amd64,
+	# after trixie: its case is built for trixie's -amd64 kernel): the -dbg vmlinux and the
+	# livepatch cases that name the kernel, handed to the tests of flavour pairs alone
+	# (KLPSYM_TEST_LAB_FLAVOURS). An entry is SUITE/FLAVOUR.
+	flavour_envs=()
+	for pair in ${KLPSYM_LAB_FLAVOURS-trixie/cloud-amd64}; do
+		echo "== lab kernel: $pair" >&2
+		env_file="$(KLPSYM_LAB_SUITE="${pair%%/*}" KLPSYM_LAB_FLAVOUR="${pair#*/}" bash lab/lab-kernel.sh | sed -n 's/^LAB_ENV=//p')"
+		[ -f "$env_file" ] || { echo "scripts/test.sh: lab kernel $pair failed" >&2; exit 1; }
+		flavour_envs+=("$env_file")
+	done
+	KLPSYM_TEST_LAB_FLAVOURS="$(IFS=:; printf '%s' "${flavour_envs[*]}")"
+	export KLPSYM_TEST_LAB_FLAVOURS
 	# arm64 kernels come after the amd64 ones (the first entry stays bookworm's amd64 kernel).
 	for suite in ${KLPSYM_LAB_ARM64_SUITES-trixie sid}; do
 		echo "== lab kernel: $suite arm64" >&2

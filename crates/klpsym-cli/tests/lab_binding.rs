@@ -2,8 +2,10 @@
 //! (lab/livepatch/cases/bind-*) are built and converted for one build (bookworm-backports'
 //! 6.12, +deb12, gcc-12), loaded there, and loaded unchanged on another (trixie's 6.12, +deb13,
 //! gcc-14) with finit_module(2)'s MODULE_INIT_IGNORE_MODVERSIONS|MODULE_INIT_IGNORE_VERMAGIC
-//! (the two builds' module_layout CRCs differ). Each case's replacement prints the address
-//! every klp relocation produced on the kernel it ran on.
+//! (the two builds' module_layout CRCs differ). A flavour pair (bind-flavour: built for
+//! trixie's 6.12 -amd64, loaded on the same release's -cloud-amd64) is loaded with a plain
+//! finit_module(2): the two flavours share the CRCs the module asks. Each case's
+//! replacement prints the address every klp relocation produced on the kernel it ran on.
 //!
 //! The truths are independent of klpsym: the definition an address belongs to is the
 //! STT_FILE entry before its symbol in that build's debug vmlinux, as binutils' `readelf -s`
@@ -93,7 +95,12 @@ fn built_for_predicts_the_definition_each_build_binds() {
     let mut failures = Vec::new();
     let (mut judged, mut moved, mut same, mut cross) = (0, 0, 0, 0);
     let mut symtabs: BTreeMap<PathBuf, BTreeMap<(String, u64), String>> = BTreeMap::new();
-    for k in &kernels {
+    // The flavour pairs' other halves (trixie's -cloud-amd64) load cases too; a case names
+    // its kernels by lab id (SUITE, or SUITE/FLAVOUR).
+    let flavours = klpsym_testkit::lab::flavour_kernels();
+    let (mut plain, mut plain_moved) = (0, 0);
+    let all: Vec<&klpsym_testkit::lab::LabKernel> = kernels.iter().chain(&flavours).collect();
+    for &k in &all {
         let Some(dbg) = k.get("VMLINUX_DBG").map(PathBuf::from) else {
             continue;
         };
@@ -107,9 +114,9 @@ fn built_for_predicts_the_definition_each_build_binds() {
                     continue;
                 }
             };
-            let Some(built) = kernels
+            let Some(built) = all
                 .iter()
-                .find(|b| b.value("SUITE") == suite && b.value("ARCH") == k.value("ARCH"))
+                .find(|b| b.id() == suite && b.value("ARCH") == k.value("ARCH"))
             else {
                 failures.push(format!(
                     "{}: {case}: the built-for kernel ({suite}) is not in the lab matrix",
@@ -128,7 +135,23 @@ fn built_for_predicts_the_definition_each_build_binds() {
                     continue;
                 }
             };
-            let forced = k.value("SUITE") != suite;
+            // Loaded on another build: forced (finit_module flags 3), or plain where the case
+            // says load=plain (flags 0: the kernel checked the versions and the vermagic).
+            let other = k.id() != suite;
+            let flags = std::fs::read_to_string(cdir.join("built-for.txt"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("load_flags=")?.trim().parse::<u32>().ok())
+                });
+            if other && flags.is_none() {
+                failures.push(format!(
+                    "{}: {case}: no load_flags in built-for.txt",
+                    k.name
+                ));
+                continue;
+            }
+            let forced = other && flags != Some(0);
             let ko = cdir.join(
                 std::fs::read_dir(&cdir)
                     .unwrap()
@@ -212,13 +235,17 @@ fn built_for_predicts_the_definition_each_build_binds() {
                         k.name, built.name
                     ));
                 }
-                if forced {
+                if other {
                     cross += 1;
                     if truly_moved {
                         moved += 1;
                     } else {
                         same += 1;
                     }
+                }
+                if other && !forced {
+                    plain += 1;
+                    plain_moved += usize::from(truly_moved);
                 }
                 judged += 1;
             }
@@ -242,11 +269,14 @@ fn built_for_predicts_the_definition_each_build_binds() {
                 ));
             }
             // The readable report names the new verdict for a binding that moved.
-            if forced && here.keys().any(|n| there.contains_key(n)) {
+            if other && here.keys().any(|n| there.contains_key(n)) {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_klpsym"));
                 cmd.arg("check").arg(&ko).arg("-k").arg(&dbg);
                 cmd.arg("--kernel-config").arg(k.path("CONFIG"));
-                cmd.arg("--built-for").arg(&built_dbg).arg("--force");
+                cmd.arg("--built-for").arg(&built_dbg);
+                if forced {
+                    cmd.arg("--force");
+                }
                 let out = cmd.output().unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
                 let any_moved =
@@ -274,6 +304,15 @@ fn built_for_predicts_the_definition_each_build_binds() {
     if kernels.is_empty() {
         return; // skipped (and counted) by livepatch_kernels()
     }
+    // A flavour pair loads unforced: the kernel itself found every symbol version and the
+    // vermagic fit, and still a position bound another definition.
+    if !flavours.is_empty() {
+        assert!(
+            plain >= 1 && plain_moved >= 1,
+            "the flavour kernels loaded {plain} bindings with a plain load, {plain_moved} moved: \
+             the pair no longer shows a misbinding the kernel accepts unforced"
+        );
+    }
     // The pair judged something in each direction: moved and kept definitions, on the other
     // build (a matrix without both builds cannot judge drift).
     if cross == 0 {
@@ -291,5 +330,8 @@ fn built_for_predicts_the_definition_each_build_binds() {
         "judged {judged} bindings: {moved} moved, {same} same on the other build: the pair \
          no longer shows both; choose pins that move between these builds (klpsym drift)"
     );
-    eprintln!("bindings judged: {judged} ({cross} on the other build: {moved} moved, {same} same)");
+    eprintln!(
+        "bindings judged: {judged} ({cross} on the other build: {moved} moved, {same} same; \
+         {plain} of them loaded unforced on another flavour, {plain_moved} moved)"
+    );
 }

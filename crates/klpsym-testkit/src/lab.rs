@@ -83,6 +83,13 @@ impl LabKernel {
             .filter(|v| !v.is_empty())
     }
 
+    /// The kernel's name in the lab, as a case's `load_on=` and `built_for=` name it: its
+    /// suite, or SUITE/FLAVOUR for a flavour other than the architecture's own (a lab.env
+    /// written before it said so has SUITE= alone).
+    pub fn id(&self) -> &str {
+        self.get("KERNEL_ID").unwrap_or_else(|| self.value("SUITE"))
+    }
+
     /// Why this kernel has no livepatch results (`LIVEPATCH_SKIPPED`), when it has none.
     pub fn livepatch_skipped(&self) -> Option<&str> {
         self.get("LIVEPATCH_SKIPPED")
@@ -125,12 +132,35 @@ pub fn livepatch_kernels() -> Vec<LabKernel> {
 /// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by
 /// `:`), or an empty list after saying the test skipped (a failure under KLPSYM_REQUIRE_LAB).
 pub fn lab_kernels() -> Vec<LabKernel> {
-    let Some(list) = lab("KLPSYM_TEST_LAB_KERNELS") else {
+    let Some(list) = std::env::var_os("KLPSYM_TEST_LAB_KERNELS") else {
+        skip(
+            "KLPSYM_TEST_LAB_KERNELS",
+            "not set: no real kernel (run scripts/test.sh)",
+        );
         return Vec::new();
     };
-    let list = list.into_os_string().into_string().expect("UTF-8 paths");
+    read_kernels("KLPSYM_TEST_LAB_KERNELS", list)
+}
+
+/// The other halves of the lab's flavour pairs (KLPSYM_TEST_LAB_FLAVOURS: lab.env files of
+/// kernels of another flavour, e.g. trixie's -cloud-amd64, separated by `:`): each has a
+/// -dbg vmlinux and the livepatch cases that name it, not the whole matrix's inputs, so only
+/// the tests of flavour pairs read them. An empty list after saying the test skipped.
+pub fn flavour_kernels() -> Vec<LabKernel> {
+    let Some(list) = std::env::var_os("KLPSYM_TEST_LAB_FLAVOURS") else {
+        skip(
+            "KLPSYM_TEST_LAB_FLAVOURS",
+            "not set: no flavour pair (run scripts/test.sh)",
+        );
+        return Vec::new();
+    };
+    read_kernels("KLPSYM_TEST_LAB_FLAVOURS", list)
+}
+
+fn read_kernels(var: &str, list: std::ffi::OsString) -> Vec<LabKernel> {
+    let list = list.into_string().expect("UTF-8 paths");
     if !list.split(':').any(|s| !s.is_empty()) {
-        skip("KLPSYM_TEST_LAB_KERNELS", "names no kernel");
+        skip(var, "names no kernel");
     }
     list.split(':')
         .filter(|s| !s.is_empty())
