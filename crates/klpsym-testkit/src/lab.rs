@@ -132,14 +132,10 @@ pub fn livepatch_kernels() -> Vec<LabKernel> {
 /// Every kernel of the lab matrix (KLPSYM_TEST_LAB_KERNELS: lab.env files separated by
 /// `:`), or an empty list after saying the test skipped (a failure under KLPSYM_REQUIRE_LAB).
 pub fn lab_kernels() -> Vec<LabKernel> {
-    let Some(list) = std::env::var_os("KLPSYM_TEST_LAB_KERNELS") else {
-        skip(
-            "KLPSYM_TEST_LAB_KERNELS",
-            "not set: no real kernel (run scripts/test.sh)",
-        );
+    let Some(list) = lab("KLPSYM_TEST_LAB_KERNELS") else {
         return Vec::new();
     };
-    read_kernels("KLPSYM_TEST_LAB_KERNELS", list)
+    read_kernels("KLPSYM_TEST_LAB_KERNELS", list.into_os_string())
 }
 
 /// The other halves of the lab's flavour pairs (KLPSYM_TEST_LAB_FLAVOURS: lab.env files of
@@ -147,14 +143,10 @@ pub fn lab_kernels() -> Vec<LabKernel> {
 /// -dbg vmlinux and the livepatch cases that name it, not the whole matrix's inputs, so only
 /// the tests of flavour pairs read them. An empty list after saying the test skipped.
 pub fn flavour_kernels() -> Vec<LabKernel> {
-    let Some(list) = std::env::var_os("KLPSYM_TEST_LAB_FLAVOURS") else {
-        skip(
-            "KLPSYM_TEST_LAB_FLAVOURS",
-            "not set: no flavour pair (run scripts/test.sh)",
-        );
+    let Some(list) = lab("KLPSYM_TEST_LAB_FLAVOURS") else {
         return Vec::new();
     };
-    read_kernels("KLPSYM_TEST_LAB_FLAVOURS", list)
+    read_kernels("KLPSYM_TEST_LAB_FLAVOURS", list.into_os_string())
 }
 
 fn read_kernels(var: &str, list: std::ffi::OsString) -> Vec<LabKernel> {
