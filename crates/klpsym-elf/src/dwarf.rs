@@ -45,10 +45,52 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     let Some(dwarf) = sections.dwarf() else {
         return Ok(None);
     };
-    match read(&dwarf, resched) {
+    let mut behind = Behind::new(&sections);
+    let result = read(&dwarf, &mut behind, resched);
+    behind.release_all(&sections);
+    match result {
         Ok(r) => Ok(r),
         Err(Stop::Cancelled) => Err(Cancelled),
         Err(Stop::Dwarf) => Ok(None),
+    }
+}
+
+/// What a pass over the units leaves behind it in `.debug_info`, taken out of the process's
+/// memory as it goes: a mapped 7.x `-dbg` vmlinux has 250 MB of it, and the kernel maps 64
+/// KiB around each page a unit's header is read from, so reading every unit's header alone
+/// would keep most of it. Only sections borrowed from the input (a mapped file) are released;
+/// a page read again comes back from its file.
+struct Behind<'d> {
+    info: Option<&'d [u8]>,
+    released: usize,
+}
+
+impl<'d> Behind<'d> {
+    /// Released in steps of this many bytes.
+    const STEP: usize = 16 << 20;
+
+    fn new(sections: &DebugSections<'d>) -> Behind<'d> {
+        Behind {
+            info: sections.mapped_info(),
+            released: 0,
+        }
+    }
+
+    /// The pass is at unit offset `off` and reads nothing before it again.
+    fn passed(&mut self, off: usize) {
+        if let Some(done) = self.info.and_then(|i| i.get(self.released..off)) {
+            if done.len() >= Self::STEP {
+                klpsym_resched::bulk::release_pages(done);
+                self.released = off;
+            }
+        }
+    }
+
+    /// The pass is over: every borrowed section it read leaves memory.
+    fn release_all(self, sections: &DebugSections<'d>) {
+        for bytes in sections.mapped() {
+            klpsym_resched::bulk::release_pages(bytes);
+        }
     }
 }
 
@@ -77,6 +119,22 @@ impl<'d> DebugSections<'d> {
             })
             .collect();
         Some(DebugSections { sections })
+    }
+
+    /// The sections borrowed from the input (not decompressed copies).
+    fn mapped(&self) -> impl Iterator<Item = &'d [u8]> + '_ {
+        self.sections.iter().filter_map(|(_, d)| match d {
+            std::borrow::Cow::Borrowed(b) => Some(*b),
+            std::borrow::Cow::Owned(_) => None,
+        })
+    }
+
+    /// `.debug_info` when borrowed from the input.
+    fn mapped_info(&self) -> Option<&'d [u8]> {
+        self.sections.iter().find_map(|(n, d)| match d {
+            std::borrow::Cow::Borrowed(b) if n == ".debug_info" => Some(*b),
+            _ => None,
+        })
     }
 
     fn dwarf(&self) -> Option<gimli::Dwarf<Slice<'_>>> {
@@ -109,7 +167,11 @@ impl From<Cancelled> for Stop {
     }
 }
 
-fn read(dwarf: &gimli::Dwarf<Slice<'_>>, resched: &mut Resched) -> Result<Option<CuPaths>, Stop> {
+fn read(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    behind: &mut Behind<'_>,
+    resched: &mut Resched,
+) -> Result<Option<CuPaths>, Stop> {
     let mut out = CuPaths::default();
     let mut by_unit: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
     let mut headers = dwarf.debug_aranges.headers();
@@ -119,6 +181,8 @@ fn read(dwarf: &gimli::Dwarf<Slice<'_>>, resched: &mut Resched) -> Result<Option
         let idx = match by_unit.get(&unit_offset.0) {
             Some(&i) => i,
             None => {
+                // `.debug_aranges` lists the units in the order they lie in `.debug_info`.
+                behind.passed(unit_offset.0);
                 let header = dwarf.debug_info.header_from_offset(unit_offset)?;
                 let unit = dwarf.unit(header)?;
                 let Some(name) = unit.name else { continue };
@@ -185,7 +249,10 @@ pub fn decl_lines(
     let Some(dwarf) = sections.dwarf() else {
         return Ok(out);
     };
-    match read_lines(&dwarf, addrs, &mut out, resched) {
+    let mut behind = Behind::new(&sections);
+    let result = read_lines(&dwarf, addrs, &mut out, &mut behind, resched);
+    behind.release_all(&sections);
+    match result {
         Ok(()) | Err(Stop::Dwarf) => Ok(out),
         Err(Stop::Cancelled) => Err(Cancelled),
     }
@@ -195,6 +262,7 @@ fn read_lines(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     addrs: &[u64],
     out: &mut [Option<DeclLine>],
+    behind: &mut Behind<'_>,
     resched: &mut Resched,
 ) -> Result<(), Stop> {
     // The units owning the addresses: unit offset -> indexes into `addrs` (all of a kernel's
@@ -215,7 +283,9 @@ fn read_lines(
             }
         }
     }
+    // In offset order, each unit read only within itself: what lies before it is done.
     for (off, wanted) in units {
+        behind.passed(off);
         let mut at: std::collections::HashMap<u64, Vec<usize>> = Default::default();
         for &i in &wanted {
             at.entry(addrs[i]).or_default().push(i);

@@ -74,6 +74,11 @@ pub(crate) fn write_sidecar(
             for chunk in data.chunks(4 << 20) {
                 rs.tick().map_err(|_| std::io::Error::other("cancelled"))?;
                 w.write_all(chunk)?;
+                // Copied once: a mapped section's pages leave the process's memory behind
+                // the copy (not a decompressed copy's: it is the process's own).
+                if matches!(data, std::borrow::Cow::Borrowed(_)) {
+                    klpsym_core::bulk::release_pages(chunk);
+                }
             }
             written += data.len();
         }

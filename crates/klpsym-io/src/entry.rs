@@ -80,8 +80,19 @@ pub(crate) fn map_entry(entry: &Path) -> Option<klpsym_core::Backing> {
     Some(std::sync::Arc::new(map))
 }
 
+/// A private temporary file (unlinked: gone with the process) for a spilled or copied
+/// vmlinux of hundreds of megabytes: in the cache folder when there is one, on the disk the
+/// cache is on, else in the temporary folder (`TMPDIR`, `/tmp`), which may be memory (tmpfs,
+/// Debian's default since 13), where the file would count as the process's own.
+pub(crate) fn private_temp_file(cache: Option<&crate::Cache>) -> std::io::Result<File> {
+    match cache.filter(|c| c.dir.is_dir()) {
+        Some(c) => tempfile::tempfile_in(&c.dir).or_else(|_| tempfile::tempfile()),
+        None => tempfile::tempfile(),
+    }
+}
+
 /// A private temporary file klpsym wrote (a package's spilled member), mapped read-only. The
-/// file is unlinked (`tempfile::tempfile`), so nothing but this process can change it.
+/// file is unlinked ([`private_temp_file`]), so nothing but this process can change it.
 pub(crate) fn map_private(f: &File) -> std::io::Result<klpsym_core::Backing> {
     // SAFETY: the map is read-only, and the file is an unlinked temporary file this process
     // created and finished writing before mapping it: no one else can open it, and klpsym

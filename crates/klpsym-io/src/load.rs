@@ -101,7 +101,7 @@ fn debug_vmlinux(
         return Ok(None);
     }
     let t0 = Instant::now();
-    let map = crate::read::private_copy(path, resched)?;
+    let map = crate::read::private_copy(path, opts, resched)?;
     let bytes: &[u8] = (*map).as_ref();
     let read_time = t0.elapsed();
     let mut k = crate::decode::from_binary(path, bytes, opts, resched)?;

@@ -57,12 +57,12 @@ impl std::fmt::Debug for Read {
 }
 
 /// Spills the debug vmlinux to a private temporary file (unlinked: gone with the process).
-#[derive(Default)]
-struct TempSpill {
+struct TempSpill<'c> {
     file: Option<std::io::BufWriter<std::fs::File>>,
+    cache: Option<&'c crate::Cache>,
 }
 
-impl klpsym_package::Spill for TempSpill {
+impl klpsym_package::Spill for TempSpill<'_> {
     fn spill(
         &mut self,
         _path: &str,
@@ -72,7 +72,7 @@ impl klpsym_package::Spill for TempSpill {
         if kind != MemberKind::Vmlinux || self.file.is_some() {
             return Ok(None);
         }
-        let f = tempfile::tempfile()?;
+        let f = crate::entry::private_temp_file(self.cache)?;
         let w = self
             .file
             .insert(std::io::BufWriter::with_capacity(1 << 20, f));
@@ -162,7 +162,10 @@ pub(crate) fn read_file(
     };
     let f = std::fs::File::open(path).map_err(io_err)?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);
-    let mut spill = TempSpill::default();
+    let mut spill = TempSpill {
+        file: None,
+        cache: opts.cache.as_ref(),
+    };
     let package =
         klpsym_package::read_package_from(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
             .map_err(|source| LoadError::Package {
@@ -496,7 +499,7 @@ pub(crate) fn elf_of(
     rs: &mut Resched,
 ) -> Result<ElfBytes, LoadError> {
     if !is_package(path) {
-        return crate::read::private_copy(path, rs).map(ElfBytes);
+        return crate::read::private_copy(path, opts, rs).map(ElfBytes);
     }
     let want = Want {
         vmlinux: true,

@@ -106,6 +106,7 @@ pub fn decompressed<'a>(
 /// a change to the user's file cannot reach the map. Reaches a reschedule point per 64 MiB.
 pub(crate) fn private_copy(
     path: &Path,
+    opts: &crate::LoadOptions,
     resched: &mut Resched,
 ) -> Result<klpsym_core::Backing, LoadError> {
     use std::io::{Seek, SeekFrom};
@@ -115,7 +116,7 @@ pub(crate) fn private_copy(
     };
     let mut src = std::fs::File::open(path).map_err(io_err)?;
     let len = src.metadata().map_err(io_err)?.len();
-    let mut dst = tempfile::tempfile().map_err(io_err)?;
+    let mut dst = crate::entry::private_temp_file(opts.cache.as_ref()).map_err(io_err)?;
     let mut done = 0u64;
     while done < len {
         resched
