@@ -92,6 +92,7 @@ fn main() {
     rows.extend(bench_load(&path, &src, inside[0], reps));
     rows.extend(bench_single(&table, &src, &inside, reps));
     rows.extend(bench_batch(&table, &src, &inside, reps));
+    one_line_slots(&table, &inside);
     check_agreement(&table, &src, &inside);
     rows.extend(bench_lookups(&table, reps));
     print_summary(&rows);
@@ -424,6 +425,63 @@ fn reference_floors(t: &SymbolTable, addrs: &[u64], reps: usize) -> (Duration, D
         y.push(t0.elapsed() / n);
     }
     (median(x), median(y))
+}
+
+/// Why the index is not one cache line away from its answer, measured on this table: the
+/// buckets the address index cuts each 16 MiB chunk into (about one per record, equal width)
+/// and the records a query's bucket holds; then the "one-miss" layout, a 64-byte slot per
+/// bucket holding the record that covers the bucket's start and the first record starting in
+/// it, which can answer in its own line only when at most one record starts in the bucket
+/// below the query. Queries are `inside` (a random symbol, then a random offset in it): a kernel's
+/// symbols cluster, so most queries land where records are dense.
+fn one_line_slots(t: &SymbolTable, inside: &[u64]) {
+    const CHUNK: u32 = 24;
+    let mut addrs: Vec<u64> = t.iter().map(|s| s.addr).filter(|&a| a != 0).collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    // Per chunk: its first record and its record count.
+    let mut chunks: Vec<(u64, usize, usize)> = Vec::new();
+    for (i, &a) in addrs.iter().enumerate() {
+        match chunks.last_mut() {
+            Some(c) if c.0 == a >> CHUNK => c.2 += 1,
+            _ => chunks.push((a >> CHUNK, i, 1)),
+        }
+    }
+    println!(
+        "\n== address index layouts at {} random symbols (records: distinct addresses)",
+        inside.len()
+    );
+    for extra in 0..4u32 {
+        let (mut buckets, mut held, mut one_line) = (0usize, 0usize, 0usize);
+        for c in &chunks {
+            buckets += 1 << ((c.2 as u64).saturating_sub(1).ilog2() + 1 + extra).min(20);
+        }
+        for &a in inside {
+            let Some(c) = chunks.iter().find(|c| c.0 == a >> CHUNK) else {
+                continue;
+            };
+            let bits = ((c.2 as u64).saturating_sub(1).ilog2() + 1 + extra).min(20);
+            let shift = CHUNK - bits;
+            let lo = a >> shift << shift;
+            let s = addrs.partition_point(|&x| x < lo);
+            let e = addrs.partition_point(|&x| x < lo + (1 << shift));
+            held += e - s;
+            // Records starting inside the bucket at or below the query, past its first byte.
+            let starts_below = addrs[s..e].iter().filter(|&&x| x > lo && x <= a).count();
+            // At best (the slot also knowing where its second record starts): one line when
+            // at most one record starts in the bucket at or below the query.
+            one_line += usize::from(starts_below <= 1);
+        }
+        let n = inside.len() as f64;
+        println!(
+            "  {} bucket(s) per record: bucket starts {:>6.1} MB, one-line slots {:>6.1} MB; records in the query's bucket {:>5.1} on average; a slot answers at best {:>5.1}% in one line",
+            1 << extra,
+            (buckets * 4) as f64 / 1e6,
+            (buckets * 64) as f64 / 1e6,
+            held as f64 / n,
+            100.0 * one_line as f64 / n
+        );
+    }
 }
 
 /// Compares answers: on addresses inside symbols the names must agree (or the difference be
