@@ -135,6 +135,13 @@ impl Kernel {
     ) -> PyResult<Vec<Candidate>> {
         let k = Arc::clone(&self.inner);
         let d = self.interrupt.run(py, || k.sympos(name, object, file))?;
+        // A path the kernel knows by base name only is not confirmed: said, as the command
+        // says it (and exits 1).
+        if let (true, Some(note)) = (d.base_name_only, d.file_note.as_deref()) {
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            let message = std::ffi::CString::new(note).unwrap_or_default();
+            PyErr::warn(py, &category, &message, 1)?;
+        }
         Ok(d.candidates.into_iter().map(Candidate::from).collect())
     }
 

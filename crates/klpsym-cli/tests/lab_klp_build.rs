@@ -343,7 +343,33 @@ fn klp_build_modules_are_judged_by_their_kernel() {
         }
     }
 
-    // 5. A patch klp-build itself refuses makes no module, and says why.
+    // 5. This vmlinux names source files by ELF FILE symbols alone (base names): a path
+    // given to `sympos --file` cannot be confirmed (another file of that base name, or none,
+    // could be the one), so it is listed as unconfirmed and exits 1; the base name answers.
+    let vmlinux = dir.join("vmlinux").display().to_string();
+    let sympos = |file: &str| {
+        let o = run(&[
+            "sympos",
+            "type_show",
+            "-k",
+            &vmlinux,
+            "--file",
+            file,
+            "--json",
+        ]);
+        let v = json(&o);
+        (o.status.code(), v["results"][0].clone())
+    };
+    let (code, by_base) = sympos("reboot.c");
+    assert_eq!(code, Some(0), "{by_base}");
+    assert_eq!(by_base["base_name_only"], false, "{by_base}");
+    assert!(by_base["count"].as_u64() >= Some(1), "{by_base}");
+    let (code, by_path) = sympos("no/such/dir/reboot.c");
+    assert_eq!(code, Some(1), "{by_path}");
+    assert_eq!(by_path["base_name_only"], true, "{by_path}");
+    assert_eq!(by_path["count"], by_base["count"], "{by_path}");
+
+    // 6. A patch klp-build itself refuses makes no module, and says why.
     let refused = std::fs::read_to_string(dir.join("refused.log")).unwrap();
     assert!(refused.contains("unsupported patch to lib/"), "{refused}");
 

@@ -529,13 +529,27 @@ fn place_symbol(
         };
         let in_obj: Vec<_> = defs.iter().filter(|d| d.0 == object).collect();
         if let Some(f) = &pin.file {
+            use klpsym_core::{file_match, FileMatch};
+            let how = |d: &(String, u64, Option<u64>, Option<String>)| -> FileMatch {
+                d.3.as_deref().map_or(FileMatch::No, |x| file_match(x, f))
+            };
             let hits: Vec<_> = in_obj
                 .iter()
-                .filter(|d| {
-                    d.3.as_deref()
-                        .is_some_and(|x| klpsym_core::file_matches(x, f))
-                })
+                .filter(|d| how(d) == FileMatch::Exact)
                 .collect();
+            // A table that knows files by base name only cannot tell this path from any other
+            // file of that name (the path may not even exist): the pin chooses nothing, as a
+            // lookup by file does not.
+            if hits.is_empty() {
+                if let Some(d) = in_obj.iter().find(|d| how(d) == FileMatch::BaseName) {
+                    let base = d.3.as_deref().unwrap_or_default();
+                    return Err(format!(
+                        "pin {}: the target's tables name source files by base name only (ELF FILE symbols: '{base}'), so {f} cannot be told from any other {base}: give the target as a vmlinux with DWARF (the -dbg package's), pin a position, or name the file as '{base}'. Candidates:\n{}",
+                        pin.spec(),
+                        list(&defs)
+                    ));
+                }
+            }
             return match hits.as_slice() {
                 // A unique name keeps position 0, as an author would write it.
                 [d] => Ok((object, if in_obj.len() == 1 { 0 } else { d.1 }, d.2, true)),

@@ -81,6 +81,12 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 /// suits a command-line user (a cache in the user's folder, 1 GiB limits, reschedule points
 /// every 50 µs of work that do nothing unless asked to yield).
 ///
+/// One process-wide effect: the first operation sets glibc's malloc thresholds once
+/// (`mallopt`: big blocks stay separately mapped, so freeing them, which klpsym does in steps,
+/// never trims tens of megabytes of heap in one call without a reschedule point; see
+/// `klpsym_io::bounded_malloc`). Nothing else in the process changes; on other C libraries it
+/// does nothing.
+///
 /// ```
 /// use klpsym::{CacheDir, Options};
 /// let opts = Options::new()

@@ -254,6 +254,10 @@ pub struct Definitions {
     /// With a file the table knows by its base name only (ELF FILE symbols): that the
     /// definitions listed are those of every file of that base name, the one named or not.
     pub file_note: Option<String>,
+    /// The file named is a path the table cannot confirm: it knows source files by base name
+    /// only, and the definitions listed are every file of that base name's (the path named
+    /// may not even exist). Not an answer for the path: the command exits 1.
+    pub base_name_only: bool,
 }
 
 impl Kernel {
@@ -327,6 +331,7 @@ impl Kernel {
             kernel: self.inner.path.display().to_string(),
             count: cands.len(),
             all,
+            base_name_only: file_note.is_some(),
             file_note,
             variants: if all == 0 {
                 self.variants(name)

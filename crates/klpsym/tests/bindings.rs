@@ -88,10 +88,22 @@ fn a_position_that_names_another_definition_is_caught() {
         Some(AsBuilt::Gone { .. })
     ));
 
-    // Without a built-for kernel nothing is compared, and nothing is said to be wrong.
+    // Without a built-for kernel nothing is compared, and nothing is said to be wrong; but
+    // nothing is proven either: the bindings are listed as unchecked, the verdict is not
+    // `accepted` and the run is incomplete (what `--strict` fails on).
     let run = klpsym::check(&p, &[&target], &CheckOptions::default()).unwrap();
     assert_eq!(run.results[0].bindings[0].as_built, None);
     assert!(!run.binds_another());
+    let r = &run.results[0];
+    assert!(
+        r.unchecked
+            .iter()
+            .any(|u| u.subject == "bindings" && u.why.contains("no built-for kernel")),
+        "{:?}",
+        r.unchecked
+    );
+    assert_ne!(r.verdict(), klpsym::PatchVerdictKind::Accepted);
+    assert!(run.incomplete());
 }
 
 /// Without a patch: how a name's definitions move between two builds, matched by identity.
@@ -209,4 +221,29 @@ fn a_module_object_binds_in_its_ko_and_another_module_build_is_the_headline() {
         run.results[1].verdict(),
         klpsym::PatchVerdictKind::BindsAnotherDefinition
     );
+}
+
+/// A table that knows source files by base name only (ELF FILE symbols) cannot confirm a
+/// path: `sympos --file DIR/b.c` lists the definitions of every `b.c` and says the path is
+/// not confirmed (the command exits 1); the base name itself is an answer.
+#[test]
+fn a_path_matched_by_base_name_only_is_not_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::new().cache(CacheDir::Off);
+    let m = dir.path().join("nf_tables.ko");
+    std::fs::write(&m, build(&["a.c", "b.c"])).unwrap();
+    let k = klpsym::open(&m, &opts).unwrap();
+
+    let d = k.sympos("helper", None, Some("net/netfilter/b.c")).unwrap();
+    assert!(d.base_name_only);
+    assert_eq!((d.count, d.all), (1, 2));
+    assert_eq!(d.candidates[0].position, 2);
+    assert!(d.file_note.as_deref().unwrap().contains("base name only"));
+
+    let d = k.sympos("helper", None, Some("b.c")).unwrap();
+    assert!(!d.base_name_only && d.file_note.is_none());
+    assert_eq!(d.count, 1);
+
+    let d = k.sympos("helper", None, Some("no/such/c.c")).unwrap();
+    assert_eq!(d.count, 0);
 }

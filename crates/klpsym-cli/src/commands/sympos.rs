@@ -27,7 +27,10 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             eprintln!("klpsym: warning: {}: {n}", r.kernel);
         }
     }
-    let ok = results.iter().all(|r| !r.candidates.is_empty());
+    // A path the kernel can only match by base name is not an answer for that path.
+    let ok = results
+        .iter()
+        .all(|r| !r.candidates.is_empty() && !r.base_name_only);
     if args.source.json {
         print_json(&SymposJson {
             name: &args.name,

@@ -141,6 +141,14 @@ pub fn sympos(
             continue;
         }
         match file {
+            // Every file of the base name is listed: the path itself is not confirmed.
+            Some(f) if r.base_name_only => writeln!(
+                out,
+                "{name}: {} definition(s) in files named {} ({f} itself cannot be confirmed; {} in all; POS is the position among them all)",
+                r.count,
+                f.rsplit('/').next().unwrap_or(f),
+                r.all
+            )?,
             Some(f) => writeln!(
                 out,
                 "{name}: {} definition(s) in {f} ({} in all; POS is the position among them all)",
