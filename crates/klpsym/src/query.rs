@@ -47,7 +47,7 @@ impl Kernel {
             return Ok(());
         }
         Err(Error::bad_input(format!(
-            "{} names no source files (no DWARF, no ELF FILE symbols): a file cannot choose a definition here; give a vmlinux with debug info (the -dbg package's) or a module",
+            "{}: names no source files (no DWARF, no ELF FILE symbols): a file cannot choose a definition here; give a vmlinux with debug info (the -dbg package's) or a module",
             self.inner.path.display()
         )))
     }
