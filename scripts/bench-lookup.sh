@@ -51,14 +51,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		first="$(sed -n 's/^first pass over the new index: \([0-9.]*\) ns.*/\1/p' <<<"$out")"
 		fastest="$(sed -n 's/^fastest of 7 passes: \([0-9.]*\) ns.*/\1/p' <<<"$out")"
 		printf '%-6s %-22s %11s ns %17s ns\n' "$r" "$build ($name)" "$first" "$fastest"
-		echo "$first $fastest" >>"$WORK/$build"
+		echo "$first $fastest" >>"$WORK/times-$build"
 	done
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-fb="$(cut -d' ' -f1 "$WORK/base" | median)"
-fn="$(cut -d' ' -f1 "$WORK/new" | median)"
-sb="$(cut -d' ' -f2 "$WORK/base" | median)"
-sn="$(cut -d' ' -f2 "$WORK/new" | median)"
+fb="$(cut -d' ' -f1 "$WORK/times-base" | median)"
+fn="$(cut -d' ' -f1 "$WORK/times-new" | median)"
+sb="$(cut -d' ' -f2 "$WORK/times-base" | median)"
+sn="$(cut -d' ' -f2 "$WORK/times-new" | median)"
 awk -v fb="$fb" -v fn="$fn" -v sb="$sb" -v sn="$sn" -v base="$BASE" 'BEGIN {
 	printf "medians: first pass %s ns (%s) -> %s ns (this build), %.2fx the time; fastest of 7 %s -> %s ns, %.2fx\n", fb, base, fn, fn / fb, sb, sn, sn / sb
 }'
