@@ -554,7 +554,7 @@ fn place_symbol(
                 // A unique name keeps position 0, as an author would write it.
                 [d] => Ok((object, if in_obj.len() == 1 { 0 } else { d.1 }, d.2, true)),
                 [] if in_obj.iter().all(|d| d.3.is_none()) => Err(format!(
-                    "pin {}: the target's tables have no source files (FILE entries): give a vmlinux with .symtab (the -dbg package's) as --kernel. Candidates:\n{}",
+                    "pin {}: the target's tables have no source files (FILE entries): give the target as a vmlinux with .symtab (the -dbg package's). Candidates:\n{}",
                     pin.spec(),
                     list(&defs)
                 )),

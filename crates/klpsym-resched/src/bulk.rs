@@ -311,24 +311,9 @@ pub fn huge_pages_region(region: &mut [std::mem::MaybeUninit<u8>]) {
 }
 
 /// MADV_HUGEPAGE on the whole 2 MiB pages inside `[start, start + len)`, which the caller owns.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
 fn advise_huge(start: usize, len: usize) {
-    const HUGE: usize = 2 << 20;
-    let end = start.saturating_add(len);
-    let (a, b) = (start.next_multiple_of(HUGE), end & !(HUGE - 1));
-    if b > a {
-        // SAFETY: [a, b) lies inside memory the caller owns; MADV_HUGEPAGE changes how the
-        // kernel backs those pages, never their contents or their mapping.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
-        }
-    }
+    advise(start, len, 2 << 20, Advice::HugePages);
 }
-
-/// Nothing to ask for elsewhere.
-#[cfg(not(target_os = "linux"))]
-fn advise_huge(_start: usize, _len: usize) {}
 
 /// Asks the kernel to reclaim the whole pages inside `bytes` now (`MADV_PAGEOUT`, Linux 5.4+):
 /// a pass over a mapped file (a `-dbg` vmlinux's 250 MB `.debug_info`) leaves behind it pages
@@ -336,26 +321,41 @@ fn advise_huge(_start: usize, _len: usize) {}
 /// exits. Advice only, and never a loss: a file page is read again from its file, an
 /// anonymous one from swap (or kept); an older kernel refuses and nothing changes.
 pub fn release_pages(bytes: &[u8]) {
-    advise_release(bytes.as_ptr() as usize, bytes.len());
+    advise(bytes.as_ptr() as usize, bytes.len(), 4096, Advice::PageOut);
 }
 
+/// The advice klpsym gives: none of it changes what memory holds.
+#[derive(Clone, Copy)]
+enum Advice {
+    /// MADV_HUGEPAGE: back the range with huge pages where the kernel can.
+    HugePages,
+    /// MADV_PAGEOUT: move the range out of memory now.
+    PageOut,
+}
+
+/// `advice` on the whole `unit`-sized pages inside `[start, start + len)`.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn advise_release(start: usize, len: usize) {
-    const PAGE: usize = 4096;
+fn advise(start: usize, len: usize, unit: usize, advice: Advice) {
     let end = start.saturating_add(len);
-    let (a, b) = (start.next_multiple_of(PAGE), end & !(PAGE - 1));
+    let (a, b) = (start.next_multiple_of(unit), end & !(unit - 1));
+    let advice = match advice {
+        Advice::HugePages => libc::MADV_HUGEPAGE,
+        Advice::PageOut => libc::MADV_PAGEOUT,
+    };
     if b > a {
-        // SAFETY: [a, b) lies inside memory the caller can read; MADV_PAGEOUT only moves
-        // those pages out of memory, never changes their contents or their mapping.
+        // SAFETY: [a, b) lies inside memory the caller can read; both advices change how the
+        // kernel backs those pages (huge pages, or none until read again), never their
+        // contents or their mapping.
         unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_PAGEOUT);
+            libc::madvise(a as *mut libc::c_void, b - a, advice);
         }
     }
 }
 
+/// Nothing to ask for elsewhere.
 #[cfg(not(target_os = "linux"))]
-fn advise_release(_start: usize, _len: usize) {}
+fn advise(_start: usize, _len: usize, _unit: usize, _advice: Advice) {}
 
 #[cfg(test)]
 mod tests {

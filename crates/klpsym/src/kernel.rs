@@ -312,7 +312,7 @@ impl Kernel {
         }
         if self.inner.kind == SourceKind::Module {
             return Err(Error::bad_input(format!(
-                "{}: a module read from its file has no load address (its symbols are unplaced, at section offsets); symbolize against the kernel's /proc/kallsyms, or place it with --kernel KALLSYMS --modules DIR --loaded NAME",
+                "{}: a module read from its file has no load address (its symbols are unplaced, at section offsets); symbolize against the kernel's /proc/kallsyms, or place it: a kallsyms capture, its module tree, and the module named as loaded",
                 self.inner.path.display()
             )));
         }

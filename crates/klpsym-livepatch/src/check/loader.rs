@@ -242,7 +242,7 @@ impl Ctx<'_, '_, '_, '_> {
         let Some(kernel_crc) = self.export_info("module_layout").and_then(|e| e.crc) else {
             let why = match &self.t.loader.exports {
                 Some(f) => format!("{} has no CRC for module_layout", f.source),
-                None => "the target's CRCs are not known (give --symvers Module.symvers, or a vmlinux with .symtab)".into(),
+                None => "the target's CRCs are not known (give its Module.symvers, or a vmlinux with .symtab)".into(),
             };
             self.loader_check("module_layout", CheckStatus::NotChecked, why);
             return true;
@@ -374,7 +374,7 @@ impl Ctx<'_, '_, '_, '_> {
                 self.loader_check(
                     "vermagic",
                     CheckStatus::NotChecked,
-                    "the target's vermagic is not known (give --modules with the target's module tree, or a kernel image or vmlinux)".into(),
+                    "the target's vermagic is not known (give the target's module tree, or a kernel image or vmlinux)".into(),
                 );
                 true
             }
@@ -615,7 +615,7 @@ impl Ctx<'_, '_, '_, '_> {
                 )),
                 (_, false, _) => Some((
                     CheckStatus::NotChecked,
-                    "the target's CRCs are not known (give --symvers Module.symvers, or a vmlinux with .symtab)".to_string(),
+                    "the target's CRCs are not known (give its Module.symvers, or a vmlinux with .symtab)".to_string(),
                 )),
                 (None, true, _) => Some((
                     CheckStatus::NotChecked,

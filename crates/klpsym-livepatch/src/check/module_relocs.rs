@@ -100,7 +100,7 @@ impl Ctx<'_, '_, '_, '_> {
         );
         if t.may_fail > 0 {
             detail.push_str(&format!(
-                "; {} may overflow depending on where the loader places the module (give --sections-from or --section-base)",
+                "; {} may overflow depending on where the loader places the module (give the module's section addresses, or a loaded copy to take them from)",
                 t.may_fail
             ));
         }

@@ -369,7 +369,7 @@ fn cost_model(
         Some(ns) => Fact::new(ns, "given (visit_ns)"),
         None => Fact::new(
             DEFAULT_VISIT_NS,
-            "default: an x86_64 estimate, not yet calibrated on real hardware (--visit-ns)",
+            "default: an x86_64 estimate, not yet calibrated on real hardware (a measured figure can be given)",
         ),
     };
     CostModel {
