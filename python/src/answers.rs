@@ -1,6 +1,8 @@
 //! The library's answers as Python objects: plain values (ints, strings, lists), read-only,
 //! with `__repr__`s that read well and `to_dict()` for JSON's shape.
 
+use std::sync::Arc;
+
 use pyo3::prelude::*;
 
 /// A kind's JSON name (`accepted`, `symbol_not_found`, ...): what Python sees.
@@ -170,46 +172,91 @@ impl NameMatch {
 }
 
 /// A symbolized address: what `%pS` names (drgn-like: name, address, size).
-#[pyclass(module = "klpsym", frozen, get_all)]
+///
+/// Made without a string: it holds the kernel and the symbol's index, and reads its name,
+/// module and text from the kernel's table when asked, so a batch of 100,000 answers makes
+/// 100,000 small objects and no copy of any name.
+#[pyclass(module = "klpsym", frozen)]
 pub struct Symbol {
-    /// The symbol's name.
-    pub name: String,
+    kernel: Arc<klpsym::Kernel>,
+    id: klpsym::SymbolId,
+    object: klpsym::ObjectId,
     /// The symbol's address.
+    #[pyo3(get)]
     pub address: u64,
     /// The offset of the address asked for into it.
+    #[pyo3(get)]
     pub offset: u64,
-    /// Its size, when known.
-    pub size: Option<u64>,
-    /// Its module (or pseudo-object); None for vmlinux.
-    pub module: Option<String>,
-    /// What `%pS` prints: `name+0xoff/0xsize [module]`.
-    pub text: String,
+    /// Its size, or `SIZE_UNKNOWN`.
+    size: u64,
 }
 
 impl Symbol {
-    pub fn of(_addr: u64, o: &klpsym::SymbolizeOutcome<'_>) -> Option<Symbol> {
+    /// The symbol `o` found in `kernel`'s table, when it found one.
+    pub fn of(kernel: &Arc<klpsym::Kernel>, o: &klpsym::SymbolizeOutcome<'_>) -> Option<Symbol> {
         match o {
             klpsym::SymbolizeOutcome::Found(s) => Some(Symbol {
-                name: s.symbol.name.to_string(),
+                kernel: Arc::clone(kernel),
+                id: s.symbol.id,
+                object: s.symbol.object,
                 address: s.symbol.addr,
                 offset: s.offset,
-                size: (s.size != klpsym::SIZE_UNKNOWN).then_some(s.size),
-                module: s.module.map(str::to_string),
-                text: s.to_string(),
+                size: s.size,
             }),
             _ => None,
+        }
+    }
+
+    /// The answer as the library gives it.
+    fn symbolized(&self) -> klpsym::Symbolized<'_> {
+        let t = self.kernel.table();
+        let mut symbol = t.symbol(self.id);
+        symbol.addr = self.address;
+        klpsym::Symbolized {
+            symbol,
+            offset: self.offset,
+            size: self.size,
+            module: self.module(),
         }
     }
 }
 
 #[pymethods]
 impl Symbol {
+    /// The symbol's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.kernel.table().symbol(self.id).name
+    }
+
+    /// Its size, when known.
+    #[getter]
+    fn size(&self) -> Option<u64> {
+        (self.size != klpsym::SIZE_UNKNOWN).then_some(self.size)
+    }
+
+    /// Its module (or pseudo-object); None for vmlinux.
+    #[getter]
+    fn module(&self) -> Option<&str> {
+        let info = self.kernel.table().object_info(self.object);
+        match info.kind {
+            klpsym::ObjectKind::Vmlinux => None,
+            _ => Some(info.name.as_str()),
+        }
+    }
+
+    /// What `%pS` prints: `name+0xoff/0xsize [module]`.
+    #[getter]
+    fn text(&self) -> String {
+        self.symbolized().to_string()
+    }
+
     fn __repr__(&self) -> String {
-        format!("<Symbol {} at {:#x}>", self.text, self.address)
+        format!("<Symbol {} at {:#x}>", self.text(), self.address)
     }
 
     fn __str__(&self) -> String {
-        self.text.clone()
+        self.text()
     }
 }
 

@@ -200,7 +200,7 @@ impl Kernel {
         } else {
             self.inner.symbolize(address)
         };
-        Symbol::of(address, &o)
+        Symbol::of(&self.inner, &o)
     }
 
     /// `%pS` of many addresses at once (the batch path): a list of Symbol or None, in order.
@@ -212,11 +212,7 @@ impl Kernel {
         let k = Arc::clone(&self.inner);
         self.interrupt.run(py, || {
             let out = k.symbolize_batch(&addresses)?;
-            Ok(addresses
-                .iter()
-                .zip(&out)
-                .map(|(&a, o)| Symbol::of(a, o))
-                .collect())
+            Ok(out.iter().map(|o| Symbol::of(&k, o)).collect())
         })
     }
 

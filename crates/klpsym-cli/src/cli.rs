@@ -121,13 +121,48 @@ pub struct SourceArgs {
     #[arg(long, value_name = "US", default_value_t = 50)]
     pub resched_us: u64,
     /// Where decoded tables of images, vmlinux files and packages are kept between runs
-    /// (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym). Entries are checked against
-    /// the input's identity and content hash on every use; `klpsym cache` shows and prunes.
+    /// (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym). An entry is found by the
+    /// input's identity (content hash or build id), proven by its stamp when unchanged;
+    /// `klpsym cache` shows and prunes.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Keep the cache under SIZE when this run writes to it (bytes, or with K, M, G, T):
+    /// entries whose input is gone or changed go first, then the least recently used.
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub cache_max_size: u64,
     /// Neither read nor write the cache.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+}
+
+/// A size: bytes, or a number with K, M, G or T (powers of 1024; a trailing `B` or `iB`
+/// allowed).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{s}: not a size (a number, with K, M, G or T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite() && *n >= 0.0)
+        .ok_or_else(|| format!("{s}: not a size (a number, with K, M, G or T)"))?;
+    Ok((n * (1u64 << shift) as f64).min(u64::MAX as f64) as u64)
 }
 
 /// What `check` and `convert` know of the target beyond its symbols.
@@ -426,10 +461,14 @@ pub struct CacheArgs {
     /// The cache folder (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Remove entries whose input is gone or changed, entries of other klpsym versions, and
-    /// entries not written for DAYS days (`--prune 0`: every entry).
+    /// Remove entries whose input is gone or changed, entries of another cache format, and
+    /// entries not written or used for DAYS days (`--prune 0`: every entry).
     #[arg(long, value_name = "DAYS")]
     pub prune: Option<u64>,
+    /// Remove entries, stale ones first and the least recently used next, until the cache
+    /// takes at most SIZE (bytes, or with K, M, G, T).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -473,5 +512,23 @@ mod tests {
         };
         assert_eq!(l.source.kernels.len(), 2);
         assert_eq!(l.sympos, 2);
+    }
+
+    #[test]
+    fn sizes_are_bytes_or_powers_of_1024() {
+        for (s, want) in [
+            ("123", 123),
+            ("4G", 4 << 30),
+            ("4GiB", 4 << 30),
+            ("500M", 500 << 20),
+            ("1.5k", 1536),
+            ("2T", 2 << 40),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_size(s), Ok(want), "{s}");
+        }
+        for bad in ["", "G", "-1", "4X", "four", "nan"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 }

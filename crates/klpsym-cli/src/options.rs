@@ -19,6 +19,7 @@ impl SourceArgs {
                     .clone()
                     .map_or(CacheDir::Default, CacheDir::At)
             })
+            .cache_max_bytes(self.cache_max_size)
             .yield_cpu(self.yield_cpu)
             .queries(queries);
         o.modules = self.modules.clone();

@@ -1,18 +1,23 @@
 //! The index cache: decoded tables of kernel images, vmlinux ELFs and packages, kept so a
-//! repeat run reads a few megabytes instead of decompressing and decoding again.
+//! repeat run reads a few megabytes instead of decompressing and decoding again. One cache
+//! serves every front end: the command, the Python extension and any library program read
+//! each other's entries.
 //!
-//! An entry is named by the input's identity as the file system tells it (device, inode,
-//! size, mtime, ctime: the fast key) and records the input's identity ([`crate::input_identity`]),
-//! checked on every use (a file rewritten in place within one mtime tick is still caught): the
-//! xxh3-128 hash of its bytes, or for an ELF with a GNU build id (a vmlinux) that build id and
-//! its length, read in a few kilobytes instead of hashing 66-500 MB.
+//! An entry is named by the input's identity ([`crate::input_identity`]: the xxh3-128 hash of
+//! its bytes, or for an ELF with a GNU build id, a vmlinux, that build id and its length), the
+//! cache's format ([`CACHE_FORMAT`]) and the options that change what decoding produces;
+//! never by the program that wrote it. Two copies of one package share one entry. The
+//! identity comes from the input's stamp record ([`crate::stamp`]) when the input has kept
+//! the stamp it was proven with, long enough after its last change; otherwise the input is
+//! hashed (two threads, 1 MiB chunks) and the record written again.
 //! The entry holds the table in fixed-width records ([`SymbolTable::encode`]), the facts as
 //! JSON, and ends with the xxh3-128 of everything before it: a truncated, corrupt or
-//! foreign-version entry is ignored and rebuilt, never trusted. Entries are written to a
+//! other-format entry is ignored and rebuilt, never trusted. Entries are written to a
 //! temporary file and renamed, so concurrent runs never see half an entry; they are read
-//! through a read-only memory map (entries are never written in place, only replaced).
+//! through a read-only memory map (entries are never written in place, only replaced). A hit
+//! sets the entry's mtime (at most once an hour): the cache is pruned least recently used
+//! first ([`Cache::max_bytes`], `cache_list.rs`).
 
-use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -22,24 +27,33 @@ use klpsym_core::SymbolTable;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::entry::{
-    combine, file_build_id_identity, hash_in_steps, map_entry, put_build, put_stamp, put_str,
-    split, take_str, u32_at, u64_at, verified_body, HASH_CHUNK,
+    hash_in_steps, map_entry, put_str, split, take_str, u32_at, u64_at, CACHE_FORMAT,
 };
 use crate::error::LoadError;
 use crate::loaded::{ElfBytes, LoadedKernel, PackageParts, SourceFacts, SourceKind};
 use crate::options::LoadOptions;
+use crate::stamp::{Proof, Stamp};
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
-/// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 10;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
+
+/// The size the cache is kept under unless told otherwise ([`Cache::max_bytes`]): 4 GiB
+/// holds the lab's whole set (eight kernels' images, five `-dbg` packages with their debug
+/// sections, module trees, Module.symvers: about 2.5 GB) with room to spare; one `-dbg`
+/// kernel takes 0.25-0.35 GB, an image's entry 6-10 MB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
 
 /// Where entries live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cache {
     /// The cache folder.
     pub dir: PathBuf,
+    /// The size the folder is kept under: after writing an entry, entries are removed,
+    /// those whose input is gone or changed first, then the least recently used, until all
+    /// files of the folder (entries, debug sections, stamp records) take no more than this.
+    /// The entry just written is kept even when it alone is larger. `u64::MAX`: no bound.
+    pub max_bytes: u64,
 }
 
 /// One entry as `klpsym cache` lists it.
@@ -47,20 +61,34 @@ pub struct Cache {
 pub struct EntryInfo {
     /// The entry file.
     pub file: PathBuf,
-    /// Its size in bytes.
+    /// Its size in bytes on disk, with what belongs to it: a kernel's debug sections
+    /// (`ENTRY.dwarf`) and its inputs' stamp records.
     pub bytes: u64,
+    /// Of which the debug sections kept beside a `-dbg` kernel's entry.
+    pub debug_bytes: u64,
     /// The input it was made from (as first named).
     pub source: Option<String>,
     /// The input's size when cached.
     pub source_bytes: Option<u64>,
     /// Whether the entry is of this klpsym's format (others are ignored and rebuilt).
     pub current: bool,
+    /// Whether an input of the entry is still there as it was (with the stamp it was proven
+    /// with; a module tree: every directory unchanged; a module debug file: its build's
+    /// kernel entry is live). A stale entry is never used for a changed input; it is the
+    /// first to go when the cache is pruned.
+    pub live: bool,
+    /// The inputs known to have its identity, each still there as proven (a package and
+    /// its copies).
+    pub inputs: Vec<String>,
     /// What it holds: `kernel` (a decoded table, with its debug sections when a `-dbg`
-    /// package's), `module tree` (a folder's listing), `Module.symvers` (a Module.symvers'
-    /// index), `module debug file` (kept for `file:line`, named by its build's id) or
-    /// `debug sections` (left behind by a removed kernel entry).
+    /// package's), `package parts` (what a package holding no kernel adds: config,
+    /// Module.symvers, named modules), `module tree` (a folder's listing), `Module.symvers`
+    /// (a Module.symvers' index), `module debug file` (kept for `file:line`, named by its
+    /// build's id), `debug sections` (left behind by a removed kernel entry) or `temporary
+    /// file` (left behind by a run that was killed).
     pub kind: &'static str,
-    /// Seconds since the entry was last written.
+    /// Seconds since the entry was last written or used (a hit marks it at most once an
+    /// hour).
     pub age_secs: u64,
 }
 
@@ -86,12 +114,8 @@ struct PackageMeta {
     symvers: Option<klpsym_sources::Exports>,
 }
 
-/// The fast key: what the file system says about the input, and the options that change
-/// what decoding produces.
-fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
-    let mut k = Vec::with_capacity(64);
-    put_build(&mut k);
-    put_stamp(&mut k, meta);
+/// The options that change what decoding produces, appended to a key.
+pub(crate) fn put_options(k: &mut Vec<u8>, opts: &LoadOptions) {
     k.push(match opts.kallsyms_all {
         None => 0,
         Some(false) => 1,
@@ -117,10 +141,37 @@ fn fast_key(meta: &std::fs::Metadata, opts: &LoadOptions) -> Vec<u8> {
             k.push(0);
         }
     }
+}
+
+/// The key of the kernel entry of an input with identity `identity`: the cache's format,
+/// the identity and the options that change what decoding produces.
+fn entry_key(identity: u128, opts: &LoadOptions) -> Vec<u8> {
+    let mut k = Vec::with_capacity(64);
+    k.extend_from_slice(b"kernel\0");
+    k.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    k.extend_from_slice(&identity.to_le_bytes());
+    put_options(&mut k, opts);
     k
 }
 
+/// What a look-up found.
+pub(crate) enum Lookup {
+    /// The kernel, from its entry.
+    Hit(Box<LoadedKernel>),
+    /// No entry to use; the input's identity when it was proven (and recorded) on the way,
+    /// so the caller need not hash the input again.
+    Miss(Option<u128>),
+}
+
 impl Cache {
+    /// A cache in `dir`, kept under [`DEFAULT_MAX_BYTES`].
+    pub fn new(dir: PathBuf) -> Cache {
+        Cache {
+            dir,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+
     /// `$XDG_CACHE_HOME/klpsym`, else `$HOME/.cache/klpsym`.
     pub fn default_dir() -> Option<PathBuf> {
         let base = std::env::var_os("XDG_CACHE_HOME")
@@ -155,7 +206,28 @@ impl Cache {
         self.dir.join(format!("{:032x}{SUFFIX}", xxh3_128(key)))
     }
 
-    /// The cached kernel of `path`, when a valid entry matches its identity and content.
+    /// The identity of the input at `path` (whose metadata is `meta`): from its stamp
+    /// record when it is trusted (nothing of the input read), else proven by reading the
+    /// input (and recorded). `None` when the input changed while it was read.
+    pub(crate) fn identity_of(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        limit: u64,
+        rs: &mut Resched,
+    ) -> Result<Option<u128>, LoadError> {
+        if let Some(id) = crate::stamp::trusted_identity(self, &Stamp::of(meta)) {
+            return Ok(Some(id));
+        }
+        let proof = Proof::begin(meta);
+        let Some(id) = crate::entry::prove_identity(path, limit, rs)? else {
+            return Ok(None);
+        };
+        crate::stamp::record(self, path, &proof, id, rs);
+        Ok(Some(id))
+    }
+
+    /// The cached kernel of `path`, when a valid entry matches its identity.
     /// `Ok(None)` for every kind of miss (none, stale, corrupt, other format).
     pub fn get(
         &self,
@@ -163,18 +235,44 @@ impl Cache {
         opts: &LoadOptions,
         rs: &mut Resched,
     ) -> Result<Option<LoadedKernel>, LoadError> {
+        Ok(match self.lookup(path, opts, rs)? {
+            Lookup::Hit(k) => Some(*k),
+            Lookup::Miss(_) => None,
+        })
+    }
+
+    /// [`Cache::get`], telling the caller the input's identity on a miss when it was proven.
+    pub(crate) fn lookup(
+        &self,
+        path: &Path,
+        opts: &LoadOptions,
+        rs: &mut Resched,
+    ) -> Result<Lookup, LoadError> {
         let t0 = Instant::now();
         let Ok(meta) = std::fs::metadata(path) else {
-            return Ok(None);
+            return Ok(Lookup::Miss(None));
         };
+        // No folder yet (a first run): nothing to find, and the caller hashes the input
+        // while it reads it.
         if !self.private() {
-            return Ok(None);
+            return Ok(Lookup::Miss(None));
         }
-        let key = fast_key(&meta, opts);
+        // A package is read streaming and never refused for its size (its members are
+        // bounded instead), so its entry is not either: only a file read whole has a limit.
+        let limit = if crate::package::is_package(path) {
+            u64::MAX
+        } else {
+            opts.max_input_size
+        };
+        let Some(identity) = self.identity_of(path, &meta, limit, rs)? else {
+            return Ok(Lookup::Miss(None));
+        };
+        let miss = || Ok(Lookup::Miss(Some(identity)));
+        let key = entry_key(identity, opts);
         let entry = self.entry_path(&key);
         // The table reads its names and records in place, keeping the map alive.
         let Some(backing) = map_entry(&entry) else {
-            return Ok(None);
+            return miss();
         };
         let map: &[u8] = (*backing).as_ref();
         let Some((body, trailer)) = map
@@ -183,51 +281,42 @@ impl Cache {
             .map(|n| map.split_at(n))
             .and_then(|(b, t)| Some((b, u128::from_le_bytes(t.try_into().ok()?))))
         else {
-            return Ok(None);
+            return miss();
         };
-        // Another klpsym version may decode differently: rebuild rather than trust.
-        let ours = |(k, p): &(Vec<u8>, Parsed<'_>)| {
-            *k == key && p.version == env!("CARGO_PKG_VERSION").as_bytes()
+        let Some((_, parsed)) =
+            parse_body(body).filter(|(k, p)| *k == key && p.content == identity)
+        else {
+            return miss();
         };
-        let Some((_, parsed)) = parse_body(body).filter(ours) else {
-            return Ok(None);
-        };
-        // The entry must be whole (its trailer) and the input what was cached (the fast key
-        // alone trusts the file system). A helper thread starts hashing both while this one
-        // decodes the entry (decoding checks every bound, so it is safe on any bytes), then
-        // this one helps; a mismatch throws the decoded table away.
-        // A package is read streaming and never refused for its size (its members are
-        // bounded instead), so its entry is not either: only a file read whole has a limit.
-        let limit = if crate::package::is_package(path) {
-            u64::MAX
-        } else {
-            opts.max_input_size
-        };
-        let verifier = Verifier::new(path, limit, body)?;
+        // The entry must be whole: a helper thread hashes it while this one decodes it
+        // (decoding checks every bound, so it is safe on any bytes); a mismatch throws the
+        // decoded table away.
         let mut helper = rs.sibling();
-        let (worked, decoded) = std::thread::scope(|s| {
-            // No helper when the system refuses a thread: this one does all the hashing.
+        let (hashed, decoded) = std::thread::scope(|s| {
             let helping = std::thread::Builder::new()
-                .spawn_scoped(s, || verifier.work(&mut helper))
+                .spawn_scoped(s, || hash_in_steps(body, &mut helper))
                 .ok();
             let decoded = self.decode_parsed(&parsed, &backing, opts, rs);
-            let mine = verifier.work(rs);
-            let theirs = helping.map_or(Ok(()), |h| {
-                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-            });
-            (mine.and(theirs), decoded)
+            let hashed = match helping {
+                Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                // No helper when the system refuses a thread: this one hashes.
+                None => hash_in_steps(body, rs),
+            };
+            (hashed, decoded)
         });
-        worked?;
-        if verifier.result() != Some((parsed.content, trailer)) {
-            return Ok(None);
+        let hashed = hashed.map_err(|c| LoadError::from(klpsym_core::BuildError::from(c)))?;
+        let decoded = decoded?;
+        if hashed != trailer {
+            return miss();
         }
-        let Some((entry_meta, table, decode_time)) = decoded? else {
-            return Ok(None);
+        let Some((entry_meta, table, decode_time)) = decoded else {
+            return miss();
         };
+        touch(&entry);
         let read_time = t0.elapsed().saturating_sub(decode_time);
-        Ok(Some(LoadedKernel {
+        Ok(Lookup::Hit(Box::new(LoadedKernel {
             cached: Some(entry),
-            content: Some(parsed.content),
+            content: Some(identity),
             path: path.to_path_buf(),
             kind: entry_meta.kind,
             table,
@@ -253,7 +342,7 @@ impl Cache {
                     )
                 }),
             }),
-        }))
+        })))
     }
 
     /// The metadata and table of a parsed entry, with the time it took; `None` when they do
@@ -338,7 +427,7 @@ impl Cache {
             }
             (None, None) => None,
         };
-        let key = fast_key(input_meta, opts);
+        let key = entry_key(content, opts);
         // The facts but their exports (tens of thousands of entries, kept as records below).
         let f = &k.facts;
         let facts = SourceFacts {
@@ -402,7 +491,9 @@ impl Cache {
         }
         let mut out = Vec::with_capacity(table.len() + meta.len() + 128);
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT.to_le_bytes());
+        out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+        // The version that wrote it, for the reader of `klpsym cache`: any version of this
+        // format reads it.
         let version = env!("CARGO_PKG_VERSION").as_bytes();
         out.extend_from_slice(&(version.len() as u32).to_le_bytes());
         out.extend_from_slice(version);
@@ -469,23 +560,28 @@ impl Cache {
             return Ok(());
         }
         self.write_entry(&key, &out, rs)?;
+        let entry = self.entry_path(&key);
         // A debug package's vmlinux: its DWARF beside the entry, for file:line without
         // reading the package again (a vmlinux file is mapped again instead).
         if let (Some(elf), true) = (elf, k.package.is_some()) {
-            crate::debug_lines::write_sidecar(&self.entry_path(&key), content, elf, rs)
+            crate::debug_lines::write_sidecar(&entry, content, elf, rs)
                 .map_err(|e| format!("debug sections: {e}"))?;
         }
+        self.keep_bounded(&entry, rs);
         Ok(())
     }
 
-    /// Writes the entry of `key` (made whole, then renamed into place), creating the folder
-    /// when it is missing; refuses a folder that is not private.
-    pub(crate) fn write_entry(
-        &self,
-        key: &[u8],
-        out: &[u8],
-        rs: &mut Resched,
-    ) -> Result<(), String> {
+    /// Removes the kernel entry of an input with identity `identity` read with `opts` (and
+    /// its debug sections): made from bytes that changed while they were read.
+    pub(crate) fn forget(&self, identity: u128, opts: &LoadOptions) {
+        let entry = self.entry_path(&entry_key(identity, opts));
+        let _ = std::fs::remove_file(crate::debug_lines::sidecar_of(&entry));
+        let _ = std::fs::remove_file(entry);
+    }
+
+    /// Creates the folder when it is missing (readable by this user alone); refuses a folder
+    /// that is not private.
+    pub(crate) fn ready(&self) -> Result<(), String> {
         if !self.dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -499,6 +595,18 @@ impl Cache {
                 self.dir.display()
             ));
         }
+        Ok(())
+    }
+
+    /// Writes the entry of `key` (made whole, then renamed into place), creating the folder
+    /// when it is missing; refuses a folder that is not private.
+    pub(crate) fn write_entry(
+        &self,
+        key: &[u8],
+        out: &[u8],
+        rs: &mut Resched,
+    ) -> Result<(), String> {
+        self.ready()?;
         let entry = self.entry_path(key);
         crate::output::write_atomically(&entry, |w| {
             for chunk in out.chunks(64 << 10) {
@@ -512,7 +620,6 @@ impl Cache {
 }
 
 struct Parsed<'a> {
-    version: &'a [u8],
     content: u128,
     meta: &'a [u8],
     exports: Option<&'a [u8]>,
@@ -526,22 +633,15 @@ struct Parsed<'a> {
     ftrace: Option<(&'a str, u64, &'a [u8])>,
 }
 
-/// The parts of an entry of this format whose trailer checks out, whatever its key.
-fn parse_entry_with<'a>(
-    all: &'a [u8],
-    rs: &mut Resched,
-) -> Result<Option<(Vec<u8>, Parsed<'a>)>, Cancelled> {
-    Ok(verified_body(all, rs)?.and_then(parse_body))
-}
-
 /// The parts of an entry's body (its trailer already checked).
 fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     let mut b = body;
-    if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != FORMAT {
+    if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != CACHE_FORMAT {
         return None;
     }
+    // The version that wrote it: any version of this format reads it.
     let vlen = u32_at(&mut b)? as usize;
-    let version = split(&mut b, vlen)?;
+    split(&mut b, vlen)?;
     let klen = u32_at(&mut b)? as usize;
     let key = split(&mut b, klen)?.to_vec();
     let content = u128::from_le_bytes(split(&mut b, 16)?.try_into().ok()?);
@@ -592,7 +692,6 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     b.is_empty().then_some((
         key,
         Parsed {
-            version,
             content,
             meta,
             exports,
@@ -657,25 +756,47 @@ fn decode_sites(bytes: &[u8], count: u64, rs: &mut Resched) -> Result<Option<Vec
     Ok((shift == 0 && out.len() == count).then_some(out))
 }
 
-/// The input a kernel entry of this klpsym was made from and its size, when `bytes` are one
-/// (for `klpsym cache`).
-pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<(String, u64)>, Cancelled> {
-    Ok(parse_entry_any(bytes, rs)?
-        .and_then(|m| serde_json::from_slice::<Meta>(m).ok())
-        .map(|m| (m.source, m.source_bytes)))
+/// What `klpsym cache` shows of a kernel entry.
+#[derive(Debug)]
+pub(crate) struct Described {
+    /// The input it was made from, as first named.
+    pub(crate) source: String,
+    pub(crate) source_bytes: u64,
+    /// The input's identity, which its stamp records name.
+    pub(crate) identity: u128,
+    /// The build id of the kernel (a module debug file of that build belongs to it).
+    pub(crate) build_id: Option<String>,
 }
 
-/// An entry's metadata, when it is one of this klpsym's.
-fn parse_entry_any<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<&'a [u8]>, Cancelled> {
-    Ok(parse_entry_with(all, rs)?
-        .filter(|(_, p)| p.version == env!("CARGO_PKG_VERSION").as_bytes())
-        .map(|(_, p)| p.meta))
+/// What a kernel entry of this format holds, when `bytes` are one (its trailer is not
+/// checked: a damaged entry is found when it is used).
+pub(crate) fn describe(bytes: &[u8]) -> Option<Described> {
+    /// The fields shown; serde passes over the rest (the declaration lines among them).
+    #[derive(serde::Deserialize)]
+    struct Shown {
+        source: String,
+        source_bytes: u64,
+        facts: ShownFacts,
+    }
+    #[derive(serde::Deserialize)]
+    struct ShownFacts {
+        build_id: Option<String>,
+    }
+    let body = &bytes[..bytes.len().checked_sub(16)?];
+    let (_, p) = parse_body(body)?;
+    let m: Shown = serde_json::from_slice(p.meta).ok()?;
+    Some(Described {
+        source: m.source,
+        source_bytes: m.source_bytes,
+        identity: p.content,
+        build_id: m.facts.build_id,
+    })
 }
 
 /// Exports: the source, then the map's own encoding ([`klpsym_sources::ExportMap::encode`]),
 /// read back in place. `None` when the map does not fit the encoding (the entry is then not
 /// written: a warm run must not lose the exports).
-fn encode_exports(
+pub(crate) fn encode_exports(
     e: &klpsym_sources::Exports,
     rs: &mut Resched,
 ) -> Result<Option<Vec<u8>>, Cancelled> {
@@ -687,7 +808,10 @@ fn encode_exports(
 
 /// The exports encoded at `b`, a slice of `backing`, read in place; `None` when they do not
 /// decode (the entry is then ignored).
-fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<klpsym_sources::Exports> {
+pub(crate) fn decode_exports(
+    backing: &klpsym_core::Backing,
+    b: &[u8],
+) -> Option<klpsym_sources::Exports> {
     let at = b.as_ptr() as usize - (**backing).as_ref().as_ptr() as usize;
     let mut rest = b;
     let source = take_str(&mut rest)?.to_string();
@@ -696,132 +820,21 @@ fn decode_exports(backing: &klpsym_core::Backing, b: &[u8]) -> Option<klpsym_sou
     Some(klpsym_sources::Exports { source, symbols })
 }
 
-/// The content hash of a file and of a cache entry's body, shared out between threads in
-/// chunks: a helper starts at once, and the thread that has decoded the entry joins in.
-/// The identity the cache records for the file at `path` ([`crate::input_identity`] of its
-/// bytes), read from the file in chunks (two threads when the system gives one), never held
-/// whole: for a package streamed while it is hashed.
-pub(crate) fn file_identity(path: &Path, rs: &mut Resched) -> Result<u128, LoadError> {
-    let v = Verifier::new(path, u64::MAX, &[])?;
-    let mut helper = rs.sibling();
-    let worked = std::thread::scope(|s| {
-        let helping = std::thread::Builder::new()
-            .spawn_scoped(s, || v.work(&mut helper))
-            .ok();
-        let mine = v.work(rs);
-        let theirs = helping.map_or(Ok(()), |h| {
-            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-        });
-        mine.and(theirs)
-    });
-    worked?;
-    v.result()
-        .map(|(file, _)| file)
-        .ok_or_else(|| LoadError::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other("the file changed while it was read"),
-        })
-}
-
-struct Verifier<'a> {
-    path: &'a Path,
-    file: File,
-    len: u64,
-    body: &'a [u8],
-    /// The next job: 0 the entry's body, then the file's chunks.
-    next: std::sync::atomic::AtomicUsize,
-    /// How many jobs there are.
-    jobs: usize,
-    /// The file's identity when its build id gives it (no file job then).
-    identity: Option<u128>,
-    done: std::sync::Mutex<Vec<Option<u128>>>,
-}
-
-impl<'a> Verifier<'a> {
-    fn new(path: &'a Path, limit: u64, body: &'a [u8]) -> Result<Self, LoadError> {
-        let io_err = |source| LoadError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = File::open(path).map_err(io_err)?;
-        let len = file.metadata().map_err(io_err)?.len();
-        if len > limit {
-            return Err(LoadError::TooLarge {
-                path: path.to_path_buf(),
-                size: len,
-                limit,
-            });
-        }
-        let identity = file_build_id_identity(&file, len);
-        let jobs = match identity {
-            Some(_) => 1,
-            None => 1 + len.div_ceil(HASH_CHUNK) as usize,
-        };
-        Ok(Verifier {
-            path,
-            file,
-            len,
-            body,
-            next: std::sync::atomic::AtomicUsize::new(0),
-            jobs,
-            identity,
-            done: std::sync::Mutex::new(vec![None; jobs]),
-        })
-    }
-
-    /// Takes jobs until none is left.
-    fn work(&self, rs: &mut Resched) -> Result<(), LoadError> {
-        use std::os::unix::fs::FileExt;
-        let io_err = |source| LoadError::Io {
-            path: self.path.to_path_buf(),
-            source,
-        };
-        let cancelled = |c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c));
-        let mut buf = Vec::new();
-        loop {
-            let job = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let h = match job {
-                0 => hash_in_steps(self.body, rs).map_err(cancelled)?,
-                j if j < self.jobs => {
-                    buf.resize(64 << 10, 0);
-                    let start = (j as u64 - 1) * HASH_CHUNK;
-                    let end = (start + HASH_CHUNK).min(self.len);
-                    let mut h = xxhash_rust::xxh3::Xxh3::new();
-                    let mut at = start;
-                    while at < end {
-                        rs.tick_step().map_err(cancelled)?;
-                        let want = ((end - at) as usize).min(buf.len());
-                        let n = match self.file.read_at(&mut buf[..want], at) {
-                            // Shorter than it was: the hash will not match.
-                            Ok(0) => break,
-                            Ok(n) => n,
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                            Err(e) => return Err(io_err(e)),
-                        };
-                        h.update(&buf[..n]);
-                        at += n as u64;
-                    }
-                    h.digest128()
-                }
-                _ => return Ok(()),
-            };
-            self.done.lock().unwrap_or_else(|p| p.into_inner())[job] = Some(h);
-        }
-    }
-
-    /// The file's identity ([`crate::input_identity`]) and the body's hash, once every job is done; `None` when the
-    /// file is no longer the length it was (bytes appended while it was hashed).
-    fn result(self) -> Option<(u128, u128)> {
-        if self.file.metadata().ok()?.len() != self.len {
-            return None;
-        }
-        let done = self.done.into_inner().unwrap_or_else(|p| p.into_inner());
-        let all: Option<Vec<u128>> = done.into_iter().collect();
-        let all = all?;
-        let file = self
-            .identity
-            .unwrap_or_else(|| combine(self.len, &all[1..]));
-        Some((file, all[0]))
+/// Marks the entry at `entry` used now (its mtime) when it was last marked more than an hour
+/// ago: pruning takes the least recently used first. Entries are never written in place;
+/// their times are not part of what they hold.
+pub(crate) fn touch(entry: &Path) {
+    let Ok(f) = std::fs::File::open(entry) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let since = f
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| now.duration_since(t).ok());
+    if since.is_some_and(|d| d > Duration::from_secs(3600)) {
+        let _ = f.set_modified(now);
     }
 }
 

@@ -17,7 +17,7 @@ use crate::error::LoadError;
 use crate::loaded::{LoadedKernel, SourceKind};
 
 const MAGIC: &[u8; 8] = b"KLPSYMDW";
-const FORMAT: u32 = 1;
+use crate::entry::CACHE_FORMAT as FORMAT;
 /// The sidecar's name beside its entry.
 pub(crate) const SUFFIX: &str = ".dwarf";
 
@@ -63,17 +63,21 @@ pub(crate) fn write_sidecar(
     let dir = entry.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut w = std::io::BufWriter::with_capacity(64 << 10, tmp.as_file_mut());
         w.write_all(&header)?;
         let mut written = header.len();
         for (_, data) in &sections {
             let pad = written.div_ceil(8) * 8 - written;
             w.write_all(&[0u8; 8][..pad])?;
             written += pad;
-            // In steps of 4 MiB, with a reschedule point between.
+            // In steps of 64 KiB (a copy into the page cache of a few microseconds), with a
+            // reschedule point between.
             for chunk in data.chunks(4 << 20) {
-                rs.tick().map_err(|_| std::io::Error::other("cancelled"))?;
-                w.write_all(chunk)?;
+                for step in chunk.chunks(64 << 10) {
+                    rs.tick_step()
+                        .map_err(|c| std::io::Error::new(std::io::ErrorKind::Interrupted, c))?;
+                    w.write_all(step)?;
+                }
                 // Copied once: a mapped section's pages leave the process's memory behind
                 // the copy (not a decompressed copy's: it is the process's own).
                 if matches!(data, std::borrow::Cow::Borrowed(_)) {

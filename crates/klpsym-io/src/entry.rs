@@ -1,41 +1,30 @@
 //! What every cache entry (a kernel's table, a module tree's listing, a Module.symvers'
-//! index) is made of: keys from the file system's stamps and this build, length-prefixed
-//! fields, a trailer that is the body's hash, read through a read-only map; and the
-//! identities that prove an input unchanged (a content hash, or an ELF's build id).
+//! index, a stamp record) is made of: the cache's format, length-prefixed fields, a trailer
+//! that is the body's hash, read through a read-only map; and the identities that prove an
+//! input unchanged (a content hash, or an ELF's build id).
 
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-/// What the file system says about a file (device, inode, size, mtime, ctime), appended to
-/// a key.
-pub(crate) fn put_stamp(k: &mut Vec<u8>, meta: &std::fs::Metadata) {
-    for v in [
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime() as u64,
-        meta.mtime_nsec() as u64,
-        meta.ctime() as u64,
-        meta.ctime_nsec() as u64,
-    ] {
-        k.extend_from_slice(&v.to_le_bytes());
-    }
-}
+use crate::error::LoadError;
 
-/// The build reading the entry, appended to a key: a rebuilt klpsym (same version, other
-/// decoders) makes other keys, so it never trusts what an older build wrote.
-pub(crate) fn put_build(k: &mut Vec<u8>) {
-    let exe = std::env::current_exe()
-        .and_then(std::fs::metadata)
-        .map(|m| (m.size(), m.mtime() as u64, m.mtime_nsec() as u64))
-        .unwrap_or_default();
-    for v in [exe.0, exe.1, exe.2] {
-        k.extend_from_slice(&v.to_le_bytes());
-    }
-}
+/// The cache's format, part of every entry's key and written in every entry: an entry is
+/// read by any build of klpsym (the command, the Python extension, a library program, of any
+/// version) whose format is the same, and ignored by the others.
+///
+/// **Bump it whenever what an entry holds could change for the same input**: the layout of
+/// any entry (`cache.rs`, `parts_cache.rs`, `tree_cache.rs`, `symvers_cache.rs`,
+/// `stamp.rs`, the debug sections of `debug_lines.rs`), the encodings they embed
+/// (klpsym-core's table and name index, klpsym-sources' export map and Module.symvers
+/// index, `LineIndex`), or what any decoder makes of an input (klpsym-image's kallsyms,
+/// banner and export decoding, klpsym-elf's vmlinux and DWARF readers, klpsym-package's
+/// member choice, klpsym-sources' parsers, `SourceFacts` and its notes). An entry written
+/// by a build with older decoders would otherwise be answered as if this build had read
+/// the input. (Before format 11 the key held the executable's size and mtime instead, so
+/// every build wrote its own entries.)
+pub const CACHE_FORMAT: u32 = 11;
 
 pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     if b.len() < n {
@@ -191,4 +180,103 @@ pub fn content_hash(bytes: &[u8], rs: &mut Resched) -> Result<u128, Cancelled> {
         chunks.push(hash_in_steps(c, rs)?);
     }
     Ok(combine(bytes.len() as u64, &chunks))
+}
+
+/// The identity of the file at `path` ([`input_identity`] of its bytes), read from the file:
+/// its build id when it is an ELF file with one (a few small reads), else its content hash,
+/// its 1 MiB chunks shared out between this thread and a helper (when the system gives
+/// one), never held whole. `None` when the file's length changed while it was read;
+/// [`LoadError::TooLarge`] when it is longer than `limit`.
+pub(crate) fn prove_identity(
+    path: &Path,
+    limit: u64,
+    rs: &mut Resched,
+) -> Result<Option<u128>, LoadError> {
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    if len > limit {
+        return Err(LoadError::TooLarge {
+            path: path.to_path_buf(),
+            size: len,
+            limit,
+        });
+    }
+    if let Some(id) = file_build_id_identity(&file, len) {
+        return Ok(Some(id));
+    }
+    let chunks = Chunks {
+        path,
+        file,
+        len,
+        next: std::sync::atomic::AtomicUsize::new(0),
+        done: std::sync::Mutex::new(vec![None; len.div_ceil(HASH_CHUNK) as usize]),
+    };
+    let mut helper = rs.sibling();
+    std::thread::scope(|s| {
+        let helping = std::thread::Builder::new()
+            .spawn_scoped(s, || chunks.work(&mut helper))
+            .ok();
+        let mine = chunks.work(rs);
+        let theirs = helping.map_or(Ok(()), |h| {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+        mine.and(theirs)
+    })?;
+    if chunks.file.metadata().map_err(io_err)?.len() != len {
+        return Ok(None);
+    }
+    let done = chunks.done.into_inner().unwrap_or_else(|p| p.into_inner());
+    let all: Option<Vec<u128>> = done.into_iter().collect();
+    Ok(all.map(|all| combine(len, &all)))
+}
+
+/// A file's chunks, hashed by whichever thread takes each.
+struct Chunks<'a> {
+    path: &'a Path,
+    file: File,
+    len: u64,
+    /// The next chunk to take.
+    next: std::sync::atomic::AtomicUsize,
+    done: std::sync::Mutex<Vec<Option<u128>>>,
+}
+
+impl Chunks<'_> {
+    /// Takes chunks until none is left, 64 KiB per read with a reschedule point between.
+    fn work(&self, rs: &mut Resched) -> Result<(), LoadError> {
+        use std::os::unix::fs::FileExt;
+        let io_err = |source| LoadError::Io {
+            path: self.path.to_path_buf(),
+            source,
+        };
+        let jobs = self.len.div_ceil(HASH_CHUNK) as usize;
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let job = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if job >= jobs {
+                return Ok(());
+            }
+            let start = job as u64 * HASH_CHUNK;
+            let end = (start + HASH_CHUNK).min(self.len);
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            let mut at = start;
+            while at < end {
+                rs.tick_step()?;
+                let want = ((end - at) as usize).min(buf.len());
+                let n = match self.file.read_at(&mut buf[..want], at) {
+                    // Shorter than it was: the length check after the work says so.
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(io_err(e)),
+                };
+                h.update(&buf[..n]);
+                at += n as u64;
+            }
+            self.done.lock().unwrap_or_else(|p| p.into_inner())[job] = Some(h.digest128());
+        }
+    }
 }

@@ -3,12 +3,13 @@
 //! the library above it (`klpsym`) takes loaded kernels.
 //!
 //! Files from the top down: `load.rs` dispatches one source (cache, /proc reader, sparse
-//! vmlinux reader, package, decoders); `package.rs` groups packages into kernels; `folder.rs` tells a folder's kernel parts
-//! from what it also holds;
-//! `cache_list.rs` lists every kind of cache entry; `cache.rs`, `tree_cache.rs` and
-//! `symvers_cache.rs` keep one kind each; `decode.rs` turns bytes into a kernel; `facts.rs`
-//! finds what a module loader checks against; `modules.rs` reads module trees; `entry.rs`,
-//! `read.rs`, `loaded.rs` and `error.rs` are what all of them stand on.
+//! vmlinux reader, package, decoders); `package.rs` groups packages into kernels;
+//! `folder.rs` tells a folder's kernel parts from what it also holds; `cache_list.rs` lists
+//! and prunes every kind of cache entry; `cache.rs`, `parts_cache.rs`, `tree_cache.rs` and
+//! `symvers_cache.rs` keep one kind each; `stamp.rs` proves inputs unchanged by their stamps;
+//! `decode.rs` turns bytes into a kernel; `facts.rs` finds what a module loader checks
+//! against; `modules.rs` reads module trees; `entry.rs`, `read.rs`, `map.rs`, `loaded.rs`
+//! and `error.rs` are what all of them stand on.
 
 mod cache;
 mod cache_list;
@@ -24,24 +25,28 @@ mod lines;
 pub use lines::LineIndex;
 mod load;
 mod loaded;
+mod map;
 mod modules;
 mod options;
 mod output;
 mod package;
+mod parts_cache;
 mod read;
 mod sparse;
+mod stamp;
 mod stream;
 mod symvers;
 mod symvers_cache;
 mod sysfs;
 mod tree_cache;
 
-pub use cache::{Cache, EntryInfo};
+pub use cache::{Cache, EntryInfo, DEFAULT_MAX_BYTES};
+pub use cache_list::{Listing, Prune};
 pub use config::{parse_config, read_config};
 pub use debug_lines::{find_module_file, host_debug_modules_dir, module_lines_from_file};
 pub use decode::module_symbols_table;
 pub use detect::{detect, Detected};
-pub use entry::{content_hash, input_identity};
+pub use entry::{content_hash, input_identity, CACHE_FORMAT};
 pub use error::LoadError;
 pub use facts::{
     find_config, find_symvers, live_release, live_sig_enforce, read_btf, read_section_addresses,

@@ -6,11 +6,13 @@ use std::time::Instant;
 
 use klpsym_core::resched::Resched;
 
+use crate::cache::Lookup;
 use crate::decode::from_bytes;
 use crate::error::LoadError;
 use crate::loaded::LoadedKernel;
 use crate::options::LoadOptions;
 use crate::read::read_bounded;
+use crate::stamp::Proof;
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`: from the cache when an
@@ -25,13 +27,9 @@ pub fn load(
         .cache
         .as_ref()
         .filter(|_| crate::Cache::applies_to(path));
-    if let Some(c) = cache {
-        if let Some(k) = c.get(path, opts, resched)? {
-            return Ok(k);
-        }
-    }
     let input_meta = std::fs::metadata(path).ok();
-    // A package streams from its file (a -dbg package is a gigabyte): never read whole.
+    // A package streams from its file (a -dbg package is a gigabyte): never read whole. Its
+    // kernel is looked up in the cache there.
     if input_meta.as_ref().is_some_and(std::fs::Metadata::is_file)
         && crate::package::is_package(path)
     {
@@ -42,22 +40,38 @@ pub fn load(
         }
         let mut ks = crate::package::load_packages(&[path.to_path_buf()], &sole, resched)?;
         let mut k = ks.remove(0).1?;
-        k.read_time = t0.elapsed();
+        if k.cached.is_none() {
+            k.read_time = t0.elapsed();
+        }
         return Ok(k);
+    }
+    // The input's identity when the cache proved it on the way to a miss.
+    let mut known = None;
+    if let Some(c) = cache {
+        match c.lookup(path, opts, resched)? {
+            Lookup::Hit(k) => return Ok(*k),
+            Lookup::Miss(id) => known = id,
+        }
     }
     if cache.is_none() && crate::stream::applies_to(path, input_meta.as_ref()) {
         return crate::stream::load(path, opts, resched);
     }
     let t0 = Instant::now();
-    if let Some(k) = debug_vmlinux(path, input_meta.as_ref(), cache, opts, resched)? {
+    // Taken before the first byte is read: the stamp record of the identity found below.
+    let proof = input_meta.as_ref().map(Proof::begin);
+    let proven = (known, proof.as_ref());
+    if let Some(k) = debug_vmlinux(path, input_meta.as_ref(), cache, proven, opts, resched)? {
         return Ok(k);
     }
-    // A stripped vmlinux needs only its data: without a cache, and with one when its build id
-    // is its identity (a content hash would need every byte, so then the file is read whole).
+    // A stripped vmlinux needs only its data: without a cache, and with one when its
+    // identity is known or is its build id (a content hash would need every byte, so then
+    // the file is read whole).
     let mut sparse = crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?;
-    let mut content = None;
-    if let (Some(_), Some(b)) = (cache, &sparse) {
+    let mut content = known;
+    let mut proven_here = false;
+    if let (Some(_), None, Some(b)) = (cache, content, &sparse) {
         content = crate::entry::build_id_identity_of(b);
+        proven_here = content.is_some();
         if content.is_none() {
             sparse = None;
         }
@@ -69,6 +83,10 @@ pub fn load(
     if cache.is_some() && content.is_none() {
         content =
             Some(crate::input_identity(&bytes, resched).map_err(klpsym_core::BuildError::from)?);
+        proven_here = true;
+    }
+    if let (true, Some(c), Some(p), Some(h)) = (proven_here, cache, &proof, content) {
+        crate::stamp::record(c, path, p, h, resched);
     }
     let mut k = from_bytes(path, bytes, t0.elapsed(), opts, resched)?;
     if let (Some(c), Some(h), Some(m)) = (cache, content, input_meta) {
@@ -80,12 +98,13 @@ pub fn load(
 }
 
 /// A vmlinux with debug info (a big ELF executable: 400-630 MB for a distribution kernel's),
-/// read from a private copy, mapped: never in the heap. Its identity is its build id (a few
+/// read in place (mapped, never copied, never in the heap). Its identity is its build id (a few
 /// kilobytes read), so a cache needs no content hash of it.
 fn debug_vmlinux(
     path: &Path,
     meta: Option<&std::fs::Metadata>,
     cache: Option<&crate::Cache>,
+    (known, proof): (Option<u128>, Option<&Proof>),
     opts: &LoadOptions,
     resched: &mut Resched,
 ) -> Result<Option<LoadedKernel>, LoadError> {
@@ -101,16 +120,30 @@ fn debug_vmlinux(
         return Ok(None);
     }
     let t0 = Instant::now();
-    let map = crate::read::private_copy(path, opts, resched)?;
-    let bytes: &[u8] = (*map).as_ref();
+    let file = crate::read::in_place(path, opts, resched)?;
+    let bytes: &[u8] = (*file.bytes).as_ref();
     let read_time = t0.elapsed();
     let mut k = crate::decode::from_binary(path, bytes, opts, resched)?;
     k.read_time = read_time;
-    let id = crate::entry::build_id_identity_of(bytes);
-    k.elf = Some(crate::loaded::ElfBytes(map));
+    // What was decoded is the file's only if it did not change meanwhile.
+    file.unchanged(path)?;
+    let id = known.or_else(|| {
+        let id = crate::entry::build_id_identity_of(bytes)?;
+        if let (Some(c), Some(p)) = (cache, proof) {
+            crate::stamp::record(c, path, p, id, resched);
+        }
+        Some(id)
+    });
+    k.elf = Some(crate::loaded::ElfBytes(file.bytes.clone()));
     if let (Some(c), Some(id)) = (cache, id) {
         if let Err(e) = c.put(path, meta, id, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
+        }
+        // The entry (its declaration lines read from the map) is the file's only if the
+        // file did not change while it was made.
+        if let Err(e) = file.unchanged(path) {
+            c.forget(id, opts);
+            return Err(e);
         }
     }
     Ok(Some(k))

@@ -8,12 +8,15 @@ use std::time::Duration;
 use klpsym_core::resched::Resched;
 use klpsym_package::{MemberKind, Package, Want};
 
+use crate::cache::Lookup;
 use crate::config::parse_config;
 use crate::decode::{from_binary, from_bytes};
 use crate::error::LoadError;
 use crate::loaded::{ElfBytes, LoadedKernel, PackageParts};
 use crate::modules::ModuleTree;
 use crate::options::LoadOptions;
+use crate::parts_cache::Adds;
+use crate::stamp::{Proof, Stamp};
 use crate::symvers::parse_symvers;
 
 /// True when `path` is a .deb or an RPM (by its first bytes).
@@ -75,7 +78,9 @@ impl klpsym_package::Spill for TempSpill<'_> {
         let f = crate::entry::private_temp_file(self.cache)?;
         let w = self
             .file
-            .insert(std::io::BufWriter::with_capacity(1 << 20, f));
+            // Written 64 KiB at a time: a write is a copy into the page cache, and the
+            // reschedule points are the decoder's, between writes.
+            .insert(std::io::BufWriter::with_capacity(64 << 10, f));
         Ok(Some(w))
     }
 }
@@ -182,27 +187,36 @@ pub(crate) fn read_file(
     Ok(Read { package, vmlinux })
 }
 
-/// [`read_file`] and, with a cache, the file's identity (hashed from the file meanwhile).
+/// [`read_file`] and the file's identity, hashed from the file meanwhile by another thread
+/// (and recorded with the stamp the file had before). `None` for the identity when the file
+/// changed while it was read.
 fn read_with_identity(
     path: &Path,
+    cache: &crate::Cache,
+    meta: &std::fs::Metadata,
     opts: &LoadOptions,
     rs: &mut Resched,
 ) -> Result<(Option<u128>, Read), LoadError> {
-    if opts.cache.is_none() {
-        return Ok((None, read_file(path, want(opts), opts, rs)?));
-    }
+    let proof = Proof::begin(meta);
     let mut hashing = rs.sibling();
-    std::thread::scope(|s| {
+    let (id, read) = std::thread::scope(|s| {
         let id = std::thread::Builder::new()
-            .spawn_scoped(s, || crate::cache::file_identity(path, &mut hashing))
+            .spawn_scoped(s, || {
+                crate::entry::prove_identity(path, u64::MAX, &mut hashing)
+            })
             .ok();
         let read = read_file(path, want(opts), opts, rs);
         let id = match id {
             Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            None => crate::cache::file_identity(path, rs),
+            None => crate::entry::prove_identity(path, u64::MAX, rs),
         };
-        Ok((Some(id?), read?))
-    })
+        (id, read)
+    });
+    let (id, read) = (id?, read?);
+    if let Some(id) = id {
+        crate::stamp::record(cache, path, &proof, id, rs);
+    }
+    Ok((id, read))
 }
 
 /// One kernel of packages given together, by the first package of its release, or the error
@@ -213,6 +227,8 @@ pub type PackageKernel = (PathBuf, Result<LoadedKernel, LoadError>);
 enum Part {
     /// A cached kernel part: an image package's kernel, or a -dbg package's vmlinux.
     Cached(Box<LoadedKernel>),
+    /// What a package holding no kernel adds, from its entry.
+    CachedAdds(Box<Adds>),
     /// Read now, with what proves it for the cache.
     Read {
         read: Box<Read>,
@@ -224,6 +240,7 @@ impl Part {
     fn release(&self) -> Option<String> {
         match self {
             Part::Cached(k) => k.package.as_ref().and_then(|p| p.release.clone()),
+            Part::CachedAdds(a) => a.release.clone(),
             Part::Read { read, .. } => read.package.release().map(str::to_string),
         }
     }
@@ -252,25 +269,37 @@ pub fn load_packages(
     let mut parts: Vec<(PathBuf, Part)> = Vec::new();
     let mut out: Vec<PackageKernel> = Vec::new();
     for p in paths {
-        match cache.map(|c| c.get(p, opts, rs)).transpose() {
-            Ok(Some(Some(k))) => {
-                parts.push((p.clone(), Part::Cached(Box::new(k))));
-                continue;
-            }
-            Ok(_) => {}
-            Err(e) if cancelled(&e) => return Err(e),
-            // A cache entry that cannot be read is read anew from the package.
-            Err(_) => {}
-        }
         let meta = std::fs::metadata(p).ok();
-        let read = if cache.is_some() {
-            read_with_identity(p, opts, rs)
-        } else {
-            read_file(p, want(opts), opts, rs).map(|r| (None, r))
+        // The package's identity when the cache proved it on the way to a miss.
+        let mut known = None;
+        if let Some(c) = cache {
+            match c.lookup(p, opts, rs) {
+                Ok(Lookup::Hit(k)) => {
+                    parts.push((p.clone(), Part::Cached(k)));
+                    continue;
+                }
+                Ok(Lookup::Miss(id)) => known = id,
+                Err(e) if cancelled(&e) => return Err(e),
+                // A cache entry that cannot be read is read anew from the package.
+                Err(_) => {}
+            }
+            if let Some(id) = known {
+                if let Some(adds) = crate::parts_cache::get(c, id, opts, rs)? {
+                    parts.push((p.clone(), Part::CachedAdds(Box::new(adds))));
+                    continue;
+                }
+            }
+        }
+        let read = match (cache, known, &meta) {
+            (Some(_), Some(id), _) => read_file(p, want(opts), opts, rs).map(|r| (Some(id), r)),
+            (Some(c), None, Some(m)) => read_with_identity(p, c, m, opts, rs),
+            _ => read_file(p, want(opts), opts, rs).map(|r| (None, r)),
         };
         match read {
             Ok((id, read)) => {
-                let identity = meta.zip(id);
+                // Changed since it was proven: read, never cached under that identity.
+                let same = meta.as_ref().map(Stamp::of) == Stamp::now(p);
+                let identity = meta.filter(|_| same).zip(id);
                 let read = Box::new(read);
                 parts.push((p.clone(), Part::Read { read, identity }));
             }
@@ -390,13 +419,32 @@ fn add_parts(
     opts: &LoadOptions,
     rs: &mut Resched,
 ) -> Result<(), LoadError> {
+    let adds = adds_of(path, pkg, opts, rs)?;
+    merge(parts, path, adds);
+    Ok(())
+}
+
+/// What the package at `path` adds, taken from its members: its first config and
+/// Module.symvers, parsed, and its modules when the options read them (those named, when
+/// names are given).
+fn adds_of(
+    path: &Path,
+    pkg: &mut Package,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Adds, LoadError> {
+    let mut adds = Adds {
+        release: pkg.release().map(str::to_string),
+        described: described(path, pkg),
+        ..Adds::default()
+    };
     for m in std::mem::take(&mut pkg.members) {
         match m.kind {
-            MemberKind::Config if parts.config.is_none() => {
-                parts.config = Some(parse_config(&m.data, &label(path, &m.path), rs)?);
+            MemberKind::Config if adds.config.is_none() => {
+                adds.config = Some(parse_config(&m.data, &label(path, &m.path), rs)?);
             }
-            MemberKind::Symvers if parts.symvers.is_none() => {
-                parts.symvers = Some(parse_symvers(&m.data, &label(path, &m.path), rs)?);
+            MemberKind::Symvers if adds.symvers.is_none() => {
+                adds.symvers = Some(parse_symvers(&m.data, &label(path, &m.path), rs)?);
             }
             MemberKind::Module if opts.package_modules => {
                 let named = opts.package_module_names.as_ref().is_none_or(|names| {
@@ -406,16 +454,32 @@ fn add_parts(
                         .any(|w| klpsym_core::normalize_module_name(w) == n)
                 });
                 if named {
-                    let tree = parts
-                        .modules
-                        .get_or_insert_with(|| ModuleTree::from_members(path, Vec::new()));
-                    tree.add_member(path, m.path, m.data);
+                    adds.modules.push((m.path, m.data));
                 }
             }
             _ => {}
         }
     }
-    Ok(())
+    Ok(adds)
+}
+
+/// Joins what the package at `path` adds to a kernel's parts: a config or Module.symvers
+/// the kernel has not got yet, and every module.
+fn merge(parts: &mut PackageParts, path: &Path, adds: Adds) {
+    if parts.config.is_none() {
+        parts.config = adds.config;
+    }
+    if parts.symvers.is_none() {
+        parts.symvers = adds.symvers;
+    }
+    if !adds.modules.is_empty() {
+        let tree = parts
+            .modules
+            .get_or_insert_with(|| ModuleTree::from_members(path, Vec::new()));
+        for (member, data) in adds.modules {
+            tree.add_member(path, member, data);
+        }
+    }
 }
 
 /// The kernel of one release's packages: its image (cached, or from a package read now), its
@@ -430,15 +494,23 @@ fn assemble(
     let release = group.iter().find_map(|(_, p)| p.release());
     let mut image: Option<LoadedKernel> = None;
     let mut debug: Option<LoadedKernel> = None;
-    let mut extra: Vec<(PathBuf, Box<Read>)> = Vec::new();
+    let mut extra: Vec<(PathBuf, Adds)> = Vec::new();
     for (path, part) in group {
         let k = match part {
             Part::Cached(k) => *k,
+            Part::CachedAdds(adds) => {
+                extra.push((path, *adds));
+                continue;
+            }
             Part::Read { mut read, identity } => {
                 match package_kernel(&path, &mut read, identity.as_ref(), cache, opts, rs)? {
                     Some(k) => k,
                     None => {
-                        extra.push((path, read));
+                        let adds = adds_of(&path, &mut read.package, opts, rs)?;
+                        if let (Some(c), Some((meta, id))) = (cache, &identity) {
+                            let _ = crate::parts_cache::put(c, &path, meta, *id, &adds, opts, rs);
+                        }
+                        extra.push((path, adds));
                         continue;
                     }
                 }
@@ -472,9 +544,9 @@ fn assemble(
         }
     };
     let mut parts = k.package.take().unwrap_or_default();
-    for (path, mut read) in extra {
-        add_parts(&mut parts, &path, &mut read.package, opts, rs)?;
-        k.facts.notes.push(described(&path, &read.package));
+    for (path, adds) in extra {
+        k.facts.notes.push(adds.described.clone());
+        merge(&mut parts, &path, adds);
     }
     if let Some(d) = &k.debug {
         k.facts.notes.extend(
@@ -499,7 +571,7 @@ pub(crate) fn elf_of(
     rs: &mut Resched,
 ) -> Result<ElfBytes, LoadError> {
     if !is_package(path) {
-        return crate::read::private_copy(path, opts, rs).map(ElfBytes);
+        return crate::read::in_place(path, opts, rs).map(|f| ElfBytes(f.bytes));
     }
     let want = Want {
         vmlinux: true,

@@ -100,11 +100,88 @@ pub fn decompressed<'a>(
     Ok(std::borrow::Cow::Owned(v))
 }
 
-/// The file at `path` copied into a private temporary file (unlinked; `copy_file_range`, so
-/// the bytes need not pass through this process) and mapped read-only: a vmlinux with debug
-/// info (400-630 MB) is read in place, only the pages of the sections read are touched, and
-/// a change to the user's file cannot reach the map. Reaches a reschedule point per 64 MiB.
-pub(crate) fn private_copy(
+/// A user's file read in place: mapped read-only and guarded (`map.rs`), or, when no guard
+/// can be had, copied to a private temporary file and mapped (the only copy klpsym makes of
+/// an input). What was read from it is trusted only after [`InPlaceFile::unchanged`].
+pub(crate) struct InPlaceFile {
+    /// The bytes.
+    pub(crate) bytes: klpsym_core::Backing,
+    guard: Option<std::sync::Arc<crate::map::InPlace>>,
+    /// The file, open, and its stamp when it was mapped.
+    file: std::fs::File,
+    stamp: crate::stamp::Stamp,
+}
+
+impl std::fmt::Debug for InPlaceFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InPlaceFile")
+            .field("bytes", &(*self.bytes).as_ref().len())
+            .field("guard", &self.guard)
+            .field("stamp", &self.stamp)
+            .finish()
+    }
+}
+
+impl InPlaceFile {
+    /// An error unless the file kept its stamp since it was mapped and no read fell past a
+    /// cut (what was read then was the file's bytes, unless they were rewritten within the
+    /// timestamp tick of its last change before it was mapped: see `stamp.rs`).
+    pub(crate) fn unchanged(&self, path: &Path) -> Result<(), LoadError> {
+        let now = self
+            .file
+            .metadata()
+            .ok()
+            .map(|m| crate::stamp::Stamp::of(&m));
+        if now == Some(self.stamp) && !self.guard.as_ref().is_some_and(|g| g.damaged()) {
+            return Ok(());
+        }
+        Err(LoadError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(
+                "the file changed while it was read (written or cut short): read it again",
+            ),
+        })
+    }
+}
+
+/// The file at `path` read in place ([`InPlaceFile`]): a vmlinux with debug info (400-630
+/// MB) is mapped, only the pages of the sections read are touched, and nothing is copied.
+pub(crate) fn in_place(
+    path: &Path,
+    opts: &crate::LoadOptions,
+    resched: &mut Resched,
+) -> Result<InPlaceFile, LoadError> {
+    let io_err = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    let stamp = crate::stamp::Stamp::of(&file.metadata().map_err(io_err)?);
+    resched.tick_step()?;
+    if let Some(m) = crate::map::map_in_place(&file, path).map_err(io_err)? {
+        let guard = std::sync::Arc::new(m);
+        return Ok(InPlaceFile {
+            bytes: guard.clone(),
+            guard: Some(guard),
+            file,
+            stamp,
+        });
+    }
+    let bytes = private_copy(&file, path, opts, resched)?;
+    Ok(InPlaceFile {
+        bytes,
+        guard: None,
+        file,
+        stamp,
+    })
+}
+
+/// The file `src` copied into a private temporary file (unlinked; `copy_file_range`, so the
+/// bytes need not pass through this process) and mapped read-only, in steps of 1 MiB (a few
+/// hundred microseconds from the page cache) with a reschedule point between them: only when
+/// no guarded map can be had (32 alive at once).
+fn private_copy(
+    src: &std::fs::File,
     path: &Path,
     opts: &crate::LoadOptions,
     resched: &mut Resched,
@@ -114,15 +191,14 @@ pub(crate) fn private_copy(
         path: path.to_path_buf(),
         source,
     };
-    let mut src = std::fs::File::open(path).map_err(io_err)?;
+    let mut src = src;
+    src.seek(SeekFrom::Start(0)).map_err(io_err)?;
     let len = src.metadata().map_err(io_err)?.len();
     let mut dst = crate::entry::private_temp_file(opts.cache.as_ref()).map_err(io_err)?;
     let mut done = 0u64;
     while done < len {
-        resched
-            .tick_step()
-            .map_err(|c| io_err(std::io::Error::new(std::io::ErrorKind::Interrupted, c)))?;
-        let step = (len - done).min(64 << 20);
+        resched.tick_step()?;
+        let step = (len - done).min(1 << 20);
         let n =
             std::io::copy(&mut std::io::Read::take(&mut src, step), &mut dst).map_err(io_err)?;
         if n == 0 {

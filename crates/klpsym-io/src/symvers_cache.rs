@@ -7,15 +7,15 @@
 //! must still be read and hashed (1.9 MB) to prove the index is over these bytes; what an
 //! entry saves is the parse and the table.
 //!
-//! An entry is named by the file's stamp (device, inode, size, mtime, ctime) and this build,
-//! and records the content hash ([`content_hash`]) of the bytes its index was made over; a
+//! An entry is named by the file's stamp (device, inode, size, mtime, ctime) and the cache's
+//! format ([`CACHE_FORMAT`]), and records the content hash ([`content_hash`]) of the bytes its index was made over; a
 //! file whose bytes hash otherwise is parsed again, whatever its stamp says. The entry holds
 //! no text, so it is smaller than the file (about 40 bytes a line against 70); one that would
 //! not be (a file of a few lines) is not kept. A compressed Module.symvers is never kept:
 //! the index would have to hold the text it was made over.
 //!
-//! Layout: magic, format, klpsym version, key, content hash, the file's path and size (for
-//! `klpsym cache`), the index ([`ExportMap::encode_index`]), and the xxh3-128 of everything
+//! Layout: magic, format, klpsym version, key, content hash, the file's path, size and stamp
+//! (for `klpsym cache`), the index ([`ExportMap::encode_index`]), and the xxh3-128 of everything
 //! before it. A truncated, corrupt or foreign entry is ignored and rebuilt, never trusted.
 
 use std::path::Path;
@@ -26,19 +26,18 @@ use klpsym_core::Backing;
 
 use crate::cache::Cache;
 use crate::entry::{
-    content_hash, hash_in_steps, map_entry, put_build, put_stamp, put_str, split, take_str, u32_at,
-    u64_at, verified_body,
+    content_hash, hash_in_steps, map_entry, put_str, split, take_str, u32_at, u64_at,
+    verified_body, CACHE_FORMAT,
 };
 use crate::error::LoadError;
 use crate::options::LoadOptions;
 use crate::read::read_bounded;
+use crate::stamp::Stamp;
 use crate::symvers::{parse_symvers, read_symvers, symvers_text};
 use klpsym_sources::{ExportMap, Exports};
 
 /// The first bytes of a Module.symvers entry.
 const MAGIC: &[u8; 8] = b"KLPSYMV\0";
-/// Bumped whenever the layout changes.
-const FORMAT: u32 = 1;
 
 /// Reads a Module.symvers as [`read_symvers`] does, through the cache of `opts` when it has
 /// one: a warm run reads the file and checks its hash, and the table is the entry's.
@@ -83,7 +82,8 @@ pub(crate) fn read(
     if present && !cache.private() {
         return Ok((symvers_text(raw, path, rs)?, Origin::Parsed));
     }
-    let key = key_of(&meta);
+    let stamp = Stamp::of(&meta);
+    let key = key_of(&stamp);
     let entry = cache.entry_path(&key);
     let content = content_hash(&raw, rs)?;
     let text = Arc::new(raw);
@@ -98,18 +98,18 @@ pub(crate) fn read(
     let raw = Arc::try_unwrap(text).unwrap_or_else(|t| (*t).clone());
     let size = raw.len() as u64;
     let exports = symvers_text(raw, path, rs)?;
-    if let Some(bytes) = encode(&key, content, &exports, size, rs)? {
+    if let Some(bytes) = encode(&key, content, &exports, size, &stamp, rs)? {
         // The cache is an optimisation: an entry that cannot be written is parsed next time.
         let _ = cache.write_entry(&key, &bytes, rs);
     }
     Ok((exports, Origin::Parsed))
 }
 
-/// The key of a Module.symvers' entry: its kind, this build and the file's stamp.
-fn key_of(meta: &std::fs::Metadata) -> Vec<u8> {
+/// The key of a Module.symvers' entry: its kind, the cache's format and the file's stamp.
+fn key_of(stamp: &Stamp) -> Vec<u8> {
     let mut k = b"Module.symvers\0".to_vec();
-    put_build(&mut k);
-    put_stamp(&mut k, meta);
+    k.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    stamp.put(&mut k);
     k
 }
 
@@ -120,12 +120,13 @@ fn encode(
     content: u128,
     exports: &Exports,
     size: u64,
+    stamp: &Stamp,
     rs: &mut Resched,
 ) -> Result<Option<Vec<u8>>, Cancelled> {
     rs.tick_step()?;
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
     put_str(&mut out, env!("CARGO_PKG_VERSION"));
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
@@ -135,6 +136,7 @@ fn encode(
         std::path::absolute(&exports.source).unwrap_or_else(|_| exports.source.clone().into());
     put_str(&mut out, &source.to_string_lossy());
     out.extend_from_slice(&size.to_le_bytes());
+    stamp.put(&mut out);
     let mut index = Vec::new();
     if !exports.symbols.encode_index(&mut index, rs)? {
         return Ok(None);
@@ -146,12 +148,14 @@ fn encode(
     Ok(((out.len() as u64) < size).then_some(out))
 }
 
-/// An entry's parts, when it is whole and of this format and version.
+/// An entry's parts, when it is whole and of this format.
 struct Parsed<'a> {
     key: &'a [u8],
     content: u128,
     source: &'a str,
     source_bytes: u64,
+    /// The file's stamp when the entry was made.
+    stamp: Stamp,
     /// Where the index lies in the entry.
     index: std::ops::Range<usize>,
 }
@@ -165,17 +169,17 @@ fn parse<'a>(all: &'a [u8], rs: &mut Resched) -> Result<Option<Parsed<'a>>, Canc
 
 fn parse_body(body: &[u8]) -> Option<Parsed<'_>> {
     let mut b = body;
-    if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != FORMAT {
+    if split(&mut b, 8)? != MAGIC || u32_at(&mut b)? != CACHE_FORMAT {
         return None;
     }
-    if take_str(&mut b)? != env!("CARGO_PKG_VERSION") {
-        return None;
-    }
+    // The version that wrote it: any version of this format reads it.
+    take_str(&mut b)?;
     let klen = u32_at(&mut b)? as usize;
     let key = split(&mut b, klen)?;
     let content = u128::from_le_bytes(split(&mut b, 16)?.try_into().ok()?);
     let source = take_str(&mut b)?;
     let source_bytes = u64_at(&mut b)?;
+    let stamp = Stamp::take(&mut b)?;
     let ilen = usize::try_from(u64_at(&mut b)?).ok()?;
     let start = body.len() - b.len();
     (b.len() == ilen).then_some(Parsed {
@@ -183,6 +187,7 @@ fn parse_body(body: &[u8]) -> Option<Parsed<'_>> {
         content,
         source,
         source_bytes,
+        stamp,
         index: start..start + ilen,
     })
 }
@@ -208,10 +213,13 @@ fn open(
     Ok(ExportMap::view_index(text, &backing, p.index.clone()))
 }
 
-/// The file an entry was made from and its size, when it is a whole entry of this klpsym
-/// (for `klpsym cache`).
-pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<(String, u64)>, Cancelled> {
-    Ok(parse(bytes, rs)?.map(|p| (p.source.to_string(), p.source_bytes)))
+/// The file an entry was made from, its size, and whether it still has the stamp it had
+/// then, when `bytes` are an entry of this format (for `klpsym cache`; the trailer is not
+/// checked: a damaged entry is found when it is used).
+pub(crate) fn describe(bytes: &[u8]) -> Option<(String, u64, bool)> {
+    let p = parse_body(&bytes[..bytes.len().checked_sub(16)?])?;
+    let live = Stamp::now(Path::new(p.source)) == Some(p.stamp);
+    Some((p.source.to_string(), p.source_bytes, live))
 }
 
 /// True when `bytes` start like an entry of this cache (of any format).
@@ -247,9 +255,7 @@ mod tests {
 
     fn fixture(text: &[u8]) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let cache = Cache {
-            dir: dir.path().join("cache"),
-        };
+        let cache = Cache::new(dir.path().join("cache"));
         let file = dir.path().join("Module.symvers");
         std::fs::write(&file, text).unwrap();
         Fixture {
@@ -296,8 +302,12 @@ mod tests {
             assert_eq!(warm.symbols.get(&n), want.symbols.get(&n), "{n}");
         }
         assert_eq!(
-            describe(&std::fs::read(entry).unwrap(), &mut Resched::none()).unwrap(),
-            Some((f.file.display().to_string(), symvers(3000, 1).len() as u64))
+            describe(&std::fs::read(entry).unwrap()),
+            Some((
+                f.file.display().to_string(),
+                symvers(3000, 1).len() as u64,
+                true
+            ))
         );
     }
 
@@ -310,9 +320,10 @@ mod tests {
         let before = parsed(&f);
         let content = content_hash(symvers(500, 1).as_bytes(), &mut Resched::none()).unwrap();
         std::fs::write(&f.file, symvers(500, 2)).unwrap();
-        let key = key_of(&std::fs::metadata(&f.file).unwrap());
+        let stamp = Stamp::of(&std::fs::metadata(&f.file).unwrap());
+        let key = key_of(&stamp);
         let rs = &mut Resched::none();
-        let forged = encode(&key, content, &before, u64::MAX, rs)
+        let forged = encode(&key, content, &before, u64::MAX, &stamp, rs)
             .unwrap()
             .unwrap();
         f.cache.write_entry(&key, &forged, rs).unwrap();

@@ -25,16 +25,15 @@ use klpsym_core::resched::{Cancelled, Resched};
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::cache::Cache;
-use crate::entry::{put_build, split, u32_at, u64_at};
+use crate::entry::{split, u32_at, u64_at, CACHE_FORMAT};
 use crate::error::LoadError;
 use crate::modules::{walk, DirStamp, ModuleFile, ModuleTree};
+/// How much older than the walk every directory must be for its listing to be kept (the
+/// stamp records' margin: see `stamp.rs`).
+use crate::stamp::SETTLED;
 
 /// The first bytes of a listing entry (a kernel's entry starts otherwise).
 const MAGIC: &[u8; 8] = b"KLPSYMT\0";
-/// Bumped whenever the listing layout changes.
-const FORMAT: u32 = 2;
-/// How much older than the walk every directory must be for its listing to be kept.
-const SETTLED: Duration = Duration::from_secs(2);
 
 /// The module tree of folder `dir`: its listing when every directory is unchanged, else a walk
 /// (whose listing is kept for next time when the tree has settled).
@@ -76,10 +75,10 @@ fn open_at(
     Ok(tree)
 }
 
-/// The key of `dir`'s listing: this build, and the folder's absolute path.
+/// The key of `dir`'s listing: the cache's format, and the folder's absolute path.
 fn key_of(dir: &Path) -> Vec<u8> {
     let mut k = b"module tree\0".to_vec();
-    put_build(&mut k);
+    k.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     k.extend_from_slice(abs.as_os_str().as_bytes());
     k
@@ -99,27 +98,8 @@ fn read(
     let Some(listing) = decode(&bytes, Some(key), rs)? else {
         return Ok(None);
     };
-    // Each directory stat'ed from the root's descriptor: a few path components, not the
-    // root's whole path again.
-    let Ok(root) = rustix::fs::open(
-        dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    ) else {
+    if !unchanged(&listing, dir, rs)? {
         return Ok(None);
-    };
-    for &(rel, stamp) in &listing.dirs {
-        rs.tick()?;
-        // The root as the walk read it (through a symbolic link), the rest as entries.
-        let st = if rel.is_empty() {
-            rustix::fs::fstat(&root)
-        } else {
-            let rel = OsStr::from_bytes(rel);
-            rustix::fs::statat(&root, rel, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-        };
-        if st.ok().and_then(|st| DirStamp::of(&st)) != Some(stamp) {
-            return Ok(None);
-        }
     }
     let mut by_name = Vec::with_capacity(listing.modules.len());
     let dir_len = dir.as_os_str().len();
@@ -138,6 +118,33 @@ fn read(
         duplicates: listing.duplicates.iter().map(|d| d.to_string()).collect(),
         listing: Some(entry.to_path_buf()),
     }))
+}
+
+/// True when every directory `listing` read under `dir` still has its stamp.
+fn unchanged(listing: &Listing<'_>, dir: &Path, rs: &mut Resched) -> Result<bool, Cancelled> {
+    // Each directory stat'ed from the root's descriptor: a few path components, not the
+    // root's whole path again.
+    let Ok(root) = rustix::fs::open(
+        dir,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return Ok(false);
+    };
+    for &(rel, stamp) in &listing.dirs {
+        rs.tick()?;
+        // The root as the walk read it (through a symbolic link), the rest as entries.
+        let st = if rel.is_empty() {
+            rustix::fs::fstat(&root)
+        } else {
+            let rel = OsStr::from_bytes(rel);
+            rustix::fs::statat(&root, rel, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        };
+        if st.ok().and_then(|st| DirStamp::of(&st)) != Some(stamp) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// What a listing entry holds, borrowed from its bytes: a warm run allocates only what the
@@ -178,7 +185,8 @@ fn encode(
     let dir = &abs;
     let mut out = Vec::with_capacity(64 + stamps.len() * 80 + tree.by_name.len() * 64);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    // The version that wrote it: any version of this format reads it.
     put_bytes(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
     put_bytes(&mut out, key);
     put_bytes(&mut out, dir.as_os_str().as_bytes());
@@ -229,8 +237,8 @@ fn decode<'a>(
     let mut b = body;
     let header = |b: &mut &'a [u8]| -> Option<&'a [u8]> {
         (split(b, 8)? == MAGIC).then_some(())?;
-        (u32_at(b)? == FORMAT).then_some(())?;
-        (take_bytes(b)? == env!("CARGO_PKG_VERSION").as_bytes()).then_some(())?;
+        (u32_at(b)? == CACHE_FORMAT).then_some(())?;
+        take_bytes(b)?;
         let k = take_bytes(b)?;
         key.is_none_or(|key| key == k).then_some(())?;
         take_bytes(b)
@@ -300,10 +308,18 @@ fn decode<'a>(
     }))
 }
 
-/// The folder a listing entry's bytes describe, when they are a whole listing of this klpsym
-/// (for `klpsym cache`).
-pub(crate) fn describe(bytes: &[u8], rs: &mut Resched) -> Result<Option<PathBuf>, Cancelled> {
-    Ok(decode(bytes, None, rs)?.map(|l| PathBuf::from(OsStr::from_bytes(l.root))))
+/// The folder a listing entry's bytes describe, and whether every directory it read is
+/// unchanged, when they are a whole listing of this format (for `klpsym cache`).
+pub(crate) fn describe(
+    bytes: &[u8],
+    rs: &mut Resched,
+) -> Result<Option<(PathBuf, bool)>, Cancelled> {
+    let Some(l) = decode(bytes, None, rs)? else {
+        return Ok(None);
+    };
+    let root = PathBuf::from(OsStr::from_bytes(l.root));
+    let live = unchanged(&l, &root, rs)?;
+    Ok(Some((root, live)))
 }
 
 /// True when `bytes` start like an entry of this cache (of any format).
@@ -345,9 +361,7 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, body).unwrap();
         }
-        let cache = Cache {
-            dir: tmp.path().join("cache"),
-        };
+        let cache = Cache::new(tmp.path().join("cache"));
         Fixture {
             _tmp: tmp,
             root,
@@ -402,7 +416,7 @@ mod tests {
         let bytes = std::fs::read(second.listing.as_ref().unwrap()).unwrap();
         assert_eq!(
             describe(&bytes, &mut Resched::none()).unwrap(),
-            Some(f.root.clone())
+            Some((f.root.clone(), true))
         );
     }
 

@@ -126,3 +126,30 @@ pub fn rpm(c: Comp, files: &[(&str, &[u8])]) -> Vec<u8> {
     out.extend(c.apply(&cpio_of(files)));
     out
 }
+
+/// A kernel image package: `boot/vmlinuz-1.0.0-1-amd64` holding kallsyms tables of `n`
+/// symbols (6.4+ layout) padded with zeros to `image_len` bytes, so that packages of every
+/// `variant` have the same size; `variant` renames one symbol to another name of the same
+/// length (`fn_variant_N`). Plain (uncompressed) data, `extra` files beside the image.
+pub fn image_deb(n: usize, variant: u8, image_len: usize, extra: &[(&str, &[u8])]) -> Vec<u8> {
+    use crate::kallsyms::{encode, symbols, LayoutEra, Options};
+    let mut syms = symbols(n, false, 0);
+    syms[n / 2].name = format!("fn_variant_{variant:03}");
+    let mut image = encode(
+        &syms,
+        Options {
+            era: LayoutEra::TokensBeforeOffsets,
+            uleb: true,
+            wide_markers: false,
+            percpu: false,
+            absolute: false,
+            vbase: 0,
+            prefix: 4096 + 40,
+        },
+    );
+    assert!(image.len() <= image_len, "{} > {image_len}", image.len());
+    image.resize(image_len, 0);
+    let mut files: Vec<(&str, &[u8])> = vec![("./boot/vmlinuz-1.0.0-1-amd64", &image)];
+    files.extend_from_slice(extra);
+    deb(Comp::Plain, &files)
+}

@@ -1,6 +1,7 @@
 //! The cache of decoded tables: what it holds, and pruning it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -15,71 +16,77 @@ pub struct CacheListing {
     pub dir: String,
     /// The entries kept.
     pub entries: Vec<EntryInfo>,
-    /// Their total size.
+    /// The size of every file of the folder together: the entries, their debug sections,
+    /// the stamp records (a few hundred bytes an input) and temporary files.
     pub bytes: u64,
+    /// The size the cache keeps itself under when a run writes to it (see
+    /// [`crate::Options::cache_max_bytes`]).
+    pub max_bytes: u64,
     /// The entry files removed.
     pub removed: Vec<String>,
 }
 
-/// True when the entry's input still exists with the size it had, or for a module tree's
-/// listing, when the folder still exists (an entry checks identity and content on use; this
-/// is only what pruning can tell cheaply).
+/// What [`cache_listing_with`] removes before listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CachePrune {
+    /// Remove entries whose input is gone or changed, entries of another format, and
+    /// entries not written or used for this many days (`Some(0)`: every entry).
+    pub days: Option<u64>,
+    /// Then remove entries, stale ones first and the least recently used next, until the
+    /// folder takes at most this many bytes.
+    pub max_bytes: Option<u64>,
+}
+
+/// True when an input of the entry is still there as it was (see [`EntryInfo::live`]).
 pub fn input_present(e: &EntryInfo) -> bool {
-    match (&e.source, e.source_bytes) {
-        (Some(s), Some(n)) => std::fs::metadata(s).is_ok_and(|m| m.len() == n),
-        (Some(s), None) if e.kind == "module tree" => Path::new(s).is_dir(),
-        // Named by its build's id: no input to be gone (age alone prunes it).
-        (None, None) if e.kind == "module debug file" => true,
-        _ => false,
-    }
+    e.live
 }
 
 /// Lists the cache at `dir` (default: the user's), removing, when `prune` is `Some(DAYS)`,
-/// entries whose input is gone or changed, entries of other klpsym versions, and entries not
-/// written for DAYS days (`Some(0)`: every entry).
+/// entries whose input is gone or changed, entries of another format, and entries not
+/// written or used for DAYS days (`Some(0)`: every entry).
 pub fn cache_listing(dir: Option<PathBuf>, prune: Option<u64>) -> Result<CacheListing> {
+    cache_listing_with(
+        dir,
+        &CachePrune {
+            days: prune,
+            max_bytes: None,
+        },
+    )
+}
+
+/// Lists the cache at `dir` (default: the user's) after removing what `prune` says.
+pub fn cache_listing_with(dir: Option<PathBuf>, prune: &CachePrune) -> Result<CacheListing> {
     let dir = dir.or_else(Cache::default_dir).ok_or_else(|| {
         Error::new(
             ErrorKind::Usage,
             "no cache folder: name one, or set XDG_CACHE_HOME or HOME",
         )
     })?;
-    let cache = Cache { dir: dir.clone() };
+    let cache = Cache::new(dir.clone());
     let mut rs = klpsym_core::Resched::none();
-    let entries = cache
-        .list(&mut rs)
+    let how = klpsym_io::Prune {
+        stale: prune.days.is_some(),
+        older_than: prune
+            .days
+            .map(|d| Duration::from_secs(d.saturating_mul(86_400))),
+        max_bytes: prune.max_bytes,
+    };
+    let removed = if how == klpsym_io::Prune::default() {
+        Vec::new()
+    } else {
+        cache
+            .prune(&how, &mut rs)
+            .map_err(|e| Error::from(e).context(dir.display()))?
+    };
+    let listing = cache
+        .listing(&mut rs)
         .map_err(|e| Error::from(e).context(dir.display()))?;
-    let mut removed = Vec::new();
-    let mut kept = Vec::new();
-    for e in entries {
-        let stale = match prune {
-            None => false,
-            Some(days) => {
-                !e.current || !input_present(&e) || e.age_secs >= days.saturating_mul(86_400)
-            }
-        };
-        if stale {
-            std::fs::remove_file(&e.file)
-                .map_err(|err| Error::from(err).context(e.file.display()))?;
-            // A kernel entry's debug sections go with it.
-            let mut sidecar = e.file.clone().into_os_string();
-            sidecar.push(".dwarf");
-            match std::fs::remove_file(&sidecar) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::from(err).context(Path::new(&sidecar).display()));
-                }
-                _ => {}
-            }
-            removed.push(e.file.display().to_string());
-        } else {
-            kept.push(e);
-        }
-    }
-    let bytes = kept.iter().map(|e| e.bytes).sum();
     Ok(CacheListing {
         dir: dir.display().to_string(),
-        entries: kept,
-        bytes,
-        removed,
+        entries: listing.entries,
+        bytes: listing.bytes,
+        max_bytes: cache.max_bytes,
+        removed: removed.iter().map(|p| p.display().to_string()).collect(),
     })
 }

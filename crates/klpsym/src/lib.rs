@@ -92,7 +92,7 @@ pub use binding::{
     drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity, ModuleAsBuilt,
     ModuleComparison, ModuleId,
 };
-pub use cache::{cache_listing, input_present, CacheListing};
+pub use cache::{cache_listing, cache_listing_with, input_present, CacheListing, CachePrune};
 pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch, Unchecked};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
 pub use error::{Error, ErrorKind, Input, Result};

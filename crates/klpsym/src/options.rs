@@ -99,6 +99,10 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 pub struct Options {
     /// Where decoded tables are kept between runs.
     pub cache: CacheDir,
+    /// The size the cache folder is kept under when a run writes to it (default
+    /// [`klpsym_io::DEFAULT_MAX_BYTES`], 4 GiB): entries whose input is gone or changed go
+    /// first, then the least recently used. `u64::MAX`: no bound.
+    pub cache_max_bytes: u64,
     /// A module tree (`/lib/modules/RELEASE`), or a package holding one: every module in it is
     /// available by its kernel name. For the running kernel (no source named),
     /// `/lib/modules/$(uname -r)` when it exists.
@@ -136,6 +140,7 @@ impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
             .field("cache", &self.cache)
+            .field("cache_max_bytes", &self.cache_max_bytes)
             .field("modules", &self.modules)
             .field("loaded", &self.loaded)
             .field("place_from", &self.place_from)
@@ -157,6 +162,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cache: CacheDir::Default,
+            cache_max_bytes: klpsym_io::DEFAULT_MAX_BYTES,
             modules: None,
             loaded: Vec::new(),
             place_from: None,
@@ -183,6 +189,12 @@ impl Options {
     /// Sets where decoded tables are kept.
     pub fn cache(mut self, cache: CacheDir) -> Options {
         self.cache = cache;
+        self
+    }
+
+    /// Sets the size the cache folder is kept under (see [`Options::cache_max_bytes`]).
+    pub fn cache_max_bytes(mut self, bytes: u64) -> Options {
+        self.cache_max_bytes = bytes;
         self
     }
 
@@ -273,7 +285,10 @@ impl Options {
             kallsyms_all: self.kallsyms_all,
             package_modules: self.package_module_names.is_some(),
             package_module_names: self.package_module_names.clone().filter(|n| !n.is_empty()),
-            cache: self.cache_dir().map(|dir| klpsym_io::Cache { dir }),
+            cache: self.cache_dir().map(|dir| klpsym_io::Cache {
+                dir,
+                max_bytes: self.cache_max_bytes,
+            }),
             export_facts: self.queries != Queries::Few,
             debug_packages: true,
         }

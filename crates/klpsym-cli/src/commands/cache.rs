@@ -4,7 +4,11 @@ use crate::cli::CacheArgs;
 use crate::output::{print_json, stdout, CliError, Outcome};
 
 pub fn run(args: &CacheArgs) -> Result<Outcome, CliError> {
-    let l = klpsym::cache_listing(args.cache_dir.clone(), args.prune)?;
+    let prune = klpsym::CachePrune {
+        days: args.prune,
+        max_bytes: args.max_size,
+    };
+    let l = klpsym::cache_listing_with(args.cache_dir.clone(), &prune)?;
     if args.json {
         print_json(&l)?;
     } else {

@@ -168,36 +168,44 @@ pub fn convert_report(
     Ok(())
 }
 
-/// The cache's entries.
+/// The cache's entries: the folder's size and bound, then each entry with its size, its
+/// input, its kind and whether it is live.
 pub fn cache_listing(out: &mut dyn Write, l: &CacheListing) -> Result {
     let kept = &l.entries;
     let entries = |n: usize| if n == 1 { "y" } else { "ies" };
+    let stale = kept.iter().filter(|e| !e.live).count();
     writeln!(
         out,
-        "{}: {} entr{}, {:.1} MB",
+        "{}: {} entr{} ({} stale), {:.1} MB of {:.1} MB",
         l.dir,
         kept.len(),
         entries(kept.len()),
-        l.bytes as f64 / 1e6
+        stale,
+        l.bytes as f64 / 1e6,
+        l.max_bytes as f64 / 1e6,
     )?;
     for e in kept {
+        let source = match (&e.source, e.current) {
+            (Some(s), _) => s.as_str(),
+            (None, false) if e.kind == "kernel" => "(an entry of another cache format)",
+            (None, _) => "",
+        };
+        let mut what = vec![e.kind.to_string()];
+        if e.debug_bytes > 0 {
+            what.push(format!(
+                "{:.1} MB of debug sections",
+                e.debug_bytes as f64 / 1e6
+            ));
+        }
+        if e.inputs.len() > 1 {
+            what.push(format!("{} inputs", e.inputs.len()));
+        }
         writeln!(
             out,
-            "  {:>8.1} MB  {}{}{}",
+            "  {:>8.1} MB  {:<5}  {source} ({})",
             e.bytes as f64 / 1e6,
-            e.source
-                .as_deref()
-                .unwrap_or("(another klpsym version's entry)"),
-            if e.current && e.kind != "kernel" {
-                format!(" ({})", e.kind)
-            } else {
-                String::new()
-            },
-            if crate::cache::input_present(e) {
-                ""
-            } else {
-                "  (input gone or changed)"
-            }
+            if e.live { "live" } else { "stale" },
+            what.join(", "),
         )?;
     }
     if !l.removed.is_empty() {
