@@ -5,7 +5,8 @@
 //! Files from the top down: `load.rs` dispatches one source (cache, /proc reader, sparse
 //! vmlinux reader, package, decoders); `package.rs` groups packages into kernels;
 //! `folder.rs` tells a folder's kernel parts from what it also holds; `cache_list.rs` lists
-//! and prunes every kind of cache entry; `cache.rs`, `parts_cache.rs`, `tree_cache.rs` and
+//! and prunes every kind of cache entry; `cache.rs` (with `cache_put.rs`), `parts_cache.rs`,
+//! `tree_cache.rs` and
 //! `symvers_cache.rs` keep one kind each; `stamp.rs` proves inputs unchanged by their stamps;
 //! `decode.rs` turns bytes into a kernel; `facts.rs` finds what a module loader checks
 //! against; `modules.rs` reads module trees; `entry.rs`, `read.rs`, `map.rs`, `loaded.rs`
@@ -13,6 +14,7 @@
 
 mod cache;
 mod cache_list;
+mod cache_put;
 mod config;
 mod debug_lines;
 mod decode;

@@ -187,7 +187,7 @@ pub(crate) fn put(
     };
     let meta = serde_json::to_vec(&meta).map_err(|e| e.to_string())?;
     let symvers = match &adds.symvers {
-        Some(e) => match crate::cache::encode_exports(e, rs).map_err(|e| e.to_string())? {
+        Some(e) => match crate::cache_put::encode_exports(e, rs).map_err(|e| e.to_string())? {
             Some(x) => Some(x),
             None => return Ok(()),
         },
