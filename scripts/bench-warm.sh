@@ -36,8 +36,8 @@ git -C "$ROOT" archive "$BASE" | tar -x -C "$WORK/base"
 (cd "$WORK/base" && CARGO_TARGET_DIR="$ROOT/target/bench-base" cargo build --release -q -p klpsym-cli)
 OLD="$ROOT/target/bench-base/release/klpsym"
 
-# run OUT CMD...: runs CMD, prints "seconds rchar_bytes peak_rss_kb" (the counters of the
-# finished process, read before it is reaped).
+# run CMD...: runs CMD, prints "seconds rchar_bytes peak_rss_kb exit_code" (the counters of
+# the finished process, read before it is reaped).
 run() {
 	python3 - "$@" <<'EOF'
 import os, sys, time, resource
@@ -46,15 +46,19 @@ pid = os.fork()
 if pid == 0:
     fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, 1)
-    os.dup2(fd, 2)
+    err = os.environ.get("RUN_ERR")
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if err else fd, 2)
     os.execvp(sys.argv[1], sys.argv[1:])
 os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 secs = time.perf_counter() - t
 io = dict(l.split(": ") for l in open(f"/proc/{pid}/io").read().splitlines())
 _, status, ru = os.wait4(pid, 0)
-if status != 0:
-    sys.exit(f"bench-warm: {' '.join(sys.argv[1:])}: exit status {status}")
-print(f"{secs:.4f} {io['rchar']} {ru.ru_maxrss}")
+code = os.waitstatus_to_exitcode(status)
+# 1 and 2 are answers (a kernel said no; a kernel of a folder could not be read); a signal
+# or anything else is a failure of the run.
+if code not in (0, 1, 2):
+    sys.exit(f"bench-warm: {' '.join(sys.argv[1:])}: exit status {code}")
+print(f"{secs:.4f} {io['rchar']} {ru.ru_maxrss} {code}")
 EOF
 }
 
@@ -73,8 +77,9 @@ for build in base new; do
 	mkdir -p "$WORK/cache-$build"
 	chmod 700 "$WORK/cache-$build"
 	for c in pair folder; do
-		run_build "$build" "$c" >"$WORK/cold-$build-$c"
-		log "$build $c cold (priming): $(cut -d' ' -f1 "$WORK/cold-$build-$c") s"
+		RUN_ERR="$WORK/err" run_build "$build" "$c" >"$WORK/cold-$build-$c"
+		log "$build $c cold (priming): $(cut -d' ' -f1 "$WORK/cold-$build-$c") s, exit $(cut -d' ' -f4 "$WORK/cold-$build-$c")"
+		grep -v '^note' "$WORK/err" | tail -n 5 | sed 's/^/  stderr: /' >&2 || true
 	done
 done
 for ((i = 0; i < REPS; i++)); do
@@ -86,17 +91,18 @@ for ((i = 0; i < REPS; i++)); do
 done
 
 new_name="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo +)"
-printf '%-8s %-22s %10s %12s %14s %12s\n' command build "cold s" "warm s" "warm read" "warm RSS"
+printf '%-8s %-22s %10s %12s %14s %12s %5s\n' command build "cold s" "warm s" "warm read" "warm RSS" exit
 for c in pair folder; do
 	for build in base new; do
 		name="$BASE"
 		[ "$build" = new ] && name="$new_name"
 		f="$WORK/warm-$build-$c"
-		printf '%-8s %-22s %10.2f %12.3f %11.1f MB %9.0f MB\n' "$c" "$build ($name)" \
+		printf '%-8s %-22s %10.2f %12.3f %11.1f MB %9.0f MB %5s\n' "$c" "$build ($name)" \
 			"$(cut -d' ' -f1 "$WORK/cold-$build-$c")" \
 			"$(cut -d' ' -f1 "$f" | median)" \
 			"$(cut -d' ' -f2 "$f" | median | awk '{print $1 / 1e6}')" \
-			"$(cut -d' ' -f3 "$f" | median | awk '{print $1 / 1024}')"
+			"$(cut -d' ' -f3 "$f" | median | awk '{print $1 / 1024}')" \
+			"$(cut -d' ' -f4 "$f" | sort -u | tr '\n' ' ')"
 	done
 	awk -v b="$(cut -d' ' -f1 "$WORK/warm-base-$c" | median)" -v n="$(cut -d' ' -f1 "$WORK/warm-new-$c" | median)" \
 		-v c="$c" 'BEGIN { printf "%-8s warm: base / new = %.1fx\n", c, b / n }'
