@@ -206,7 +206,9 @@ impl Cache {
 
     /// The identity of the input at `path` (whose metadata is `meta`): from its stamp
     /// record when it is trusted (nothing of the input read), else proven by reading the
-    /// input (and recorded). `None` when the input changed while it was read.
+    /// input (and recorded). `None` when the input changed while it was read, or when no
+    /// record names an input of its size (then no entry can be its: see
+    /// `stamp::any_of_size`).
     pub(crate) fn identity_of(
         &self,
         path: &Path,
@@ -216,6 +218,9 @@ impl Cache {
     ) -> Result<Option<u128>, LoadError> {
         if let Some(id) = crate::stamp::trusted_identity(self, &Stamp::of(meta)) {
             return Ok(Some(id));
+        }
+        if !crate::stamp::any_of_size(self, meta.len(), rs)? {
+            return Ok(None);
         }
         let proof = Proof::begin(meta);
         let Some(id) = crate::entry::prove_identity(path, limit, rs)? else {

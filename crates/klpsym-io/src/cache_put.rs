@@ -47,6 +47,8 @@ impl Cache {
             }
             (None, None) => None,
         };
+        // The input's size noted, so that a run proving its identity looks for this entry.
+        crate::stamp::note(self, path, input_meta);
         let key = entry_key(content, opts);
         // The facts but their exports (tens of thousands of entries, kept as records below).
         let f = &k.facts;

@@ -169,6 +169,31 @@ pub(crate) fn trusted_identity(cache: &Cache, stamp: &Stamp) -> Option<u128> {
     (r.stamp == *stamp && r.trusted()).then_some(r.identity)
 }
 
+/// True when a record of this format names an input of `size` bytes. Entries are written
+/// only for inputs whose identity was recorded, so an input of a size no record has (never
+/// seen, in any copy) has no entry to find: it is not hashed before it is read, and its
+/// hash is made while it is decoded, on another thread, as on a first run.
+pub(crate) fn any_of_size(
+    cache: &Cache,
+    size: u64,
+    rs: &mut Resched,
+) -> Result<bool, klpsym_core::resched::Cancelled> {
+    let Ok(rd) = std::fs::read_dir(&cache.dir) else {
+        return Ok(false);
+    };
+    for e in rd.flatten() {
+        rs.tick()?;
+        if !is_record(&e.file_name().to_string_lossy()) {
+            continue;
+        }
+        let r = std::fs::read(e.path()).ok().and_then(|b| decode(&b));
+        if r.is_some_and(|r| r.stamp.size == size) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Records that the input at `path` has `identity`, proven by `proof`, when the input still
 /// has the stamp the proof began with (bytes changed while they were read leave no record).
 /// A record that cannot be written is not an error: the next run proves the input again.
@@ -187,6 +212,26 @@ pub(crate) fn record(cache: &Cache, path: &Path, proof: &Proof, identity: u128, 
     let _ = crate::output::write_atomically(&record_path(cache, &proof.stamp), |w| {
         std::io::Write::write_all(w, &bytes)
     });
+}
+
+/// Notes an input of the stamp of `meta` at `path` without proving its identity (identity 0,
+/// a proof that began in 1970: never trusted), unless it has a record already: so that an
+/// entry written for it by [`Cache::put`] is looked for (see [`any_of_size`]) by a run that
+/// proves the input's identity.
+pub(crate) fn note(cache: &Cache, path: &Path, meta: &std::fs::Metadata) {
+    let stamp = Stamp::of(meta);
+    let at = record_path(cache, &stamp);
+    if at.exists() || cache.ready().is_err() {
+        return;
+    }
+    let r = Record {
+        stamp,
+        identity: 0,
+        began: SystemTime::UNIX_EPOCH,
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    };
+    let bytes = encode(&r);
+    let _ = crate::output::write_atomically(&at, |w| std::io::Write::write_all(w, &bytes));
 }
 
 /// Magic, format, stamp, identity, when the proof began (seconds, nanoseconds), the input's
