@@ -23,6 +23,29 @@ pub fn write_atomically_with<F>(
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    write_atomically_as(path, permissions, true, fill)
+}
+
+/// [`write_atomically`] without waiting for the file to reach the disk, for a file that is
+/// only a hint checked when it is read (a cache's stamp record: lost or torn by a crash, it
+/// is ignored and made again). Waiting would cost a journal commit per file, behind the
+/// hundreds of megabytes a cold run has just written.
+pub(crate) fn write_atomically_unsynced<F>(path: &Path, fill: F) -> io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    write_atomically_as(path, None, false, fill)
+}
+
+fn write_atomically_as<F>(
+    path: &Path,
+    permissions: Option<std::fs::Permissions>,
+    sync: bool,
+    fill: F,
+) -> io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -45,7 +68,9 @@ where
             .set_permissions(p)
             .map_err(|e| ctx(e, "setting the file mode"))?;
     }
-    tmp.as_file().sync_all().map_err(|e| ctx(e, "syncing"))?;
+    if sync {
+        tmp.as_file().sync_all().map_err(|e| ctx(e, "syncing"))?;
+    }
     tmp.persist(path)
         .map_err(|e| ctx(e.error, "renaming into place"))?;
     Ok(())

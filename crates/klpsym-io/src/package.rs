@@ -78,9 +78,7 @@ impl klpsym_package::Spill for TempSpill<'_> {
         let f = crate::entry::private_temp_file(self.cache)?;
         let w = self
             .file
-            // Written 64 KiB at a time: a write is a copy into the page cache, and the
-            // reschedule points are the decoder's, between writes.
-            .insert(std::io::BufWriter::with_capacity(64 << 10, f));
+            .insert(std::io::BufWriter::with_capacity(1 << 20, f));
         Ok(Some(w))
     }
 }

@@ -209,7 +209,7 @@ pub(crate) fn record(cache: &Cache, path: &Path, proof: &Proof, identity: u128, 
     };
     let bytes = encode(&r);
     let _ = rs.tick_step();
-    let _ = crate::output::write_atomically(&record_path(cache, &proof.stamp), |w| {
+    let _ = crate::output::write_atomically_unsynced(&record_path(cache, &proof.stamp), |w| {
         std::io::Write::write_all(w, &bytes)
     });
 }
@@ -231,7 +231,7 @@ pub(crate) fn note(cache: &Cache, path: &Path, meta: &std::fs::Metadata) {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
     };
     let bytes = encode(&r);
-    let _ = crate::output::write_atomically(&at, |w| std::io::Write::write_all(w, &bytes));
+    let _ = crate::output::write_atomically_unsynced(&at, |w| std::io::Write::write_all(w, &bytes));
 }
 
 /// Magic, format, stamp, identity, when the proof began (seconds, nanoseconds), the input's
