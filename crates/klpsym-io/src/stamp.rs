@@ -137,7 +137,7 @@ pub(crate) struct Record {
     pub(crate) stamp: Stamp,
     pub(crate) identity: u128,
     pub(crate) began: SystemTime,
-    /// The input as it was named (absolute), for `klpsym cache`.
+    /// The input (absolute, through its symbolic links), for `klpsym cache`.
     pub(crate) path: PathBuf,
 }
 
@@ -205,7 +205,7 @@ pub(crate) fn record(cache: &Cache, path: &Path, proof: &Proof, identity: u128, 
         stamp: proof.stamp,
         identity,
         began: proof.began,
-        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        path: named(path),
     };
     let bytes = encode(&r);
     let _ = rs.tick_step();
@@ -228,10 +228,19 @@ pub(crate) fn note(cache: &Cache, path: &Path, meta: &std::fs::Metadata) {
         stamp,
         identity: 0,
         began: SystemTime::UNIX_EPOCH,
-        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        path: named(path),
     };
     let bytes = encode(&r);
     let _ = crate::output::write_atomically_unsynced(&at, |w| std::io::Write::write_all(w, &bytes));
+}
+
+/// The file at `path` as a record names it: through its symbolic links (a record is found by
+/// the file's stamp, whatever link led to it, and its input must stay findable after the
+/// link that led to it is gone), absolute.
+fn named(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Magic, format, stamp, identity, when the proof began (seconds, nanoseconds), the input's

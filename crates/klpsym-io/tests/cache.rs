@@ -584,6 +584,19 @@ fn one_entry_per_input_whatever_its_path() {
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert!(listed[0].live && listed[0].current && listed[0].kind == "kernel");
     assert_eq!(listed[0].inputs.len(), 2, "{listed:?}");
+    // Through a symbolic link that is then removed: the record names the file itself, so the
+    // entry stays live (a folder of links to packages, as the lab's tests make, is gone after
+    // the run; the packages are not).
+    let link = dir.join("link.deb");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    assert!(load(&link, &o, rs).unwrap().cached.is_some());
+    std::fs::remove_file(&link).unwrap();
+    let listed = o.cache.as_ref().unwrap().list(rs).unwrap();
+    assert!(listed[0].live, "{listed:?}");
+    assert!(
+        listed[0].inputs.iter().all(|i| !i.ends_with("link.deb")),
+        "{listed:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
