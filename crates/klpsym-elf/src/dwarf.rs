@@ -47,7 +47,7 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     };
     let mut behind = Behind::new(&sections);
     let result = read(&dwarf, &mut behind, resched);
-    behind.release_all(&sections);
+    behind.release_all(&sections, resched)?;
     match result {
         Ok(r) => Ok(r),
         Err(Stop::Cancelled) => Err(Cancelled),
@@ -77,20 +77,27 @@ impl<'d> Behind<'d> {
     }
 
     /// The pass is at unit offset `off` and reads nothing before it again.
-    fn passed(&mut self, off: usize) {
+    fn passed(&mut self, off: usize, resched: &mut Resched) -> Result<(), Cancelled> {
         if let Some(done) = self.info.and_then(|i| i.get(self.released..off)) {
             if done.len() >= Self::STEP {
-                klpsym_resched::bulk::release_pages(done);
+                klpsym_resched::bulk::release_pages_with(done, resched)?;
                 self.released = off;
             }
         }
+        Ok(())
     }
 
-    /// The pass is over: every borrowed section it read leaves memory.
-    fn release_all(self, sections: &DebugSections<'d>) {
+    /// The pass is over: every borrowed section it read leaves memory (in steps: hundreds of
+    /// megabytes at once were 5-6 ms in the kernel).
+    fn release_all(
+        self,
+        sections: &DebugSections<'d>,
+        resched: &mut Resched,
+    ) -> Result<(), Cancelled> {
         for bytes in sections.mapped() {
-            klpsym_resched::bulk::release_pages(bytes);
+            klpsym_resched::bulk::release_pages_with(bytes, resched)?;
         }
+        Ok(())
     }
 }
 
@@ -182,7 +189,7 @@ fn read(
             Some(&i) => i,
             None => {
                 // `.debug_aranges` lists the units in the order they lie in `.debug_info`.
-                behind.passed(unit_offset.0);
+                behind.passed(unit_offset.0, resched)?;
                 let header = dwarf.debug_info.header_from_offset(unit_offset)?;
                 let unit = dwarf.unit(header)?;
                 let Some(name) = unit.name else { continue };
@@ -251,7 +258,7 @@ pub fn decl_lines(
     };
     let mut behind = Behind::new(&sections);
     let result = read_lines(&dwarf, addrs, &mut out, &mut behind, resched);
-    behind.release_all(&sections);
+    behind.release_all(&sections, resched)?;
     match result {
         Ok(()) | Err(Stop::Dwarf) => Ok(out),
         Err(Stop::Cancelled) => Err(Cancelled),
@@ -269,7 +276,7 @@ fn read_lines(
     // functions at once when a line index is made: hashed, not searched).
     let mut units: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
     let mut sorted: Vec<usize> = (0..addrs.len()).collect();
-    sorted.sort_unstable_by_key(|&i| addrs[i]);
+    klpsym_resched::bulk::sort_by_u64_key_with_points(&mut sorted, |&i| addrs[i], resched)?;
     let mut headers = dwarf.debug_aranges.headers();
     while let Some(h) = headers.next()? {
         resched.tick()?;
@@ -285,7 +292,7 @@ fn read_lines(
     }
     // In offset order, each unit read only within itself: what lies before it is done.
     for (off, wanted) in units {
-        behind.passed(off);
+        behind.passed(off, resched)?;
         let mut at: std::collections::HashMap<u64, Vec<usize>> = Default::default();
         for &i in &wanted {
             at.entry(addrs[i]).or_default().push(i);

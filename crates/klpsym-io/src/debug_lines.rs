@@ -81,7 +81,8 @@ pub(crate) fn write_sidecar(
                 // Copied once: a mapped section's pages leave the process's memory behind
                 // the copy (not a decompressed copy's: it is the process's own).
                 if matches!(data, std::borrow::Cow::Borrowed(_)) {
-                    klpsym_core::bulk::release_pages(chunk);
+                    klpsym_core::bulk::release_pages_with(chunk, rs)
+                        .map_err(|c| std::io::Error::new(std::io::ErrorKind::Interrupted, c))?;
                 }
             }
             written += data.len();
