@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 
 /// A kind's JSON name (`accepted`, `symbol_not_found`, ...): what Python sees.
-fn kind_name<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn kind_name<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| match v {
@@ -328,19 +328,26 @@ impl Binding {
 pub struct CheckResult {
     /// The kernel's source.
     pub kernel: String,
-    /// `accepted`, `unverified`, `binds_another_definition`, `refused_at_load`,
-    /// `refused_when_module_loads`, `ordinary_module`.
+    /// `accepted`, `unverified`, `binds_another_definition`, `partial_coverage`,
+    /// `refused_at_load`, `refused_when_module_loads`, `ordinary_module`.
     pub verdict: String,
     /// The errno of a refused load.
     pub errno: Option<i32>,
     /// What was not checked (a reason the verdict is `unverified`).
     pub unchecked: Vec<String>,
+    /// The replaced functions whose copies were not checked, each with why.
+    pub unchecked_coverage: Vec<String>,
     /// Every problem, in the kernel's order.
     pub problems: Vec<Problem>,
     /// The lines the kernel prints, in order.
     pub kernel_log: Vec<String>,
     /// What every symbol binds.
     pub bindings: Vec<Binding>,
+    /// Every copy of each replaced function and whether the patch replaces it: a list of
+    /// Coverage (verdict `partial_coverage` when a copy is not replaced).
+    pub coverage: Vec<crate::copies::Coverage>,
+    /// Whether the patch leaves a copy of a replaced function running the old code.
+    pub partial_coverage: bool,
     /// The module loader's checks: (check, status, detail).
     pub loader_checks: Vec<(String, String, String)>,
     /// The report as JSON (docs/json.md's `results` element).
@@ -388,6 +395,13 @@ impl From<klpsym::KernelCheck> for CheckResult {
                 .loader_checks
                 .iter()
                 .map(|c| (c.check.to_string(), kind_name(&c.status), c.detail.clone()))
+                .collect(),
+            partial_coverage: r.partial_coverage(),
+            unchecked_coverage: r.coverage_unchecked().collect(),
+            coverage: r
+                .coverage
+                .into_iter()
+                .map(crate::copies::Coverage::from)
                 .collect(),
             bindings: r.bindings.into_iter().map(Binding::from).collect(),
             json,

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 
 mod answers;
+mod copies;
 mod errors;
 
 use answers::*;
@@ -189,6 +190,25 @@ impl Kernel {
         };
         let a = self.interrupt.run(py, || k.search_by(&q))?;
         Ok(a.matches.into_iter().map(NameMatch::from).collect())
+    }
+
+    /// Every function named `name` (in source file `file`, in `object`: vmlinux by default)
+    /// with every place its code lives, from the kernel's DWARF: a list of Definition, each
+    /// with its copies (out of line, clones, inlined into which functions).
+    #[pyo3(signature = (name, *, file=None, object=None))]
+    fn copies(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        file: Option<&str>,
+        object: Option<&str>,
+    ) -> PyResult<Vec<copies::Definition>> {
+        let k = Arc::clone(&self.inner);
+        let c = self.interrupt.run(py, || k.copies(name, file, object))?;
+        Ok(c.definitions
+            .into_iter()
+            .map(copies::Definition::from)
+            .collect())
     }
 
     /// `%pS` of `address`: a Symbol, or None where the kernel has no symbol (it prints the
@@ -521,6 +541,7 @@ fn _klpsym(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Patch>()?;
     m.add_class::<FleetIter>()?;
     answers::register(m)?;
+    copies::register(m)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -41,6 +41,12 @@ pub enum Command {
     Lookup(LookupArgs),
     /// List every definition of NAME with its position (old_sympos), address, type and object.
     Sympos(SymposArgs),
+    /// Where a function's code lives, from the kernel's DWARF: out of line, cloned by the
+    /// compiler (.isra, .constprop, .part), inlined into which functions (with the position a
+    /// klp_func names each by), for each function of that name (static functions of one name
+    /// in several files are several functions). A patch replacing the function alone leaves
+    /// every other copy running the old code.
+    Copies(CopiesArgs),
     /// How names' definitions differ between builds, without a patch: each definition matched
     /// by its source file and rank in it (same, moved, gone, new), so a position chosen on the
     /// first --kernel can be checked on every other.
@@ -219,6 +225,23 @@ pub struct SymposArgs {
     /// suffix); needs a source with FILE entries (a vmlinux with .symtab, a module).
     #[arg(long, value_name = "PATH")]
     pub file: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `klpsym copies`.
+#[derive(Debug, Args)]
+pub struct CopiesArgs {
+    /// The function's name (a clone's symbol, `foo.isra.0`, asks for the function it copies).
+    pub name: String,
+    /// Only the functions of this source file (`fs/inode.c`, or a header for a `static
+    /// inline` function), matched on a path suffix of the compilation unit or the declaring
+    /// file.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
+    /// The object: vmlinux (default) or a module name (read from the module's debug file).
+    #[arg(long, value_name = "OBJ")]
+    pub object: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -57,7 +57,8 @@ pub struct EntryInfo {
     pub current: bool,
     /// What it holds: `kernel` (a decoded table, with its debug sections when a `-dbg`
     /// package's), `module tree` (a folder's listing), `Module.symvers` (a Module.symvers'
-    /// index), `module debug file` (kept for `file:line`, named by its build's id) or
+    /// index), `module debug file` (kept for `file:line`, named by its build's id), `copies
+    /// index` (where a vmlinux's DWARF defines each function, named by its build's id) or
     /// `debug sections` (left behind by a removed kernel entry).
     pub kind: &'static str,
     /// Seconds since the entry was last written.

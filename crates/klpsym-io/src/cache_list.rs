@@ -23,6 +23,8 @@ impl Cache {
             // beside their entry, listed on their own only when the entry is gone.
             let extra = if name.ends_with(crate::debug_lines::DEBUG_MODULE_SUFFIX) {
                 Some(("module debug file", true))
+            } else if name.ends_with(crate::copies_index::COPIES_INDEX_SUFFIX) {
+                Some(("copies index", true))
             } else if let Some(entry) = name.strip_suffix(crate::debug_lines::SUFFIX) {
                 (!std::path::Path::new(entry).exists()).then_some(("debug sections", false))
             } else {

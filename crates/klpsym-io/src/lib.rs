@@ -13,6 +13,7 @@
 mod cache;
 mod cache_list;
 mod config;
+mod copies_index;
 mod debug_lines;
 mod decode;
 mod detect;

@@ -159,6 +159,10 @@ pub enum PatchVerdictKind {
     /// The kernel loads and enables the patch, and some symbol binds another definition than
     /// on the kernel the patch was built for: it patches or refers to other code, silently.
     BindsAnotherDefinition,
+    /// The kernel loads and enables the patch, and some copy of a function it replaces keeps
+    /// running the old code: inlined into a function the patch does not replace, or a clone
+    /// of it the patch does not replace (by the caller that reads the kernel's DWARF).
+    PartialCoverage,
     /// insmod fails.
     RefusedAtLoad,
     /// The patch loads, but the kernel will refuse to load some module later.

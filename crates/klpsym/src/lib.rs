@@ -74,6 +74,7 @@ mod binding;
 mod cache;
 mod check;
 mod convert;
+mod copies;
 mod error;
 mod fleet;
 mod info;
@@ -93,7 +94,11 @@ pub use binding::{
     ModuleComparison, ModuleId,
 };
 pub use cache::{cache_listing, input_present, CacheListing};
-pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch, Unchecked};
+pub use check::{
+    check, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage,
+    KernelCheck, KernelFailure, Patch, Unchecked,
+};
+pub use copies::{Copies, Copy, CopyKind, Definition};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
 pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};

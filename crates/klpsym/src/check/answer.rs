@@ -65,6 +65,12 @@ pub struct KernelCheck {
     /// Each module the patch has an object in, its build here against the one on the kernel
     /// the patch was built for (when that is known and another build).
     pub modules: Vec<crate::binding::ModuleComparison>,
+    /// Every copy of each function the patch replaces (out of line, clones, inlined into
+    /// which functions), from the kernel's DWARF, and whether the patch replaces it: a copy
+    /// it does not replace keeps running the old code
+    /// ([`PatchVerdictKind::PartialCoverage`]). A function whose object's DWARF is not at
+    /// hand says why in its `unchecked`.
+    pub coverage: Vec<super::FunctionCoverage>,
     /// What was said while gathering this kernel's facts.
     #[serde(skip)]
     pub notes: Vec<Note>,
@@ -88,6 +94,40 @@ impl KernelCheck {
     /// kernel it was built for: the silent failure.
     pub fn binds_another(&self) -> bool {
         self.verdict() == PatchVerdictKind::BindsAnotherDefinition
+    }
+
+    /// True when the patch loads here and some copy of a function it replaces keeps
+    /// running the old code (inlined into a function it does not replace, a clone).
+    pub fn partial_coverage(&self) -> bool {
+        self.verdict() == PatchVerdictKind::PartialCoverage
+    }
+
+    /// The copies the patch does not replace, each with its function.
+    pub fn not_replaced(
+        &self,
+    ) -> impl Iterator<Item = (&super::FunctionCoverage, &super::CoveredCopy)> {
+        self.coverage
+            .iter()
+            .flat_map(|f| f.not_replaced().map(move |c| (f, c)))
+    }
+
+    /// The functions whose copies were not checked, each with why (`--strict` fails on
+    /// these, as on [`KernelCheck::unchecked`]).
+    pub fn coverage_unchecked(&self) -> impl Iterator<Item = String> + '_ {
+        self.coverage.iter().filter_map(|f| {
+            let why = f.unchecked.as_deref().map(str::to_string).or_else(|| {
+                (!f.incomplete.is_empty()).then(|| {
+                    format!("its copies may be incomplete: {}", f.incomplete.join("; "))
+                })
+            })?;
+            Some(format!("coverage of {}: {why}", f.label()))
+        })
+    }
+
+    /// True when something was not checked: what decides the load ([`KernelCheck::unchecked`])
+    /// or the copies of a replaced function.
+    pub fn incomplete(&self) -> bool {
+        !self.unchecked.is_empty() || self.coverage_unchecked().next().is_some()
     }
 
     /// The bindings that bind another definition than on the built-for kernel.
@@ -136,8 +176,12 @@ impl KernelCheck {
         {
             kinds.push("another_module_build".to_string());
         }
-        if !self.unchecked.is_empty() {
-            kinds.push(format!("{} not checked", self.unchecked.len()));
+        if self.not_replaced().next().is_some() {
+            kinds.push("partial_coverage".to_string());
+        }
+        let unchecked = self.unchecked.len() + self.coverage_unchecked().count();
+        if unchecked > 0 {
+            kinds.push(format!("{unchecked} not checked"));
         }
         kinds
     }
@@ -158,6 +202,10 @@ impl KernelCheck {
         out.extend(
             self.unchecked
                 .iter()
+                .map(|u| Note::warning(format!("NOT CHECKED: {u}"))),
+        );
+        out.extend(
+            self.coverage_unchecked()
                 .map(|u| Note::warning(format!("NOT CHECKED: {u}"))),
         );
         out
@@ -213,9 +261,16 @@ impl CheckRun {
         self.results.iter().any(KernelCheck::binds_another)
     }
 
-    /// True when something that decides a load was not checked on some kernel.
+    /// True when on some kernel the patch loads and leaves a copy of a function it replaces
+    /// running the old code.
+    pub fn partial_coverage(&self) -> bool {
+        self.results.iter().any(KernelCheck::partial_coverage)
+    }
+
+    /// True when something that decides a load, or the copies of a replaced function, was
+    /// not checked on some kernel.
     pub fn incomplete(&self) -> bool {
-        self.results.iter().any(|r| !r.unchecked.is_empty())
+        self.results.iter().any(KernelCheck::incomplete)
     }
 
     /// Frees the reports with reschedule points (a big patch's report is tens of thousands

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod answer;
+mod coverage;
 mod patch;
 
 pub use answer::{CheckRun, KernelCheck, KernelFailure, Unchecked};
+pub use coverage::{CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage};
 pub(crate) use patch::read_module;
 pub use patch::Patch;
 
@@ -269,6 +271,14 @@ fn check_one(
         }
         _ => Vec::new(),
     };
+    // Every copy of each replaced function, where the kernel takes the patch.
+    let coverage = if report.verdict.kind == PatchVerdictKind::RefusedAtLoad
+        || report.verdict.kind == PatchVerdictKind::OrdinaryModule
+    {
+        Vec::new()
+    } else {
+        coverage::coverage(k, &bindings, built_for, unloaded)?
+    };
     let mut notes = layouts.notes.clone();
     notes.extend(facts.notes);
     let mut unchecked = unchecked(&report, &bindings, &built);
@@ -281,11 +291,19 @@ fn check_one(
         }
     }
     settle_verdict(&mut report, &bindings, &modules, &unchecked);
+    if matches!(
+        report.verdict.kind,
+        PatchVerdictKind::Accepted | PatchVerdictKind::Unverified
+    ) && coverage.iter().any(|f| f.not_replaced().next().is_some())
+    {
+        report.verdict.kind = PatchVerdictKind::PartialCoverage;
+    }
     Ok(KernelCheck {
         kernel: k.path().display().to_string(),
         unchecked,
         bindings,
         modules,
+        coverage,
         report,
         resolution_cost,
         notes,

@@ -39,6 +39,7 @@ pub fn verdict_line(c: &KernelCheck) -> String {
             }
             format!("BINDS ANOTHER DEFINITION: the kernel accepts the patch, and {}", why.join("; "))
         }
+        PatchVerdictKind::PartialCoverage => super::copies::partial_coverage_line(c),
         PatchVerdictKind::RefusedAtLoad => format!(
             "REFUSED AT LOAD ({})",
             r.verdict.errno.map_or("?", errno_name)
@@ -77,6 +78,7 @@ pub fn check_report(
     }
     loader_checks(out, r)?;
     bindings(out, c, rs)?;
+    super::copies::coverage(out, c, rs)?;
     modules(out, c)?;
     objects(out, c, rs)?;
     if matches!(
@@ -84,6 +86,7 @@ pub fn check_report(
         PatchVerdictKind::Accepted
             | PatchVerdictKind::Unverified
             | PatchVerdictKind::BindsAnotherDefinition
+            | PatchVerdictKind::PartialCoverage
             | PatchVerdictKind::RefusedWhenModuleLoads
     ) {
         writeln!(out, "kernel log (predicted):")?;
@@ -446,6 +449,8 @@ fn matrix_verdict(kind: PatchVerdictKind) -> &'static str {
         PatchVerdictKind::Unverified => "unverified",
         // Loads, but patches another function than the one it was built for.
         PatchVerdictKind::BindsAnotherDefinition => "WRONG BINDING",
+        // Loads, and some copy of a replaced function keeps the old code.
+        PatchVerdictKind::PartialCoverage => "PARTIAL",
         PatchVerdictKind::RefusedAtLoad => "refused",
         PatchVerdictKind::RefusedWhenModuleLoads => "refused later",
         PatchVerdictKind::OrdinaryModule => "not livepatch",
