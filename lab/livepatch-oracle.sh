@@ -245,7 +245,8 @@ load_flags=%s
 				local lname="${step#local:}"
 				[ -f "$build/cases/$c/$lname.ko" ] || die "case $c: kbuild produced no $lname.ko"
 				mkdir -p "$out/modules"
-				cp "$build/cases/$c/$lname.ko" "$out/modules/" "$work/lp/$c/"
+				cp "$build/cases/$c/$lname.ko" "$out/modules/"
+				cp "$build/cases/$c/$lname.ko" "$work/lp/$c/"
 				printf 'load module /lab/lp/%s/%s.ko %s\n' "$c" "$lname" "$lname"
 				;;
 			*) die "case $c: unknown step '$step' in steps=" ;;

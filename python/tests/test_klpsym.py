@@ -135,3 +135,26 @@ def test_ctrl_c_interrupts_long_work_without_the_gil():
             klpsym.open(image, no_cache=True)
     t.join()
     assert time.monotonic() - t0 < 10
+
+
+def test_copies_and_coverage_name_the_caller_left_on_the_old_code():
+    vmlinuz = lab("KLPSYM_TEST_VMLINUZ")
+    lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")
+    case = f"{lp}/copies-inlined"
+    k = klpsym.open(vmlinuz, modules=f"{case}/modules")
+    (d,) = k.copies("klp_cov_helper", object="klp_copies_target")
+    want = cli(
+        "copies", "klp_cov_helper", "--object", "klp_copies_target",
+        "-k", vmlinuz, "--modules", f"{case}/modules",
+    )["results"][0]["definitions"][0]
+    assert [(c.kind, c.symbol, c.position) for c in d.copies] == [
+        (w["kind"], w["symbol"], w["position"]) for w in want["copies"]
+    ]
+    inlined = [c.symbol for c in d.copies if c.kind == klpsym.INLINED]
+    assert inlined, d.copies
+    (r,) = klpsym.check(klpsym.Patch(f"{case}/klp_copies.ko"), [k]).results
+    assert r.verdict == klpsym.PARTIAL_COVERAGE and r.partial_coverage
+    (cov,) = [c for c in r.coverage if c.name == "klp_cov_helper"]
+    assert sorted(c.symbol for c in cov.not_replaced) == sorted(inlined)
+    assert all(c.status == klpsym.REPLACED for c in cov.copies if c.kind == klpsym.OUT_OF_LINE)
+    assert "PARTIAL COVERAGE" in r.text

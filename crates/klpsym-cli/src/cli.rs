@@ -389,6 +389,10 @@ pub struct CheckArgs {
     /// series, tainted, and every symbol is bound as the positions say: see --built-for.
     #[arg(long)]
     pub force: bool,
+    /// Do not look for the copies of what the patch replaces (inlined into other functions,
+    /// cloned by the compiler) in the kernel's DWARF: no coverage, no PARTIAL COVERAGE.
+    #[arg(long)]
+    pub no_coverage: bool,
     /// A fleet, one kernel at a time: each kernel is opened, checked and freed before the
     /// next (memory bounded by one kernel, whatever the number of kernels), and printed as
     /// soon as it is checked, one JSON object per line (JSON Lines: the object of --json's

@@ -107,7 +107,21 @@ impl Store {
 }
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
-type Ctx<'a> = Option<addr2line::Context<Slice<'a>>>;
+/// The `addr2line` context, made on the first lookup of a place: it reads every unit's
+/// header and ranges, which a copies walk (`crate::copies`) does not need.
+type Ctx<'a> = std::cell::OnceCell<Option<addr2line::Context<Slice<'a>>>>;
+
+/// The `addr2line` context of `s`'s sections; `None` for DWARF it cannot read.
+fn context<'q, 'o>(s: &'q Store, c: &'o Ctx<'q>) -> Option<&'o addr2line::Context<Slice<'q>>> {
+    c.get_or_init(|| {
+        let dwarf = gimli::Dwarf::load(|id| {
+            Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
+        })
+        .ok()?;
+        addr2line::Context::from_dwarf(dwarf).ok()
+    })
+    .as_ref()
+}
 
 self_cell::self_cell!(
     struct Cell {
@@ -227,16 +241,7 @@ impl DebugLines {
         if store.get(gimli::SectionId::DebugInfo).is_empty() {
             return None;
         }
-        let cell = Cell::new(store, |s| {
-            let dwarf = gimli::Dwarf::load(|id| {
-                Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
-            })
-            .ok()?;
-            addr2line::Context::from_dwarf(dwarf).ok()
-        });
-        if cell.with_dependent(|_, c| c.is_none()) {
-            return None;
-        }
+        let cell = Cell::new(store, |_| std::cell::OnceCell::new());
         let mut lines = DebugLines {
             cell,
             root: None,
@@ -467,8 +472,10 @@ impl DebugLines {
     /// innermost first, as `addr2line -f -i` gives it; empty where DWARF knows nothing of it.
     pub fn frames(&self, addr: u64) -> Vec<SourceFrame> {
         let root = self.root.as_deref();
-        self.cell.with_dependent(|_, ctx| {
-            let Some(ctx) = ctx else { return Vec::new() };
+        self.cell.with_dependent(|s, c| {
+            let Some(ctx) = context(s, c) else {
+                return Vec::new();
+            };
             let mut out = Vec::new();
             let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() else {
                 return out;

@@ -160,7 +160,11 @@ impl Kernel {
     pub fn copies(&self, name: &str, file: Option<&str>, object: Option<&str>) -> Result<Copies> {
         let object = object.unwrap_or("vmlinux");
         let Some(d) = self.object_dwarf(object)? else {
-            return Err(Error::bad_input(no_dwarf(self, object)));
+            return Err(Error::bad_input(format!(
+                "{}: {}",
+                self.path().display(),
+                no_dwarf(object)
+            )));
         };
         let mut rs = self.opts.resched();
         let index = match &d.dwarf {
@@ -254,16 +258,12 @@ impl Kernel {
 }
 
 /// Why `object` has no DWARF here, and what would give it.
-pub(crate) fn no_dwarf(k: &Kernel, object: &str) -> String {
+pub(crate) fn no_dwarf(object: &str) -> String {
     if object == "vmlinux" {
-        format!(
-            "{}: no DWARF for vmlinux: give the kernel's -dbg package or its vmlinux with debug info (a debug vmlinux)",
-            k.path().display()
-        )
+        "no DWARF for vmlinux: give the kernel's -dbg package or its vmlinux with debug info (a debug vmlinux)".to_string()
     } else {
         format!(
-            "{}: no debug file for module {object}: its .ko with debug info in the module tree, /usr/lib/debug/lib/modules/RELEASE, or the kernel's -dbg package",
-            k.path().display()
+            "no debug file for module {object}: its .ko with debug info in the module tree, /usr/lib/debug/lib/modules/RELEASE, or the kernel's -dbg package"
         )
     }
 }

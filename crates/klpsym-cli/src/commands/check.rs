@@ -37,6 +37,7 @@ impl CheckArgs {
             visit_ns: self.visit_ns,
             built_for: self.built_for.clone(),
             force: self.force,
+            coverage: !self.no_coverage,
         }
     }
 }

@@ -114,14 +114,23 @@ impl KernelCheck {
     /// The functions whose copies were not checked, each with why (`--strict` fails on
     /// these, as on [`KernelCheck::unchecked`]).
     pub fn coverage_unchecked(&self) -> impl Iterator<Item = String> + '_ {
-        self.coverage.iter().filter_map(|f| {
+        // One line per reason (a kernel without DWARF says it once for all its functions).
+        let mut by_why: Vec<(String, Vec<String>)> = Vec::new();
+        for f in &self.coverage {
             let why = f.unchecked.as_deref().map(str::to_string).or_else(|| {
                 (!f.incomplete.is_empty()).then(|| {
                     format!("its copies may be incomplete: {}", f.incomplete.join("; "))
                 })
-            })?;
-            Some(format!("coverage of {}: {why}", f.label()))
-        })
+            });
+            let Some(why) = why else { continue };
+            match by_why.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, fs)) => fs.push(f.label()),
+                None => by_why.push((why, vec![f.label()])),
+            }
+        }
+        by_why
+            .into_iter()
+            .map(|(why, fs)| format!("coverage of {}: {why}", fs.join(", ")))
     }
 
     /// True when something was not checked: what decides the load ([`KernelCheck::unchecked`])

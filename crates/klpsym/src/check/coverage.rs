@@ -180,7 +180,7 @@ fn definition_copies(
     position: u64,
 ) -> Result<std::result::Result<Found, String>> {
     let Some(d) = k.object_dwarf(object)? else {
-        return Ok(Err(crate::copies::no_dwarf(k, object)));
+        return Ok(Err(crate::copies::no_dwarf(object)));
     };
     let Some(addr) = d.address_of(name, position) else {
         return Ok(Err(format!(

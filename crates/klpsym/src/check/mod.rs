@@ -52,6 +52,10 @@ pub struct CheckOptions {
     /// versions and vermagic are ignored, and a target with CONFIG_MODULE_FORCE_LOAD loads
     /// it tainted where it would refuse a module built for another build.
     pub force: bool,
+    /// Look for every copy of each replaced function in the kernel's DWARF (inlined into
+    /// other functions, cloned) and whether the patch replaces it ([`KernelCheck::coverage`]).
+    /// On by default; off, nothing is said of copies either way.
+    pub coverage: bool,
 }
 
 impl Default for CheckOptions {
@@ -65,6 +69,7 @@ impl Default for CheckOptions {
             visit_ns: None,
             built_for: None,
             force: false,
+            coverage: true,
         }
     }
 }
@@ -272,7 +277,8 @@ fn check_one(
         _ => Vec::new(),
     };
     // Every copy of each replaced function, where the kernel takes the patch.
-    let coverage = if report.verdict.kind == PatchVerdictKind::RefusedAtLoad
+    let coverage = if !copts.coverage
+        || report.verdict.kind == PatchVerdictKind::RefusedAtLoad
         || report.verdict.kind == PatchVerdictKind::OrdinaryModule
     {
         Vec::new()

@@ -75,14 +75,28 @@ pub(super) fn coverage(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -
     if c.coverage.is_empty() {
         return Ok(());
     }
+    if c.coverage.iter().all(|f| f.unchecked.is_some()) {
+        // Said once per reason, with the warnings (`NOT CHECKED: coverage of ...`).
+        for u in c.coverage_unchecked() {
+            writeln!(out, "coverage: not checked: {u}")?;
+        }
+        return Ok(());
+    }
     writeln!(
         out,
         "coverage (every copy of each replaced function's code, from DWARF; a copy not replaced runs the old code):"
     )?;
+    for f in c.coverage.iter().filter(|f| f.unchecked.is_some()) {
+        writeln!(
+            out,
+            "  {}: not checked: {}",
+            f.label(),
+            f.unchecked.as_deref().unwrap_or_default()
+        )?;
+    }
     for f in &c.coverage {
         rs.tick()?;
-        if let Some(why) = &f.unchecked {
-            writeln!(out, "  {}: not checked: {why}", f.label())?;
+        if f.unchecked.is_some() {
             continue;
         }
         let missed = f.not_replaced().count();
@@ -155,7 +169,11 @@ pub fn copies(out: &mut dyn Write, answers: &[Copies]) -> Result {
             a.object
         )?;
         for d in &a.definitions {
-            let replaceable = d.copies.iter().filter(|c| !c.init).count();
+            let running = d.copies.iter().filter(|c| !c.init).count();
+            // Its own out-of-line copy: what a patch replacing it binds.
+            let own = d.copies.iter().any(|c| {
+                c.kind == CopyKind::OutOfLine && c.symbol.as_deref() == Some(d.name.as_str())
+            });
             writeln!(
                 out,
                 "  {} ({}): {} cop{}",
@@ -164,12 +182,18 @@ pub fn copies(out: &mut dyn Write, answers: &[Copies]) -> Result {
                 d.copies.len(),
                 if d.copies.len() == 1 { "y" } else { "ies" },
             )?;
-            if replaceable > 1 {
+            if own && running > 1 {
                 writeln!(
                     out,
                     "    a patch replacing {} alone leaves {} of them running the old code",
                     d.name,
-                    replaceable - 1
+                    running - 1
+                )?;
+            } else if !own && running > 0 {
+                writeln!(
+                    out,
+                    "    no out-of-line {} here: a patch replaces its copies through the functions holding them",
+                    d.name
                 )?;
             }
             for c in &d.copies {
