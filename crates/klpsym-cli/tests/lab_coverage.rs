@@ -40,9 +40,10 @@ fn seen(oracle: &str) -> Seen {
         match f.as_slice() {
             ["old", v] => s.old = v.parse().ok(),
             ["new", v] => s.new = v.parse().ok(),
-            [caller, v, how] => s
-                .calls
-                .push((caller.to_string(), v.parse().unwrap(), how.to_string())),
+            [caller, v, how] => {
+                s.calls
+                    .push((caller.to_string(), v.parse().unwrap(), how.to_string()))
+            }
             _ => panic!("an unreadable line: {l}"),
         }
     }
@@ -58,8 +59,7 @@ fn klpsym(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
     (
         out.status.code().unwrap_or(-1),
         v,
-        String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     )
 }
 
@@ -73,7 +73,9 @@ fn judge(name: &str, cdir: &Path, vmlinuz: &Path) -> (Vec<String>, bool) {
         "{name}: the kernel refused the case:\n{oracle}"
     );
     assert!(
-        oracle.lines().any(|l| l == "log=livepatch: 'klp_copies': patching complete"),
+        oracle
+            .lines()
+            .any(|l| l == "log=livepatch: 'klp_copies': patching complete"),
         "{name}: no \"patching complete\" before the exercise:\n{oracle}"
     );
     let s = seen(&oracle);
@@ -126,11 +128,16 @@ fn judge(name: &str, cdir: &Path, vmlinuz: &Path) -> (Vec<String>, bool) {
             })
             .cloned();
         let Some(cov) = cov else {
-            failures.push(format!("{name} ({how}): no coverage of klp_cov_helper: {text}"));
+            failures.push(format!(
+                "{name} ({how}): no coverage of klp_cov_helper: {text}"
+            ));
             continue;
         };
         if !cov["unchecked"].is_null() {
-            failures.push(format!("{name} ({how}): coverage not checked: {}", cov["unchecked"]));
+            failures.push(format!(
+                "{name} ({how}): coverage not checked: {}",
+                cov["unchecked"]
+            ));
             continue;
         }
         let copies = cov["copies"].as_array().unwrap();
@@ -187,7 +194,8 @@ fn judge(name: &str, cdir: &Path, vmlinuz: &Path) -> (Vec<String>, bool) {
     // The text report says it, naming the caller to patch.
     let (_, _, text) = klpsym(&placed[..placed.len() - 1]);
     for caller in &left_old {
-        if !text.contains("PARTIAL COVERAGE") || !text.contains(&format!("inlined into {caller},1")) {
+        if !text.contains("PARTIAL COVERAGE") || !text.contains(&format!("inlined into {caller},1"))
+        {
             failures.push(format!("{name}: the report does not name {caller}: {text}"));
         }
     }
@@ -204,7 +212,10 @@ fn judge(name: &str, cdir: &Path, vmlinuz: &Path) -> (Vec<String>, bool) {
         "--json".as_ref(),
     ];
     let (code, v, text) = klpsym(&copies_args);
-    let defs = v["results"][0]["definitions"].as_array().cloned().unwrap_or_default();
+    let defs = v["results"][0]["definitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     if code != 0 || defs.len() != 1 {
         failures.push(format!("{name}: klpsym copies: exit {code}: {text}"));
     } else {
@@ -252,7 +263,11 @@ fn check_names_exactly_the_copies_the_kernel_left_on_the_old_code() {
         eprintln!(
             "{}: {CASE}: klpsym's copies match what the kernel ran{}",
             k.name,
-            if left { " (an inlined copy left on the old code)" } else { "" }
+            if left {
+                " (an inlined copy left on the old code)"
+            } else {
+                ""
+            }
         );
     }
     if judged == 0 {

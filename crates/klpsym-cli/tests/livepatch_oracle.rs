@@ -331,7 +331,11 @@ fn judge(
         // A case that builds its own target module (steps=local:NAME) publishes it in its
         // modules/ folder: that is the module tree the kernel loaded it from.
         let local = cdir.join("modules");
-        let modules = if local.is_dir() { local.as_path() } else { modules };
+        let modules = if local.is_dir() {
+            local.as_path()
+        } else {
+            modules
+        };
         let mut args: Vec<std::ffi::OsString> = vec![
             ko.clone().into(),
             "-k".into(),

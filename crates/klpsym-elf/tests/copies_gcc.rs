@@ -161,8 +161,11 @@ fn inlined_callers(f: &FunctionCopies, syms: &BTreeMap<String, Vec<u64>>) -> Vec
 #[test]
 fn copies_of_static_functions_by_address_and_by_name() {
     let d = dir("plain");
-    let Some(_) = run(&d, "gcc", &["-g", "-O2", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c"])
-    else {
+    let Some(_) = run(
+        &d,
+        "gcc",
+        &["-g", "-O2", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c"],
+    ) else {
         return;
     };
     let syms = symbols(&d, "t");
@@ -174,7 +177,10 @@ fn copies_of_static_functions_by_address_and_by_name() {
     assert_eq!(helpers.len(), 2, "{syms:?}");
     let mut units = Vec::new();
     for &h in helpers {
-        let f = lines.copies_at(h, None, rs).unwrap().expect("a function there");
+        let f = lines
+            .copies_at(h, None, rs)
+            .unwrap()
+            .expect("a function there");
         assert!(f.incomplete.is_empty(), "{:?}", f.incomplete);
         assert_eq!(f.name, "helper");
         let out: Vec<u64> = f
@@ -241,7 +247,10 @@ fn copies_of_static_functions_by_address_and_by_name() {
     assert_eq!(index.units_of("helper").len(), 2);
     assert_eq!(index.units_of("no_such_function").len(), 0);
     assert_eq!(
-        lines.copies_named("helper", Some(&index), rs).unwrap().len(),
+        lines
+            .copies_named("helper", Some(&index), rs)
+            .unwrap()
+            .len(),
         2
     );
     // An inline function that has no out-of-line copy: found by name, inlined into outer.
@@ -254,7 +263,10 @@ fn copies_of_static_functions_by_address_and_by_name() {
         .any(|c| c.place == CopyPlace::OutOfLine));
     // The index reads back as written, and a damaged one is refused.
     let bytes = index.encode(rs).unwrap();
-    assert_eq!(CopiesIndex::decode(&bytes, rs).unwrap().as_ref(), Some(&index));
+    assert_eq!(
+        CopiesIndex::decode(&bytes, rs).unwrap().as_ref(),
+        Some(&index)
+    );
     assert_eq!(
         CopiesIndex::decode(&bytes[..bytes.len() - 1], rs).unwrap(),
         None
@@ -265,8 +277,11 @@ fn copies_of_static_functions_by_address_and_by_name() {
 #[test]
 fn clones_and_cold_parts_are_copies_of_their_function() {
     let d = dir("clones");
-    let Some(_) = run(&d, "gcc", &["-g", "-O2", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c"])
-    else {
+    let Some(_) = run(
+        &d,
+        "gcc",
+        &["-g", "-O2", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c"],
+    ) else {
         return;
     };
     let syms = symbols(&d, "t");
@@ -323,7 +338,9 @@ fn lto_inlines_across_units_and_the_index_finds_them() {
     let Some(_) = run(
         &d,
         "gcc",
-        &["-g", "-O2", "-flto", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c"],
+        &[
+            "-g", "-O2", "-flto", "-fno-pie", "-no-pie", "-o", "t", "a.c", "b.c",
+        ],
     ) else {
         return;
     };
@@ -354,7 +371,10 @@ fn lto_inlines_across_units_and_the_index_finds_them() {
     );
     // The same copies by address where LTO kept a clone of a function: a.c's helper's
     // out-of-line copy (renamed `.lto_priv.N`) is found across units too.
-    for (n, a) in syms.iter().filter(|(n, _)| n.starts_with("helper.lto_priv.")) {
+    for (n, a) in syms
+        .iter()
+        .filter(|(n, _)| n.starts_with("helper.lto_priv."))
+    {
         let h = lines.copies_at(a[0], Some(&index), rs).unwrap().expect(n);
         assert_eq!(h.name, "helper", "{n}");
         assert!(h.incomplete.is_empty(), "{:?}", h.incomplete);
@@ -374,7 +394,10 @@ fn a_relocatable_object_places_its_copies_in_its_sections() {
     let rs = &mut Resched::none();
     let (at, section) = lines.place_symbol("helper", 0, None).expect("helper");
     assert!(section.starts_with(".text"), "{section}");
-    let f = lines.copies_at(at, None, rs).unwrap().expect("helper's copies");
+    let f = lines
+        .copies_at(at, None, rs)
+        .unwrap()
+        .expect("helper's copies");
     assert_eq!(f.unit, "a.c");
     let mut callers: Vec<&str> = f
         .copies
@@ -394,7 +417,10 @@ fn a_relocatable_object_places_its_copies_in_its_sections() {
         let caller = lines.symbol_at(c.caller.as_ref().unwrap().entry).unwrap();
         for r in &c.ranges {
             let (name, sec, _) = lines.symbol_at(r.0).expect("code in a symbol");
-            assert!(name == caller.0 || name.starts_with(&format!("{}.", caller.0)), "{name}");
+            assert!(
+                name == caller.0 || name.starts_with(&format!("{}.", caller.0)),
+                "{name}"
+            );
             assert!(sec.starts_with(".text"));
         }
     }

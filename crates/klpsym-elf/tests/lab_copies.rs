@@ -271,7 +271,10 @@ fn inlined_copies_agree_with_llvm_dwarfdump() {
                 })
                 .map(|(o, _)| *o)
             else {
-                failures.push(format!("{}: {name}: llvm-dwarfdump shows no subprogram at {addr:#x}", k.name));
+                failures.push(format!(
+                    "{}: {name}: llvm-dwarfdump shows no subprogram at {addr:#x}",
+                    k.name
+                ));
                 continue;
             };
             let theirs = reader_copies(dies, at);
@@ -280,9 +283,7 @@ fn inlined_copies_agree_with_llvm_dwarfdump() {
                 .iter()
                 .map(|c| match c.place {
                     CopyPlace::OutOfLine => ("out_of_line", c.entry, None),
-                    CopyPlace::Inlined => {
-                        ("inlined", c.entry, c.caller.as_ref().map(|c| c.entry))
-                    }
+                    CopyPlace::Inlined => ("inlined", c.entry, c.caller.as_ref().map(|c| c.entry)),
                 })
                 .collect();
             ours.sort();

@@ -96,7 +96,10 @@ mod tests {
         let rs = &mut Resched::none();
         assert_eq!(cache.read_copies_index("ab12", rs).unwrap(), None);
         let index = CopiesIndex::default();
-        cache.keep_copies_index("ab12", &index, rs).unwrap().unwrap();
+        cache
+            .keep_copies_index("ab12", &index, rs)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             cache.read_copies_index("ab12", rs).unwrap(),
             Some(index.clone())

@@ -176,8 +176,7 @@ impl Kernel {
             // A clone's symbol: the function its code is a copy of.
             for addr in d.symbol_addresses(name) {
                 let f = d.with_lines(|l| l.copies_at(addr, index, &mut rs))?;
-                if let Some(f) = f.filter(|f| !found.iter().any(|g| g.definition == f.definition))
-                {
+                if let Some(f) = f.filter(|f| !found.iter().any(|g| g.definition == f.definition)) {
                     found.push(f);
                 }
             }
@@ -231,7 +230,10 @@ impl Kernel {
 
     /// The vmlinux DWARF's copies index: kept in the cache under its build id, else made
     /// now (one walk of all of it) and kept.
-    pub(crate) fn copies_index<'a>(&'a self, d: &ObjectDwarf<'_>) -> Result<Option<&'a CopiesIndex>> {
+    pub(crate) fn copies_index<'a>(
+        &'a self,
+        d: &ObjectDwarf<'_>,
+    ) -> Result<Option<&'a CopiesIndex>> {
         if let Some(i) = self.lines.copies_index.get() {
             return Ok(i.as_ref());
         }
@@ -410,11 +412,11 @@ impl ObjectDwarf<'_> {
                     }
                 }
                 let start = l.place(section, off)?;
-                let position = l
-                    .module_symbols()
-                    .filter(|s| s.0 == name)
-                    .position(|s| s.1 == section && s.2 == off)? as u64
-                    + 1;
+                let position =
+                    l.module_symbols()
+                        .filter(|s| s.0 == name)
+                        .position(|s| s.1 == section && s.2 == off)? as u64
+                        + 1;
                 Some(Held {
                     name: name.to_string(),
                     position,
@@ -534,9 +536,10 @@ impl ObjectDwarf<'_> {
         let mut out = Vec::new();
         for (name, addr) in self.variants(stem) {
             rs.tick()?;
-            let explained = definitions.iter().flat_map(|d| &d.copies).any(|c| {
-                c.symbol.as_deref() == Some(name.as_str()) || c.parts.contains(&name)
-            });
+            let explained = definitions
+                .iter()
+                .flat_map(|d| &d.copies)
+                .any(|c| c.symbol.as_deref() == Some(name.as_str()) || c.parts.contains(&name));
             if explained {
                 continue;
             }

@@ -98,8 +98,8 @@ pub use check::{
     check, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage,
     KernelCheck, KernelFailure, Patch, Unchecked,
 };
-pub use copies::{Copies, Copy, CopyKind, Definition};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
+pub use copies::{Copies, Copy, CopyKind, Definition};
 pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};
 pub use info::{KernelInfo, ObjectSummary};

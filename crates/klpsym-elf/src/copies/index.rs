@@ -29,7 +29,9 @@ impl CopiesIndex {
 
     fn name(&self, i: usize) -> &[u8] {
         let (s, l, _, _) = self.names[i];
-        self.text.get(s as usize..(s + l) as usize).unwrap_or_default()
+        self.text
+            .get(s as usize..(s + l) as usize)
+            .unwrap_or_default()
     }
 
     /// The units defining a function named `name` (its out-of-line or inline definition).
@@ -42,7 +44,10 @@ impl CopiesIndex {
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => {
                     let (_, _, f, n) = self.names[mid];
-                    return self.units.get(f as usize..(f + n) as usize).unwrap_or_default();
+                    return self
+                        .units
+                        .get(f as usize..(f + n) as usize)
+                        .unwrap_or_default();
                 }
             }
         }

@@ -28,8 +28,8 @@ use crate::source_lines::DebugLines;
 mod index;
 mod walk;
 
-pub use index::CopiesIndex;
 use index::index_all;
+pub use index::CopiesIndex;
 use walk::{unit_offset, Stop, Walk};
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
@@ -357,4 +357,3 @@ fn gather(
     }
     Ok(out)
 }
-

@@ -46,9 +46,7 @@ pub(super) struct Walk<'a, 'd> {
 /// The offset in `.debug_info` of the entry an attribute refers to.
 pub(super) fn reference(unit: &Unit<'_>, v: AttributeValue<Slice<'_>>) -> Option<u64> {
     match v {
-        AttributeValue::UnitRef(o) => o
-            .to_debug_info_offset(&unit.header)
-            .map(|o| o.0 as u64),
+        AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header).map(|o| o.0 as u64),
         AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
         _ => None,
     }
@@ -464,9 +462,9 @@ impl<'a, 'd> Walk<'a, 'd> {
                 };
                 let line = l.udata_value();
                 match (index, line) {
-                    (Some(i), Some(line)) => self
-                        .file_path(unit, i)?
-                        .map(|file| DeclLine { file, line }),
+                    (Some(i), Some(line)) => {
+                        self.file_path(unit, i)?.map(|file| DeclLine { file, line })
+                    }
                     _ => None,
                 }
             }
@@ -531,4 +529,3 @@ struct Frame {
     /// An inlined copy's definition.
     inlined: Option<u64>,
 }
-

@@ -118,9 +118,8 @@ impl KernelCheck {
         let mut by_why: Vec<(String, Vec<String>)> = Vec::new();
         for f in &self.coverage {
             let why = f.unchecked.as_deref().map(str::to_string).or_else(|| {
-                (!f.incomplete.is_empty()).then(|| {
-                    format!("its copies may be incomplete: {}", f.incomplete.join("; "))
-                })
+                (!f.incomplete.is_empty())
+                    .then(|| format!("its copies may be incomplete: {}", f.incomplete.join("; ")))
             });
             let Some(why) = why else { continue };
             match by_why.iter_mut().find(|(w, _)| *w == why) {

@@ -125,7 +125,10 @@ pub(crate) fn coverage(
         })
         .collect();
     let mut out = Vec::new();
-    for b in bindings.iter().filter(|b| b.source == BindingSource::Function) {
+    for b in bindings
+        .iter()
+        .filter(|b| b.source == BindingSource::Function)
+    {
         if unloaded.contains(&b.object) {
             out.push(FunctionCoverage::unchecked(
                 b,
@@ -317,27 +320,55 @@ mod tests {
     #[test]
     fn a_copy_is_replaced_by_the_function_holding_it_at_its_position() {
         let replaced = [("vmlinux", "helper", 1), ("vmlinux", "caller_a", 2)];
-        let own = cover(copy(CopyKind::OutOfLine, "helper", 1, false), "vmlinux", &replaced);
+        let own = cover(
+            copy(CopyKind::OutOfLine, "helper", 1, false),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(own.status, CopyStatus::Replaced);
         assert_eq!(own.replaced_by.as_deref(), Some("helper,1"));
         assert_eq!(own.patch, None);
         // Inlined into caller_a at position 2 (replaced) and at position 1 (not: another
         // definition of that name).
-        let a2 = cover(copy(CopyKind::Inlined, "caller_a", 2, false), "vmlinux", &replaced);
+        let a2 = cover(
+            copy(CopyKind::Inlined, "caller_a", 2, false),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(a2.status, CopyStatus::Replaced);
-        let a1 = cover(copy(CopyKind::Inlined, "caller_a", 1, false), "vmlinux", &replaced);
+        let a1 = cover(
+            copy(CopyKind::Inlined, "caller_a", 1, false),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(a1.status, CopyStatus::NotReplaced);
         assert_eq!(a1.patch.as_deref(), Some("caller_a,1"));
         // The same names in a module are other functions.
-        let m = cover(copy(CopyKind::Inlined, "caller_a", 2, false), "fat", &replaced);
+        let m = cover(
+            copy(CopyKind::Inlined, "caller_a", 2, false),
+            "fat",
+            &replaced,
+        );
         assert_eq!(m.status, CopyStatus::NotReplaced);
         // A clone nobody replaces; init code; a copy by name only.
-        let c = cover(copy(CopyKind::Clone, "helper.isra.0", 1, false), "vmlinux", &replaced);
+        let c = cover(
+            copy(CopyKind::Clone, "helper.isra.0", 1, false),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(c.status, CopyStatus::NotReplaced);
         assert_eq!(c.patch.as_deref(), Some("helper.isra.0,1"));
-        let i = cover(copy(CopyKind::Inlined, "start_kernel", 1, true), "vmlinux", &replaced);
+        let i = cover(
+            copy(CopyKind::Inlined, "start_kernel", 1, true),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(i.status, CopyStatus::Init);
-        let n = cover(copy(CopyKind::ByName, "helper.part.0", 1, false), "vmlinux", &replaced);
+        let n = cover(
+            copy(CopyKind::ByName, "helper.part.0", 1, false),
+            "vmlinux",
+            &replaced,
+        );
         assert_eq!(n.status, CopyStatus::Unknown);
     }
 

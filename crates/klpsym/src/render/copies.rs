@@ -43,7 +43,10 @@ fn copy_line(c: &Copy) -> String {
         CopyKind::Inlined => "inlined into",
         CopyKind::ByName => "by name only",
     };
-    let mut s = format!("{kind:<13} {}", c.target().unwrap_or_else(|| "?".to_string()));
+    let mut s = format!(
+        "{kind:<13} {}",
+        c.target().unwrap_or_else(|| "?".to_string())
+    );
     match (c.offset, c.kind) {
         (Some(o), CopyKind::Inlined) => s.push_str(&format!("+{o:#x}")),
         _ => {}
@@ -127,9 +130,7 @@ pub(super) fn coverage(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -
                     x.patch.as_deref().unwrap_or("the function holding it")
                 ),
                 CopyStatus::Init => "init code, freed after start: nothing runs it".to_string(),
-                CopyStatus::Unknown => {
-                    "DWARF ties it to no function: it may be a copy".to_string()
-                }
+                CopyStatus::Unknown => "DWARF ties it to no function: it may be a copy".to_string(),
             };
             let built = match x.as_built {
                 Some(CopyAsBuilt::New) => "  (NEW: not on the built-for kernel)",
@@ -138,11 +139,7 @@ pub(super) fn coverage(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -
             writeln!(out, "    {}  {status}{built}", copy_line(&x.copy))?;
         }
         for g in &f.gone {
-            writeln!(
-                out,
-                "    {}  (only on the built-for kernel)",
-                copy_line(g)
-            )?;
+            writeln!(out, "    {}  (only on the built-for kernel)", copy_line(g))?;
         }
         for i in &f.incomplete {
             writeln!(out, "    may be incomplete: {i}")?;
@@ -200,7 +197,10 @@ pub fn copies(out: &mut dyn Write, answers: &[Copies]) -> Result {
                 writeln!(out, "    {}", copy_line(c))?;
             }
             if d.copies.is_empty() {
-                writeln!(out, "    no code (every call was removed, or its code was discarded)")?;
+                writeln!(
+                    out,
+                    "    no code (every call was removed, or its code was discarded)"
+                )?;
             }
             for i in &d.incomplete {
                 writeln!(out, "    may be incomplete: {i}")?;
