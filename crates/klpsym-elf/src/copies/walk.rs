@@ -339,7 +339,7 @@ impl<'a, 'd> Walk<'a, 'd> {
             if !named && !origin_of(&unit, e).is_some_and(|o| declared.contains(&o)) {
                 continue;
             }
-            if let Some(d) = self.definition(&unit, at, &e, rs)? {
+            if let Some(d) = self.definition(&unit, at, e, rs)? {
                 if !out.iter().any(|x: &(u64, u64)| x.1 == d) {
                     out.push((at, d));
                 }

@@ -47,9 +47,8 @@ fn copy_line(c: &Copy) -> String {
         "{kind:<13} {}",
         c.target().unwrap_or_else(|| "?".to_string())
     );
-    match (c.offset, c.kind) {
-        (Some(o), CopyKind::Inlined) => s.push_str(&format!("+{o:#x}")),
-        _ => {}
+    if let (Some(o), CopyKind::Inlined) = (c.offset, c.kind) {
+        s.push_str(&format!("+{o:#x}"));
     }
     if let Some(a) = c.address {
         s.push_str(&format!("  {}", hex(a)));
