@@ -101,12 +101,13 @@ done
 
 # file:line against the two addr2lines (crates/klpsym-elf/tests/lab_lines.rs's summary lines).
 echo
-echo "| kernel | vmlinux addresses | as binutils | as llvm-addr2line | binutils' file habit | llvm's naming habit | in \`__pfx_\` padding | module addresses | as binutils |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| kernel | vmlinux addresses | as binutils | as llvm-addr2line | binutils: another file or line 0 | binutils: a neighbouring row | llvm: another name | in \`__pfx_\` padding | module addresses | as binutils |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 grep '^file-line ' "$summary" | while IFS= read -r line; do
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(field "$line" release)" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(field "$line" release)" \
 		"$(field "$line" vmlinux_addresses)" "$(field "$line" as_binutils)" "$(field "$line" as_llvm)" \
-		"$(field "$line" binutils_file_habit)" "$(field "$line" llvm_naming_habit)" "$(field "$line" padding)" \
+		"$(field "$line" binutils_file_habit)" "$(field "$line" binutils_neighbour_row)" \
+		"$(field "$line" llvm_naming_habit)" "$(field "$line" padding)" \
 		"$(field "$line" module_addresses)" "$(field "$line" module_as_binutils)"
 done
 
