@@ -13,7 +13,10 @@ pub fn run(args: &CompletionsArgs) -> Result<Outcome, CliError> {
 }
 
 pub fn man(args: &ManArgs) -> Result<Outcome, CliError> {
-    let cmd = Cli::command();
+    let mut cmd = Cli::command();
+    // Built as the main page sees it: clap's own `help` verb among the verbs, so every page
+    // the main page's SEE ALSO names is written.
+    cmd.build();
     match &args.dir {
         None => clap_mangen::Man::new(cmd).render(&mut stdout())?,
         Some(dir) => {
