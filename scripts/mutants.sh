@@ -37,7 +37,7 @@ for pkg in "${!by_package[@]}"; do
 	out="target/mutants/$pkg"
 	mkdir -p "$out"
 	# shellcheck disable=SC2086 # --file FILE pairs
-	cargo mutants $list --package "$pkg" ${by_package[$pkg]} --output "$out" \
+	cargo-mutants mutants $list --package "$pkg" ${by_package[$pkg]} --output "$out" \
 		--timeout-multiplier 3 --jobs 1 --profile mutants || status=$?
 	if [ -z "$list" ]; then
 		r="$out/mutants.out"
