@@ -217,6 +217,7 @@ fn check_predicts_what_every_lab_kernel_did() {
             &k.path("LIVEPATCH_DIR"),
             &k.path("VMLINUZ"),
             &k.path("MODULES_DIR"),
+            &k.path("CONFIG"),
             &k.path("KALLSYMS_NOMOD"),
             k.version(),
         );
@@ -276,6 +277,7 @@ fn judge(
     dir: &Path,
     vmlinuz: &Path,
     modules: &Path,
+    config: &Path,
     capture: &Path,
     version: (u32, u32),
 ) -> (usize, usize, usize, Vec<String>) {
@@ -330,6 +332,10 @@ fn judge(
             vmlinuz.into(),
             "--modules".into(),
             modules.into(),
+            // The kernel's config, as a user gives it where it is not beside the image: the
+            // module loader's rows (the signature policy's included) are all consulted.
+            "--kernel-config".into(),
+            config.into(),
         ];
         // A case built for another build of the series was loaded with finit_module(2)'s
         // MODULE_INIT_IGNORE_MODVERSIONS|MODULE_INIT_IGNORE_VERMAGIC: klpsym is asked the same.
@@ -352,8 +358,23 @@ fn judge(
         // something the load depends on was left unproven (a patch built for another
         // release, checked without --built-for: bind-moved, bind-same, a vermagic of another
         // release). What the kernel did is held to the part klpsym checked.
+        // Never a module loader row left open: with the config every one is consulted.
+        let open_loader: Vec<String> = v["results"][0]["open"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter(|o| o["row"] == "loader_check")
+                    .map(|o| o["check"].as_str().unwrap_or("?").to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !open_loader.is_empty() {
+            failures.push(format!(
+                "{case}: module loader rows left open with the kernel's config: {open_loader:?}"
+            ));
+        }
         let verdict = match r["verdict"]["kind"].as_str().unwrap_or("?") {
-            "unverified" => "accepted",
+            "unverified" if open_loader.is_empty() => "accepted",
             v => v,
         }
         .to_string();

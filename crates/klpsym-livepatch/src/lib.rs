@@ -53,7 +53,7 @@ pub use names::{
     KlpSymbolName,
 };
 pub use report::{
-    errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
+    errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LoaderCheckKind, LogLine, ObjectReport, PLACEMENT_HINT,
     ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind, RelocationReport, Stage,
 };
 pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, ModuleFtrace, Target};
