@@ -71,9 +71,9 @@ fn kernel_with(arch: &str, key: &str) -> Option<LabKernel> {
     k
 }
 
-/// 1. Regression: a check against a bare vmlinux (no config beside it) answered `accepted`
-/// while its signature row said the target's policy was not known; a program could tell only
-/// by comparing `check` with "signature". Now the row is open (typed in `open`, named on the
+/// Case 1 of #45. Regression: a check against a bare vmlinux (no config beside it) answered
+/// `accepted` while its signature row said the target's policy was not known; a program could tell
+/// only by comparing `check` with "signature". Now the row is open (typed in `open`, named on the
 /// verdict line), the verdict `unverified`, `--strict` fails on it; giving the kernel's config
 /// consults it.
 #[test]
@@ -95,7 +95,10 @@ fn accepted_only_when_the_signature_row_was_consulted() {
     let r = &v["results"][0];
     assert_eq!(r["report"]["verdict"]["kind"], "unverified", "{r}");
     let open = open_rows(r);
-    assert!(open.contains(&"loader_check:signature".to_string()), "{open:?}");
+    assert!(
+        open.contains(&"loader_check:signature".to_string()),
+        "{open:?}"
+    );
     let human = text(&run(&["check", &ko, "--kernel", &k]).stdout);
     let headline = human.lines().nth(1).unwrap_or_default();
     assert!(
@@ -106,7 +109,15 @@ fn accepted_only_when_the_signature_row_was_consulted() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     // The kernel's config consults the row: nothing is left open.
     let c = s(&config);
-    let o = run(&["check", &ko, "--kernel", &k, "--kernel-config", &c, "--json"]);
+    let o = run(&[
+        "check",
+        &ko,
+        "--kernel",
+        &k,
+        "--kernel-config",
+        &c,
+        "--json",
+    ]);
     let v = json(&o);
     let r = &v["results"][0];
     assert_eq!(open_rows(r), Vec::<String>::new(), "{r}");
@@ -118,12 +129,20 @@ fn accepted_only_when_the_signature_row_was_consulted() {
         .find(|c| c["check"] == "signature")
         .expect("a signature row");
     assert_eq!(sig["status"], "passed", "{sig}");
-    let o = run(&["check", &ko, "--kernel", &k, "--kernel-config", &c, "--strict"]);
+    let o = run(&[
+        "check",
+        &ko,
+        "--kernel",
+        &k,
+        "--kernel-config",
+        &c,
+        "--strict",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 
-/// 2. Regression: without `--built-for`, the kernel whose release the vermagic names was
-/// compared with itself and every binding read `as built`. A release match alone is now
+/// Case 2 of #45. Regression: without `--built-for`, the kernel whose release the vermagic names
+/// was compared with itself and every binding read `as built`. A release match alone is now
 /// `assumed from vermagic`; the kernel named as the built-for one is `as built`.
 #[test]
 fn a_release_match_alone_is_assumed_never_as_built() {
@@ -134,12 +153,21 @@ fn a_release_match_alone_is_assumed_never_as_built() {
     let ko = s(&lp.join("unique/klp_unique.ko"));
     let k = s(&vmlinuz);
     let statuses = |extra: &[&str]| -> Vec<String> {
-        let v = json(&run(&[&["check", &ko, "--kernel", &k, "--json"][..], extra].concat()));
+        let v = json(&run(&[
+            &["check", &ko, "--kernel", &k, "--json"][..],
+            extra,
+        ]
+        .concat()));
         v["results"][0]["bindings"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|b| b["as_built"]["status"].as_str().unwrap_or("null").to_string())
+            .map(|b| {
+                b["as_built"]["status"]
+                    .as_str()
+                    .unwrap_or("null")
+                    .to_string()
+            })
             .collect()
     };
     let assumed = statuses(&[]);
@@ -152,10 +180,10 @@ fn a_release_match_alone_is_assumed_never_as_built() {
     assert!(named.iter().all(|x| x == "same"), "{named:?}");
 }
 
-/// 3. Regression: `check --jsonl` over a folder of packages compared each kernel only with
-/// the kernels of its own unit: the built-for kernel, in the folder, was "none of the kernels
-/// checked" on every other line, while the matrix over the same folder proved the bindings.
-/// One rule now: the same bindings, the same open rows, kernel by kernel.
+/// Case 3 of #45. Regression: `check --jsonl` over a folder of packages compared each kernel only
+/// with the kernels of its own unit: the built-for kernel, in the folder, was "none of the kernels
+/// checked" on every other line, while the matrix over the same folder proved the bindings. One
+/// rule now: the same bindings, the same open rows, kernel by kernel.
 #[test]
 fn the_fleet_finds_the_built_for_kernel_as_the_matrix_does() {
     let Some(lp) = lab("KLPSYM_TEST_LIVEPATCH_DIR") else {
@@ -166,7 +194,10 @@ fn the_fleet_finds_the_built_for_kernel_as_the_matrix_does() {
         .filter(|k| k.get("ARCH") == Some("amd64") && k.get("IMAGE_DEB").is_some())
         .collect();
     if amd64.len() < 2 {
-        klpsym_testkit::lab::skip("a fleet of two kernels' packages", "fewer than two amd64 lab kernels");
+        klpsym_testkit::lab::skip(
+            "a fleet of two kernels' packages",
+            "fewer than two amd64 lab kernels",
+        );
         return;
     }
     let dir = tempdir("fleet");
@@ -202,7 +233,10 @@ fn the_fleet_finds_the_built_for_kernel_as_the_matrix_does() {
         }
         for line in l["unchecked"].as_array().unwrap() {
             assert!(
-                !line.as_str().unwrap().contains("none of the kernels checked"),
+                !line
+                    .as_str()
+                    .unwrap()
+                    .contains("none of the kernels checked"),
                 "{line}"
             );
         }
@@ -210,7 +244,12 @@ fn the_fleet_finds_the_built_for_kernel_as_the_matrix_does() {
     // The other kernel's bindings were compared with the built-for kernel's.
     let other = lines
         .iter()
-        .find(|l| !l["kernel"].as_str().unwrap().contains(amd64[0].value("RELEASE")))
+        .find(|l| {
+            !l["kernel"]
+                .as_str()
+                .unwrap()
+                .contains(amd64[0].value("RELEASE"))
+        })
         .expect("the other kernel's line");
     assert!(
         other["bindings"]
@@ -252,12 +291,25 @@ fn addr_trace(
     k: &LabKernel,
     cdir: &Path,
     trace: &str,
-) -> (Option<i32>, std::collections::HashMap<u64, serde_json::Value>, String) {
+) -> (
+    Option<i32>,
+    std::collections::HashMap<u64, serde_json::Value>,
+    String,
+) {
     let (vmlinuz, c) = (s(&k.path("VMLINUZ")), s(cdir));
     let places = s(&cdir.join("kallsyms-modules.txt"));
     let args = [
-        "addr", "-k", &vmlinuz, "--modules", &c, "--loaded", "klp_symbolize", "--place-from",
-        &places, "--no-lines", "--json",
+        "addr",
+        "-k",
+        &vmlinuz,
+        "--modules",
+        &c,
+        "--loaded",
+        "klp_symbolize",
+        "--place-from",
+        &places,
+        "--no-lines",
+        "--json",
     ];
     let o = run_with_input(&args, trace);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout)
@@ -271,11 +323,11 @@ fn addr_trace(
     (o.status.code(), by_line, text(&o.stderr))
 }
 
-/// 4. Regression: `addr` decoded `[<addr>] ?` but passed `? 0xaddr`, `RIP: 0010:0xaddr` and
-/// time-stamped bare addresses through undecoded, exit 0. Every form the kernels' printing
-/// code gives (arch/x86/kernel/dumpstack.c, arch/arm64/kernel/stacktrace.c and process.c,
-/// 5.10 to 7.x) is decoded in place to what the kernel's own `%pS` printed for the address; an
-/// entry that cannot be read is marked in place and the exit status says so.
+/// Case 4 of #45. Regression: `addr` decoded `[<addr>] ?` but passed `? 0xaddr`, `RIP: 0010:0xaddr`
+/// and time-stamped bare addresses through undecoded, exit 0. Every form the kernels' printing code
+/// gives (arch/x86/kernel/dumpstack.c, arch/arm64/kernel/stacktrace.c and process.c, 5.10 to 7.x)
+/// is decoded in place to what the kernel's own `%pS` printed for the address; an entry that cannot
+/// be read is marked in place and the exit status says so.
 #[test]
 fn addr_decodes_every_stack_entry_form_the_kernels_print() {
     let mut judged = 0;
@@ -285,7 +337,10 @@ fn addr_decodes_every_stack_entry_form_the_kernels_print() {
         assert!(ps.len() >= 15, "{}: {} oracle lines", k.name, ps.len());
         // Each address in each address form, each symbol in each symbol form; line numbers
         // from 1, the kernel's %pS each line must decode to.
-        let mut trace = vec!["BUG: a test of every form".to_string(), "Call Trace:".to_string()];
+        let mut trace = vec![
+            "BUG: a test of every form".to_string(),
+            "Call Trace:".to_string(),
+        ];
         let mut want: Vec<(usize, String)> = Vec::new();
         for (a, p) in &ps {
             for form in [
@@ -318,33 +373,41 @@ fn addr_decodes_every_stack_entry_form_the_kernels_print() {
         trace.push(" </TASK>".to_string());
         let (code, by_line, err) = addr_trace(&k, &cdir, &(trace.join("\n") + "\n"));
         for (line, p) in &want {
-            let a = by_line
-                .get(&(*line as u64))
-                .unwrap_or_else(|| panic!("{}: line {line} {:?} not decoded", k.name, trace[line - 1]));
+            let a = by_line.get(&(*line as u64)).unwrap_or_else(|| {
+                panic!("{}: line {line} {:?} not decoded", k.name, trace[line - 1])
+            });
             let got = match (a["found"].as_bool(), a["text"].as_str()) {
                 (Some(true), Some(t)) => t.to_string(),
                 _ => format!(
                     "{:#x}",
-                    u64::from_str_radix(a["address"].as_str().unwrap().trim_start_matches("0x"), 16)
-                        .unwrap()
+                    u64::from_str_radix(
+                        a["address"].as_str().unwrap().trim_start_matches("0x"),
+                        16
+                    )
+                    .unwrap()
                 ),
             };
             assert_eq!(&got, p, "{}: line {line} {:?}", k.name, trace[line - 1]);
             judged += 1;
         }
-        let b = by_line.get(&(broken as u64)).expect("the broken entry marked in place");
+        let b = by_line
+            .get(&(broken as u64))
+            .expect("the broken entry marked in place");
         assert!(b["error"].is_string(), "{b}");
         assert_eq!(code, Some(1), "{}: {err}", k.name);
         assert!(err.contains("could not be decoded"), "{err}");
     }
     if judged == 0 {
-        klpsym_testkit::lab::skip("stack entry forms", "no lab kernel ran the livepatch oracle");
+        klpsym_testkit::lab::skip(
+            "stack entry forms",
+            "no lab kernel ran the livepatch oracle",
+        );
     }
 }
 
-/// 4. Regression: a `name+0xoff/0xsize` whose size the kernel's definition does not have got
-/// `?? no symbol ... of that size` and no answer. The address is answered, the difference said,
-/// and the exit status is 1 (not a clean answer).
+/// Case 4 of #45. Regression: a `name+0xoff/0xsize` whose size the kernel's definition does not
+/// have got `?? no symbol ... of that size` and no answer. The address is answered, the difference
+/// said, and the exit status is 1 (not a clean answer).
 #[test]
 fn a_wrong_size_still_answers_the_address() {
     let Some(k) = livepatch_kernels().into_iter().next() else {
@@ -363,19 +426,31 @@ fn a_wrong_size_still_answers_the_address() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}{}", text(&o.stderr));
     assert!(out.contains(&format!("{a:016x}")), "{out}");
-    assert!(out.contains(&format!("the line says size {:#x}", size + 0x10)), "{out}");
-    let v = json(&run(&["addr", "-k", &vmlinuz, "--no-lines", "--json", &wrong]));
+    assert!(
+        out.contains(&format!("the line says size {:#x}", size + 0x10)),
+        "{out}"
+    );
+    let v = json(&run(&[
+        "addr",
+        "-k",
+        &vmlinuz,
+        "--no-lines",
+        "--json",
+        &wrong,
+    ]));
     let r = &v["results"][0]["addresses"][0];
     assert_eq!(r["address"], format!("{a:#018x}"), "{r}");
     assert_eq!(r["line_size"], format!("{:#x}", size + 0x10), "{r}");
 }
 
-/// 8. Regression: an amd64 oops asked of an arm64 kernel answered every frame "no symbol" with
-/// no hint. The architectures are named, and the exit status is 1.
+/// Case 8 of #45. Regression: an amd64 oops asked of an arm64 kernel answered every frame "no
+/// symbol" with no hint. The architectures are named, and the exit status is 1.
 #[test]
 fn a_trace_of_another_architecture_is_named() {
-    let (Some(x86), Some(arm)) = (livepatch_kernels().into_iter().next(), kernel_with("arm64", "VMLINUZ"))
-    else {
+    let (Some(x86), Some(arm)) = (
+        livepatch_kernels().into_iter().next(),
+        kernel_with("arm64", "VMLINUZ"),
+    ) else {
         return;
     };
     let ps = kernel_ps(&x86.path("LIVEPATCH_DIR").join("symbolize"));
@@ -402,10 +477,10 @@ fn a_trace_of_another_architecture_is_named() {
     assert!(json(&o)["results"][0]["arch_mismatch"].is_null());
 }
 
-/// 5 and 7. Regression: `-k good.deb -k emptydir/` printed nothing (the empty folder failed the
-/// whole run), and a link in a folder that leads nowhere vanished without a word. Each is now a
-/// failure row of its own, the good kernel is answered, and the run exits 2 (a source could not
-/// be read).
+/// Case 5 and 7 of #45. Regression: `-k good.deb -k emptydir/` printed nothing (the empty folder
+/// failed the whole run), and a link in a folder that leads nowhere vanished without a word. Each
+/// is now a failure row of its own, the good kernel is answered, and the run exits 2 (a source
+/// could not be read).
 #[test]
 fn a_source_that_yields_no_kernel_is_its_own_row() {
     let Some(deb) = lab("KLPSYM_TEST_IMAGE_DEB") else {
@@ -436,12 +511,18 @@ fn a_source_that_yields_no_kernel_is_its_own_row() {
     let failed = v["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{v}");
     assert_eq!(failed[0]["kernel"], s(&lost).as_str());
-    assert!(failed[0]["error"].as_str().unwrap().contains("symbolic link"), "{v}");
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("symbolic link"),
+        "{v}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// 6. Regression: a .deb cut at 30 of its 70 MB answered `sympos` and `check` with exit 0 and
-/// no warning (what they needed lay in its first part). A package is read to its end before
+/// Case 6 of #45. Regression: a .deb cut at 30 of its 70 MB answered `sympos` and `check` with exit
+/// 0 and no warning (what they needed lay in its first part). A package is read to its end before
 /// its answers count: the cut one is its own row, the other kernels are answered.
 #[test]
 fn a_package_cut_short_is_its_own_row() {
@@ -460,7 +541,10 @@ fn a_package_cut_short_is_its_own_row() {
     let o = run(&["sympos", "init_once", "-k", &c]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("data.tar") && err.contains("cut short"), "{err}");
+    assert!(
+        err.contains("data.tar") && err.contains("cut short"),
+        "{err}"
+    );
     let o = run(&["sympos", "init_once", "-k", &c, "-k", &k, "--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let v = json(&o);
@@ -476,18 +560,27 @@ fn a_package_cut_short_is_its_own_row() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// 9. Regression: `sympos --file` over kernels some of which name no source files (arm64 has
-/// no -dbg package) exited 2 as if input had failed, though every other kernel answered. Each
-/// kernel answers as it can: by file where it names files, `files_unknown` where it does not
+/// Case 9 of #45. Regression: `sympos --file` over kernels some of which name no source files
+/// (arm64 has no -dbg package) exited 2 as if input had failed, though every other kernel answered.
+/// Each kernel answers as it can: by file where it names files, `files_unknown` where it does not
 /// (exit 1: not a whole answer), and nothing is in `failed`.
 #[test]
 fn sympos_by_file_answers_by_what_each_kernel_can() {
-    let (Some(dbg), Some(arm)) = (lab("KLPSYM_TEST_VMLINUX"), kernel_with("arm64", "VMLINUZ")) else {
+    let (Some(dbg), Some(arm)) = (lab("KLPSYM_TEST_VMLINUX"), kernel_with("arm64", "VMLINUZ"))
+    else {
         return;
     };
     let (d, a) = (s(&dbg), s(&arm.path("VMLINUZ")));
     let o = run(&[
-        "sympos", "init_once", "--file", "fs/inode.c", "-k", &d, "-k", &a, "--json",
+        "sympos",
+        "init_once",
+        "--file",
+        "fs/inode.c",
+        "-k",
+        &d,
+        "-k",
+        &a,
+        "--json",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let v = json(&o);
@@ -497,14 +590,17 @@ fn sympos_by_file_answers_by_what_each_kernel_can() {
     assert_eq!(results[0]["count"], 1, "{v}");
     assert_eq!(results[0]["files_unknown"], false);
     assert_eq!(results[1]["files_unknown"], true, "{v}");
-    assert!(results[1]["file_note"].as_str().unwrap().contains("names no source files"));
+    assert!(results[1]["file_note"]
+        .as_str()
+        .unwrap()
+        .contains("names no source files"));
     // Alone, the kernel with files answers with exit 0.
     let o = run(&["sympos", "init_once", "--file", "fs/inode.c", "-k", &d]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 
-/// 11. Regression: the library's relocation row said "give --section-base": a command's flag
-/// in the library's words. The JSON detail names what would place the sections; the readable
+/// Case 11 of #45. Regression: the library's relocation row said "give --section-base": a command's
+/// flag in the library's words. The JSON detail names what would place the sections; the readable
 /// report, the command's, adds its flags.
 #[test]
 fn library_messages_name_no_command_flag() {

@@ -164,7 +164,9 @@ mod tests {
         let ks = put("kallsyms", b"ffffffff81000000 T _text\n");
         let bin = put("picture.bin", &[0x89, b'P', b'N', b'G', 0, 1, 2, 0xff]);
         // Regression (#45): a link to nothing vanished without a word.
-        let dangling = dir.path().join("linux-image-6.1.0-58-amd64_6.1.193-1_amd64.deb");
+        let dangling = dir
+            .path()
+            .join("linux-image-6.1.0-58-amd64_6.1.193-1_amd64.deb");
         std::os::unix::fs::symlink(dir.path().join("gone.deb"), &dangling).unwrap();
         let sub = dir.path().join("older");
         std::fs::create_dir(&sub).unwrap();
@@ -175,7 +177,10 @@ mod tests {
         assert_eq!(got[&ks], FolderEntry::Source);
         match &got[&dangling] {
             FolderEntry::Unreadable(why) => {
-                assert!(why.contains("symbolic link") && why.contains("gone.deb"), "{why}")
+                assert!(
+                    why.contains("symbolic link") && why.contains("gone.deb"),
+                    "{why}"
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -269,16 +269,15 @@ fn data_tar(
             break;
         }
     }
-    let to_end = !want.release_only && !(early && crate::end::end_in_bytes(compression));
+    // Decoded to the end unless the stream's end is checked from its stored bytes (end.rs).
+    let structural = early && crate::end::end_in_bytes(compression);
+    let to_end = !want.release_only && !structural;
     if to_end {
         // The entries left are passed over (their data read through, not kept).
-        for e in entries.by_ref() {
+        for e in entries {
             let e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
             last_end = entry_end(&e);
         }
-    }
-    drop(entries);
-    if to_end {
         let mut dec = tar.into_inner();
         // The tar crate stops at the first zero block, or at the stream's end without one.
         if dec.produced() < last_end.saturating_add(512) {

@@ -137,10 +137,7 @@ fn xz_end(head: &[u8], tail: &[u8]) -> Result<(), String> {
         ));
     };
     // An index longer than what was kept is left at its footer's word.
-    if let Some(index) = usize::try_from(index_at)
-        .ok()
-        .map(|i| &t[i..t.len() - 12])
-    {
+    if let Some(index) = usize::try_from(index_at).ok().map(|i| &t[i..t.len() - 12]) {
         let (body, crc) = index.split_at(index.len() - 4);
         if body.first() != Some(&0) || crc32fast::hash(body) != le32(crc) {
             return Err("the XZ stream's index is damaged (indicator or CRC32)".into());

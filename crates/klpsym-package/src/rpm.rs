@@ -165,8 +165,8 @@ pub(crate) fn read(
     let structural = |early: bool| early && end_in_bytes(compression);
     let mut reader = Some(dec);
     while let Some(dec) = reader.take() {
-        let r = cpio::NewcReader::new(dec)
-            .map_err(|e| io_error(FORMAT, "payload (cpio)".into(), e))?;
+        let r =
+            cpio::NewcReader::new(dec).map_err(|e| io_error(FORMAT, "payload (cpio)".into(), e))?;
         let entry = r.entry();
         if entry.is_trailer() {
             trailer = true;

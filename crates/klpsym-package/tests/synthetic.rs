@@ -246,7 +246,10 @@ fn a_package_cut_after_what_was_asked_is_not_answered_as_whole() {
                 assert!(e.starts_with(&format!("{format}")), "{what}: {e}");
             }
             // Asked for everything, a cut package fails the same.
-            assert!(read(&bytes[..bytes.len() * 3 / 4], Want::all()).is_err(), "{what}");
+            assert!(
+                read(&bytes[..bytes.len() * 3 / 4], Want::all()).is_err(),
+                "{what}"
+            );
         }
     }
 }

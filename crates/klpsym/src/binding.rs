@@ -453,12 +453,12 @@ pub(crate) fn same_source(a: &Kernel, b: &Kernel) -> bool {
     std::ptr::eq(a, b) || a.path() == b.path()
 }
 
-/// Why a kernel compared with itself as the built-for kernel is an assumption.
+/// Why a kernel compared with itself as the built-for kernel is an assumption (the kernel's
+/// path is its result's: not repeated here).
 fn assumed_why(k: &Kernel) -> String {
     format!(
-        "assumed from vermagic: {} is release {}, the one the patch's vermagic names, and so taken as the kernel it was built for; no other build is compared with, so that it is the build the patch was made against is not proven: naming the kernel it was built for proves it",
-        k.path().display(),
-        k.release().as_deref().unwrap_or("?")
+        "assumed from vermagic: this kernel is {}, the release the patch's vermagic names, so it is taken as the kernel the patch was built for; nothing compares two builds, so that it is the patch's build is not proven (naming the built-for kernel proves it)",
+        k.release().as_deref().unwrap_or("the release")
     )
 }
 

@@ -374,7 +374,8 @@ impl Fleet {
                 Err(e) if e.is_cancelled() || e.kind() == ErrorKind::Usage => return Err(e),
                 Err(_) => continue,
             };
-            let mut kernels: Vec<Kernel> = opened.into_iter().filter_map(|o| o.kernel.ok()).collect();
+            let mut kernels: Vec<Kernel> =
+                opened.into_iter().filter_map(|o| o.kernel.ok()).collect();
             match pick_release(&release, kernels.iter().map(Kernel::release)) {
                 Some(i) => {
                     let k = kernels.swap_remove(i);
@@ -599,11 +600,16 @@ mod tests {
         assert_eq!(units.len(), 3, "{units:?}");
         let why = |u: &KernelUnit| u.unreadable.as_ref().map(|f| f.error.clone());
         assert_eq!(units[0].sources, vec![empty.clone()]);
-        assert!(why(&units[0]).unwrap().contains("holds no kernel source files"));
+        assert!(why(&units[0])
+            .unwrap()
+            .contains("holds no kernel source files"));
         assert_eq!(units[1].sources, vec![text]);
         assert_eq!(why(&units[1]), None);
         assert_eq!(units[2].sources, vec![link]);
-        assert!(why(&units[2]).unwrap().contains("symbolic link"), "{units:?}");
+        assert!(
+            why(&units[2]).unwrap().contains("symbolic link"),
+            "{units:?}"
+        );
         assert!(notes.iter().any(|n| n.text.contains("README")), "{notes:?}");
     }
 }

@@ -109,8 +109,8 @@ pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
 };
-pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
 pub use stack_entry::{parse_addr, parse_query, Query};
+pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
 pub use symbolize::{AddrAnswer, Ended, NoSymbol, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
 pub use trace::{Trace, TraceLine};
@@ -126,10 +126,9 @@ pub use klpsym_core::{
 pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 /// What a livepatch check reports.
 pub use klpsym_livepatch::{
-    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck, LoaderCheckKind,
-    LogLine,
-    ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin, Problem, ProblemKind,
-    RelocationReport, ResolutionCost, Stage,
+    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck,
+    LoaderCheckKind, LogLine, ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin,
+    Problem, ProblemKind, RelocationReport, ResolutionCost, Stage,
 };
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe

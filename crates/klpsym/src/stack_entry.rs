@@ -132,9 +132,7 @@ pub(crate) fn parse_line(line: &str) -> Line {
         .and_then(|w| w.split_once(" at "))
     {
         let at = match at.split_once(' ') {
-            Some((file_line, rest)) if file_line.contains(':') && !file_line.contains('+') => {
-                rest
-            }
+            Some((file_line, rest)) if file_line.contains(':') && !file_line.contains('+') => rest,
             _ => at,
         };
         return match value(t, at) {
@@ -162,8 +160,7 @@ pub(crate) fn parse_line(line: &str) -> Line {
 fn strip_log_prefix(mut t: &str) -> &str {
     if let Some(rest) = t.strip_prefix('<') {
         if let Some((level, after)) = rest.split_once('>') {
-            if !level.is_empty() && level.len() <= 3 && level.bytes().all(|b| b.is_ascii_digit())
-            {
+            if !level.is_empty() && level.len() <= 3 && level.bytes().all(|b| b.is_ascii_digit()) {
                 t = after;
             }
         }
@@ -181,9 +178,7 @@ fn strip_log_prefix(mut t: &str) -> &str {
         let stamp = f
             .split_once('.')
             .is_some_and(|(a, b)| is_digits(a) && is_digits(b));
-        let caller = f
-            .strip_prefix(['T', 'C'])
-            .is_some_and(|n| is_digits(n));
+        let caller = f.strip_prefix(['T', 'C']).is_some_and(is_digits);
         if !(stamp || caller) {
             return s;
         }
@@ -305,18 +300,12 @@ fn symbol_entry(t: &str) -> Option<std::result::Result<Query, String>> {
         u64::from_str_radix(x, 16).ok()
     };
     let Some(offset) = hexnum(off) else {
-        return Some(Err(format!(
-            "{t:?}: offset '{off}' is not 0x-prefixed hex"
-        )));
+        return Some(Err(format!("{t:?}: offset '{off}' is not 0x-prefixed hex")));
     };
     let size = match size {
         Some(sz) => match hexnum(sz) {
             Some(v) => Some(v),
-            None => {
-                return Some(Err(format!(
-                    "{t:?}: size '{sz}' is not 0x-prefixed hex"
-                )))
-            }
+            None => return Some(Err(format!("{t:?}: size '{sz}' is not 0x-prefixed hex"))),
         },
         None => None,
     };
@@ -392,12 +381,14 @@ pub(crate) fn arch_of<'a>(
         }
     }
     match (x86, arm) {
-        (n, 0) if n > 0 && other == 0 => {
-            Some(("x86_64", format!("its {n} address(es), all at or above ffffffff80000000")))
-        }
-        (0, n) if n > 0 && other == 0 => {
-            Some(("aarch64", format!("its {n} address(es), all in ffff8000...")))
-        }
+        (n, 0) if n > 0 && other == 0 => Some((
+            "x86_64",
+            format!("its {n} address(es), all at or above ffffffff80000000"),
+        )),
+        (0, n) if n > 0 && other == 0 => Some((
+            "aarch64",
+            format!("its {n} address(es), all in ffff8000..."),
+        )),
         _ => None,
     }
 }
@@ -438,37 +429,94 @@ mod tests {
     fn every_form_the_kernels_print_is_an_entry() {
         let cases: &[(&str, Line)] = &[
             // x86, 4.15+ (%pB), with and without the unwinder's doubt and time stamps.
-            (" ? schedule+0x10/0xa0 [dummy]", sym("schedule", 0x10, Some(0xa0), Some("dummy"))),
-            ("  schedule+0x10/0xa0", sym("schedule", 0x10, Some(0xa0), None)),
-            ("[   12.345678]  ? schedule+0x10/0xa0", sym("schedule", 0x10, Some(0xa0), None)),
-            ("[   12.345678][    T1]  do_one_initcall+0x41/0x200", sym("do_one_initcall", 0x41, Some(0x200), None)),
-            ("<4>[    0.5] ? 0xffffffffc0001000", addr(0xffffffffc0001000)),
+            (
+                " ? schedule+0x10/0xa0 [dummy]",
+                sym("schedule", 0x10, Some(0xa0), Some("dummy")),
+            ),
+            (
+                "  schedule+0x10/0xa0",
+                sym("schedule", 0x10, Some(0xa0), None),
+            ),
+            (
+                "[   12.345678]  ? schedule+0x10/0xa0",
+                sym("schedule", 0x10, Some(0xa0), None),
+            ),
+            (
+                "[   12.345678][    T1]  do_one_initcall+0x41/0x200",
+                sym("do_one_initcall", 0x41, Some(0x200), None),
+            ),
+            (
+                "<4>[    0.5] ? 0xffffffffc0001000",
+                addr(0xffffffffc0001000),
+            ),
             (" ? 0xffffffff810364ca", addr(0xffffffff810364ca)),
             ("[ 7.000001] ffffffff810364ca", addr(0xffffffff810364ca)),
-            ("Jan 01 00:00:00 host kernel:  ? schedule+0x10/0xa0", sym("schedule", 0x10, Some(0xa0), None)),
+            (
+                "Jan 01 00:00:00 host kernel:  ? schedule+0x10/0xa0",
+                sym("schedule", 0x10, Some(0xa0), None),
+            ),
             // 5.14+ %pBb: the module's build id.
-            (" dummy_xmit+0x5/0x20 [dummy 0123456789abcdef0123456789abcdef01234567]", sym("dummy_xmit", 5, Some(0x20), Some("dummy"))),
+            (
+                " dummy_xmit+0x5/0x20 [dummy 0123456789abcdef0123456789abcdef01234567]",
+                sym("dummy_xmit", 5, Some(0x20), Some("dummy")),
+            ),
             // Before 4.15: the address in brackets.
-            (" [<ffffffff81234567>] ? schedule+0x10/0xa0", addr(0xffffffff81234567)),
+            (
+                " [<ffffffff81234567>] ? schedule+0x10/0xa0",
+                addr(0xffffffff81234567),
+            ),
             // RIP: %04x:%pS, with and without a symbol; the old bracketed form; i386.
-            ("RIP: 0010:cmdline_proc_show+0x5/0x30", sym("cmdline_proc_show", 5, Some(0x30), None)),
+            (
+                "RIP: 0010:cmdline_proc_show+0x5/0x30",
+                sym("cmdline_proc_show", 5, Some(0x30), None),
+            ),
             ("RIP: 0010:0xffffffff814105b2", addr(0xffffffff814105b2)),
             ("RIP: 0010:ffffffff814105b2", addr(0xffffffff814105b2)),
-            ("[  3.1] RIP: 0010:cmdline_proc_show+0x5/0x30 [klp_x]", sym("cmdline_proc_show", 5, Some(0x30), Some("klp_x"))),
-            ("RIP: 0010:[<ffffffff8100abcd>]  [<ffffffff8100abcd>] foo+0x17/0x30", addr(0xffffffff8100abcd)),
-            ("RIP  [<ffffffff8100abcd>] foo+0x17/0x30", addr(0xffffffff8100abcd)),
+            (
+                "[  3.1] RIP: 0010:cmdline_proc_show+0x5/0x30 [klp_x]",
+                sym("cmdline_proc_show", 5, Some(0x30), Some("klp_x")),
+            ),
+            (
+                "RIP: 0010:[<ffffffff8100abcd>]  [<ffffffff8100abcd>] foo+0x17/0x30",
+                addr(0xffffffff8100abcd),
+            ),
+            (
+                "RIP  [<ffffffff8100abcd>] foo+0x17/0x30",
+                addr(0xffffffff8100abcd),
+            ),
             ("EIP: foo+0x17/0x30", sym("foo", 0x17, Some(0x30), None)),
-            ("WARNING: CPU: 0 PID: 1 at fs/proc/cmdline.c:9 cmdline_proc_show+0x5/0x30", sym("cmdline_proc_show", 5, Some(0x30), None)),
-            ("WARNING: CPU: 0 PID: 1 at cmdline_proc_show+0x5/0x30 [klp_x]", sym("cmdline_proc_show", 5, Some(0x30), Some("klp_x"))),
+            (
+                "WARNING: CPU: 0 PID: 1 at fs/proc/cmdline.c:9 cmdline_proc_show+0x5/0x30",
+                sym("cmdline_proc_show", 5, Some(0x30), None),
+            ),
+            (
+                "WARNING: CPU: 0 PID: 1 at cmdline_proc_show+0x5/0x30 [klp_x]",
+                sym("cmdline_proc_show", 5, Some(0x30), Some("klp_x")),
+            ),
             // arm64: Call trace entries (%pS, %pSb, 6.13+'s unwind source), pc and lr.
             (" el0_svc+0x38/0xd0", sym("el0_svc", 0x38, Some(0xd0), None)),
-            (" show_stack+0x20/0x38 (C)", sym("show_stack", 0x20, Some(0x38), None)),
-            ("[    1.0]  dummy_xmit+0x5/0x20 [dummy 89ab] (PF)", sym("dummy_xmit", 5, Some(0x20), Some("dummy"))),
-            ("pc : cmdline_proc_show+0x1c/0x40", sym("cmdline_proc_show", 0x1c, Some(0x40), None)),
-            ("lr : seq_read_iter+0x104/0x4c0", sym("seq_read_iter", 0x104, Some(0x4c0), None)),
+            (
+                " show_stack+0x20/0x38 (C)",
+                sym("show_stack", 0x20, Some(0x38), None),
+            ),
+            (
+                "[    1.0]  dummy_xmit+0x5/0x20 [dummy 89ab] (PF)",
+                sym("dummy_xmit", 5, Some(0x20), Some("dummy")),
+            ),
+            (
+                "pc : cmdline_proc_show+0x1c/0x40",
+                sym("cmdline_proc_show", 0x1c, Some(0x40), None),
+            ),
+            (
+                "lr : seq_read_iter+0x104/0x4c0",
+                sym("seq_read_iter", 0x104, Some(0x4c0), None),
+            ),
             ("pc : 0xffff800080012345", addr(0xffff800080012345)),
             // Arguments.
-            ("init_once.isra.0+0x4", sym("init_once.isra.0", 4, None, None)),
+            (
+                "init_once.isra.0+0x4",
+                sym("init_once.isra.0", 4, None, None),
+            ),
             ("0xffff", addr(0xffff)),
         ];
         for (line, want) in cases {
@@ -526,26 +574,49 @@ mod tests {
                 module: Some("dummy".into())
             })
         );
-        assert!(claimed_symbol("RIP: 0010:[<ffffffff8100abcd>]  [<ffffffff8100abcd>] foo+0x17/0x30").is_some());
+        assert!(claimed_symbol(
+            "RIP: 0010:[<ffffffff8100abcd>]  [<ffffffff8100abcd>] foo+0x17/0x30"
+        )
+        .is_some());
         assert_eq!(claimed_symbol(" [<ffffffff81234567>]"), None);
     }
 
     #[test]
     fn the_architecture_of_a_log() {
-        let x86 = ["BUG: kernel NULL pointer dereference", "RIP: 0010:foo+0x1/0x2", "Call Trace:"];
-        assert_eq!(arch_of(x86.into_iter(), std::iter::empty()).unwrap().0, "x86_64");
-        let arm = ["pc : foo+0x1/0x2", "lr : bar+0x3/0x4", "Call trace:"];
-        assert_eq!(arch_of(arm.into_iter(), std::iter::empty()).unwrap().0, "aarch64");
+        let x86 = [
+            "BUG: kernel NULL pointer dereference",
+            "RIP: 0010:foo+0x1/0x2",
+            "Call Trace:",
+        ];
         assert_eq!(
-            arch_of(std::iter::empty(), [0xffffffff81000000u64].into_iter()).unwrap().0,
+            arch_of(x86.into_iter(), std::iter::empty()).unwrap().0,
+            "x86_64"
+        );
+        let arm = ["pc : foo+0x1/0x2", "lr : bar+0x3/0x4", "Call trace:"];
+        assert_eq!(
+            arch_of(arm.into_iter(), std::iter::empty()).unwrap().0,
+            "aarch64"
+        );
+        assert_eq!(
+            arch_of(std::iter::empty(), [0xffffffff81000000u64].into_iter())
+                .unwrap()
+                .0,
             "x86_64"
         );
         assert_eq!(
-            arch_of(std::iter::empty(), [0xffff800080012345u64].into_iter()).unwrap().0,
+            arch_of(std::iter::empty(), [0xffff800080012345u64].into_iter())
+                .unwrap()
+                .0,
             "aarch64"
         );
         assert_eq!(arch_of(std::iter::empty(), [0x1234u64].into_iter()), None);
-        assert_eq!(arch_of(["RIP: 0010:x+0x1/0x2", "pc : y+0x1/0x2"].into_iter(), std::iter::empty()), None);
+        assert_eq!(
+            arch_of(
+                ["RIP: 0010:x+0x1/0x2", "pc : y+0x1/0x2"].into_iter(),
+                std::iter::empty()
+            ),
+            None
+        );
     }
 
     #[test]

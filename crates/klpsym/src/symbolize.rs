@@ -484,9 +484,9 @@ impl Kernel {
                 ErrorKind::NotFound,
                 match module {
                     Some(m) => format!("no symbol {name} in [{m}]"),
-                    None => format!(
-                        "no symbol {name} in vmlinux (for a module symbol add [module])"
-                    ),
+                    None => {
+                        format!("no symbol {name} in vmlinux (for a module symbol add [module])")
+                    }
                 },
             ));
         }

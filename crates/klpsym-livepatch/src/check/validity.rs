@@ -93,7 +93,13 @@ impl Ctx<'_, '_, '_, '_> {
                 ),
             )
         };
-        self.validity_refusal(ProblemKind::ElfHeader, LoaderCheckKind::ElfHeader, line, detail, hint);
+        self.validity_refusal(
+            ProblemKind::ElfHeader,
+            LoaderCheckKind::ElfHeader,
+            line,
+            detail,
+            hint,
+        );
         true
     }
 
@@ -196,7 +202,13 @@ impl Ctx<'_, '_, '_, '_> {
             self.loader_check(LoaderCheckKind::ThisModule, CheckStatus::Failed, detail);
             return false;
         }
-        self.validity_refusal(ProblemKind::ThisModule, LoaderCheckKind::ThisModule, line, detail, hint);
+        self.validity_refusal(
+            ProblemKind::ThisModule,
+            LoaderCheckKind::ThisModule,
+            line,
+            detail,
+            hint,
+        );
         false
     }
 }

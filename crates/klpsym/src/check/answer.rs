@@ -64,7 +64,11 @@ pub struct Unchecked {
 }
 
 impl Unchecked {
-    pub(crate) fn new(row: OpenRow, subject: impl Into<String>, why: impl Into<String>) -> Unchecked {
+    pub(crate) fn new(
+        row: OpenRow,
+        subject: impl Into<String>,
+        why: impl Into<String>,
+    ) -> Unchecked {
         Unchecked {
             row,
             subject: subject.into(),
@@ -209,11 +213,7 @@ impl KernelCheck {
         if self.misbindings().next().is_some() {
             kinds.push("binds_another_definition".to_string());
         }
-        if self
-            .modules
-            .iter()
-            .any(ModuleComparison::differs)
-        {
+        if self.modules.iter().any(ModuleComparison::differs) {
             kinds.push("another_module_build".to_string());
         }
         if !self.unchecked.is_empty() {

@@ -196,7 +196,7 @@ fn bindings(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -> Result {
     // What was assumed (the kernel itself taken as the built-for one by its release), said
     // once; the command names its option.
     let assumed = b.iter().find_map(|x| match &x.as_built {
-        Some(AsBuilt::Assumed { why }) => Some(format!("{why} (--built-for)")),
+        Some(AsBuilt::Assumed { why }) => Some(format!("{why}: --built-for KERNEL")),
         _ => None,
     });
     // Nothing more to tell: no source file known and nothing other than "as built" or
