@@ -405,6 +405,71 @@ fn addr_decodes_every_stack_entry_form_the_kernels_print() {
     }
 }
 
+/// Case 4 of #45, arm64: the entries arm64 kernels print (arch/arm64/kernel/stacktrace.c's
+/// `" %pSb"` under `Call trace:`, with 6.13+'s unwind source `(P)`, `(C)`...; process.c's
+/// `pc : %pS` and `lr : %pS`) decoded on each arm64 lab kernel to what `addr` answers for the
+/// address alone. Before, an entry with its unwind source passed through undecoded.
+#[test]
+fn addr_decodes_arm64_entries_on_arm64_kernels() {
+    let arms: Vec<LabKernel> = lab_kernels()
+        .into_iter()
+        .filter(|k| k.get("ARCH") == Some("arm64") && k.get("KALLSYMS_NOMOD").is_some())
+        .collect();
+    if arms.is_empty() {
+        klpsym_testkit::lab::skip("arm64 stack entries", "no arm64 lab kernel with a capture");
+        return;
+    }
+    for k in arms {
+        let capture = std::fs::read_to_string(k.path("KALLSYMS_NOMOD")).unwrap();
+        let addr_of = |name: &str| {
+            capture
+                .lines()
+                .find(|l| l.ends_with(&format!(" {name}")))
+                .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+                .unwrap_or_else(|| panic!("{}: {name} in the capture", k.name))
+        };
+        let vmlinuz = s(&k.path("VMLINUZ"));
+        for name in ["cmdline_proc_show", "do_one_initcall"] {
+            let a = addr_of(name) + 8;
+            let v = json(&run(&[
+                "addr",
+                "-k",
+                &vmlinuz,
+                "--no-lines",
+                "--json",
+                &format!("{a:#x}"),
+            ]));
+            let ps = v["results"][0]["addresses"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(ps.starts_with(&format!("{name}+0x8/")), "{}: {ps}", k.name);
+            let trace = [
+                "Call trace:".to_string(),
+                format!(" {ps}"),
+                format!(" {ps} (P)"),
+                format!("[    1.000000]  {ps} (CF)"),
+                format!("pc : {ps}"),
+                format!("lr : {ps}"),
+                format!("pc : {a:#x}"),
+                format!("[    1.000000][    T1]  {a:#x}"),
+            ];
+            let o = run_with_input(
+                &["addr", "-k", &vmlinuz, "--no-lines", "--json"],
+                &(trace.join("\n") + "\n"),
+            );
+            assert_eq!(o.status.code(), Some(0), "{}: {}", k.name, text(&o.stderr));
+            let v = json(&o);
+            let got = v["results"][0]["addresses"].as_array().unwrap();
+            assert_eq!(got.len(), trace.len() - 1, "{}: {v}", k.name);
+            for g in got {
+                assert_eq!(g["text"].as_str(), Some(ps.as_str()), "{}: {g}", k.name);
+            }
+            assert!(v["results"][0]["arch_mismatch"].is_null(), "{v}");
+        }
+    }
+}
+
 /// Case 4 of #45. Regression: a `name+0xoff/0xsize` whose size the kernel's definition does not
 /// have got `?? no symbol ... of that size` and no answer. The address is answered, the difference
 /// said, and the exit status is 1 (not a clean answer).
