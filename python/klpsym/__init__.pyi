@@ -113,6 +113,7 @@ class CheckResult:
     verdict: str
     errno: Optional[int]
     unchecked: List[str]
+    open: List[Tuple[str, str]]
     problems: List[Problem]
     kernel_log: List[str]
     bindings: List[Binding]
