@@ -336,7 +336,9 @@ fn judge(
         // image, or for a case built for another build that build's image), so a verdict
         // other than the kernel's is never excused by something left open.
         let built_env = match built_for(&cdir) {
-            Some(b) => Path::new(b.get("lab_dir").expect("built-for.txt names lab_dir")).join("lab.env"),
+            Some(b) => {
+                Path::new(b.get("lab_dir").expect("built-for.txt names lab_dir")).join("lab.env")
+            }
             None => lab_env.to_path_buf(),
         };
         let built_for_kernel = packages_of(&built_env);
@@ -667,8 +669,8 @@ impl Packages {
 }
 
 fn packages_of(lab_env: &Path) -> Packages {
-    let text = std::fs::read_to_string(lab_env)
-        .unwrap_or_else(|e| panic!("{}: {e}", lab_env.display()));
+    let text =
+        std::fs::read_to_string(lab_env).unwrap_or_else(|e| panic!("{}: {e}", lab_env.display()));
     let get = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{k}=")))
