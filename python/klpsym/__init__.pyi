@@ -152,6 +152,7 @@ class CheckResult:
     errno: Optional[int]
     unchecked: List[str]
     unchecked_coverage: List[str]
+    open: List[Tuple[str, str]]
     problems: List[Problem]
     kernel_log: List[str]
     bindings: List[Binding]

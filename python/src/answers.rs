@@ -285,7 +285,7 @@ impl From<klpsym::Binding> for Binding {
             klpsym::AsBuilt::Gone { built_for } => {
                 format!("built for {built_for}, which this kernel does not have")
             }
-            klpsym::AsBuilt::Unproven { why } => why.clone(),
+            klpsym::AsBuilt::Unproven { why } | klpsym::AsBuilt::Assumed { why } => why.clone(),
         });
         Binding {
             source: kind_name(&b.source),
@@ -323,6 +323,27 @@ impl Binding {
     }
 }
 
+/// An open row as `(row, what)`.
+fn open_row(o: &klpsym::OpenRow) -> (String, String) {
+    let row = serde_json::to_value(o)
+        .ok()
+        .and_then(|v| v.get("row").and_then(|r| r.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    let what = match o {
+        klpsym::OpenRow::LoaderCheck { check } => check.to_string(),
+        klpsym::OpenRow::DeferredObject { module } | klpsym::OpenRow::ModuleBuild { module } => {
+            module.clone()
+        }
+        klpsym::OpenRow::Binding {
+            object,
+            name,
+            sympos,
+        } => format!("{object}:{name},{sympos}"),
+        _ => String::new(),
+    };
+    (row, what)
+}
+
 /// One kernel's answer for a patch.
 #[pyclass(module = "klpsym", frozen, get_all)]
 pub struct CheckResult {
@@ -337,6 +358,10 @@ pub struct CheckResult {
     pub unchecked: Vec<String>,
     /// The replaced functions whose copies were not checked, each with why.
     pub unchecked_coverage: Vec<String>,
+    /// The same rows typed, as `(row, what)`: `("loader_check", "signature")`,
+    /// `("deferred_object", "dummy")`, `("built_for", "")`, `("binding", "vmlinux:f,2")`,
+    /// `("module_build", "dummy")`, `("not_a_livepatch", "")`.
+    pub open: Vec<(String, String)>,
     /// Every problem, in the kernel's order.
     pub problems: Vec<Problem>,
     /// The lines the kernel prints, in order.
@@ -368,6 +393,7 @@ impl From<klpsym::KernelCheck> for CheckResult {
             verdict: kind_name(&rep.verdict.kind),
             errno: rep.verdict.errno,
             unchecked: r.unchecked.iter().map(ToString::to_string).collect(),
+            open: r.open_rows().map(open_row).collect(),
             problems: rep
                 .problems
                 .iter()

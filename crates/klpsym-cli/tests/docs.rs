@@ -30,22 +30,35 @@ fn stated_case_counts(text: &str) -> Vec<(usize, u32)> {
 fn the_documents_state_the_number_of_lab_cases_there_are() {
     let cases = std::fs::read_dir(root().join("lab/livepatch/cases"))
         .expect("lab/livepatch/cases")
-        .filter(|e| e.as_ref().is_ok_and(|e| e.path().join("case.conf").is_file()))
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().join("case.conf").is_file())
+        })
         .count() as u32;
     assert!(cases > 30, "only {cases} cases in lab/livepatch/cases");
     let mut stated = 0;
     let mut wrong = Vec::new();
-    for doc in ["README.md", "docs/verification.md", "lab/README.md", "lab/livepatch/README.md"] {
+    for doc in [
+        "README.md",
+        "docs/verification.md",
+        "lab/README.md",
+        "lab/livepatch/README.md",
+    ] {
         let text = std::fs::read_to_string(root().join(doc)).unwrap();
         for (line, n) in stated_case_counts(&text) {
             stated += 1;
             if n != cases {
-                wrong.push(format!("{doc}:{line}: says {n} livepatch cases, the lab has {cases}"));
+                wrong.push(format!(
+                    "{doc}:{line}: says {n} livepatch cases, the lab has {cases}"
+                ));
             }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    assert!(stated >= 2, "README.md and docs/verification.md state the number of cases");
+    assert!(
+        stated >= 2,
+        "README.md and docs/verification.md state the number of cases"
+    );
 }
 
 #[test]

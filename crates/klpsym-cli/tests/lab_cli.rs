@@ -112,11 +112,21 @@ fn unchecked_deferred_objects_are_impossible_to_miss() {
     assert_eq!(o.status.code(), Some(1));
     // With the module tree everything that decides the load is checked; the copies of
     // dummy_get_stats64 are not (the package's dummy.ko has no debug info): --strict says so.
-    let with_tree = ["check", &patch, "--kernel", &l.vmlinuz, "--modules", &l.modules, "--strict"];
+    let with_tree = [
+        "check",
+        &patch,
+        "--kernel",
+        &l.vmlinuz,
+        "--modules",
+        &l.modules,
+        "--strict",
+    ];
     let o = run(&with_tree);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("NOT CHECKED: coverage of dummy:dummy_get_stats64,0: no debug file for module dummy"),
+        text(&o.stderr).contains(
+            "NOT CHECKED: coverage of dummy:dummy_get_stats64,0: no debug file for module dummy"
+        ),
         "{}",
         text(&o.stderr)
     );

@@ -212,8 +212,9 @@ fn check_predicts_what_every_lab_kernel_did() {
             &k.path("LIVEPATCH_DIR"),
             &k.path("VMLINUZ"),
             &k.path("MODULES_DIR"),
-            &k.path("KALLSYMS_NOMOD"),
             &k.path("CONFIG"),
+            &k.path("KALLSYMS_NOMOD"),
+            &k.path("LAB_DIR").join("lab.env"),
             k.version(),
         );
         failures.extend(f.into_iter().map(|f| format!("{}: {f}", k.name)));
@@ -280,8 +281,9 @@ fn judge(
     dir: &Path,
     vmlinuz: &Path,
     modules: &Path,
-    capture: &Path,
     config: &Path,
+    capture: &Path,
+    lab_env: &Path,
     version: (u32, u32),
 ) -> (usize, usize, usize, Vec<String>) {
     let index = std::fs::read_to_string(dir.join("index.txt")).unwrap();
@@ -345,20 +347,13 @@ fn judge(
         // rows: signatures, forced loads) and the kernel the patch was built for (the same
         // image, or for a case built for another build that build's image), so a verdict
         // other than the kernel's is never excused by something left open.
-        let built_image = match built_for(&cdir) {
+        let built_env = match built_for(&cdir) {
             Some(b) => {
-                let env = Path::new(b.get("lab_dir").expect("built-for.txt names lab_dir"))
-                    .join("lab.env");
-                let text = std::fs::read_to_string(&env)
-                    .unwrap_or_else(|e| panic!("{case}: {}: {e}", env.display()));
-                PathBuf::from(
-                    text.lines()
-                        .find_map(|l| l.strip_prefix("VMLINUZ="))
-                        .unwrap_or_else(|| panic!("{case}: {}: no VMLINUZ=", env.display())),
-                )
+                Path::new(b.get("lab_dir").expect("built-for.txt names lab_dir")).join("lab.env")
             }
-            None => vmlinuz.to_path_buf(),
+            None => lab_env.to_path_buf(),
         };
+        let built_for_kernel = packages_of(&built_env);
         let mut args: Vec<std::ffi::OsString> = vec![
             ko.clone().into(),
             "-k".into(),
@@ -368,7 +363,7 @@ fn judge(
             "--kernel-config".into(),
             config.into(),
             "--built-for".into(),
-            built_image.into(),
+            built_for_kernel.path().into(),
         ];
         // A case built for another build of the series was loaded with finit_module(2)'s
         // MODULE_INIT_IGNORE_MODVERSIONS|MODULE_INIT_IGNORE_VERMAGIC: klpsym is asked the same.
@@ -388,19 +383,37 @@ fn judge(
         let (code, v) = check(&refs);
         let r = &v["results"][0]["report"];
         // With the config and the built-for kernel given, every row that decides the load is
-        // consulted: `unverified` is a failure, save for a case built for another build,
-        // whose bindings two images cannot prove (no source files): there `unverified` with
-        // nothing open but bindings, or `binds_another_definition`, is the kernel's accepted
-        // (which definitions the bindings are is judged by lab_binding.rs, against both
-        // builds' -dbg vmlinux).
-        let unchecked: Vec<String> = v["results"][0]["unchecked"]
+        // consulted: a row left open fails, save one the case declares it cannot close
+        // (case.conf `open=ROW`, with its reason) and, for a case built for another build, the
+        // bindings' rows (which definitions they are is judged by lab_binding.rs, against both
+        // builds' -dbg vmlinux; two packages name no source files).
+        let declared: Vec<String> = steps
+            .lines()
+            .filter_map(|l| l.strip_prefix("open="))
+            .map(str::to_string)
+            .collect();
+        let other_build = built_for(&cdir).is_some();
+        let unexcused: Vec<String> = v["results"][0]["open"]
             .as_array()
-            .map(|u| {
-                u.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
+            .map(|rows| {
+                rows.iter()
+                    .filter(|o| {
+                        let row = o["row"].as_str().unwrap_or("?");
+                        let excused = declared.iter().any(|d| d == row)
+                            || (other_build
+                                && matches!(row, "built_for" | "binding" | "module_build"));
+                        !excused
+                    })
+                    .map(|o| o.to_string())
                     .collect()
             })
             .unwrap_or_default();
+        if !unexcused.is_empty() {
+            failures.push(format!(
+                "{case}: left open with the kernel's config and built-for kernel given: {}",
+                unexcused.join(", ")
+            ));
+        }
         let kind = r["verdict"]["kind"].as_str().unwrap_or("?");
         // `partial_coverage` is accepted by the kernel too, with a copy of a replaced function
         // left on the old code (exit 1): only where the DWARF of the object is at hand (a
@@ -412,13 +425,8 @@ fn judge(
         }
         let verdict = match kind {
             "partial_coverage" => "accepted".to_string(),
-            "unverified" | "binds_another_definition"
-                if built_for(&cdir).is_some()
-                    && unchecked.iter().all(|u| u.starts_with("binding")) =>
-            {
-                "accepted".to_string()
-            }
-            "unverified" => format!("unverified ({})", unchecked.join("; ")),
+            "unverified" if unexcused.is_empty() => "accepted".to_string(),
+            "binds_another_definition" if other_build => "accepted".to_string(),
             v => v.to_string(),
         };
         let logs: Vec<String> = r["problems"]
@@ -673,6 +681,42 @@ fn judge(
         ));
     }
     (compared, relocs_checked, *visits_checked, failures)
+}
+
+/// A folder of one lab kernel's packages (its lab.env's image package and, where the
+/// release ships its modules apart, the `linux-modules` package of the same release beside
+/// it): the kernel as a user hands it over, modules included, to name as the built-for one.
+struct Packages(tempfile::TempDir);
+
+impl Packages {
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+fn packages_of(lab_env: &Path) -> Packages {
+    let text =
+        std::fs::read_to_string(lab_env).unwrap_or_else(|e| panic!("{}: {e}", lab_env.display()));
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("{}: no {k}=", lab_env.display()))
+            .to_string()
+    };
+    let (image, release) = (PathBuf::from(get("IMAGE_DEB")), get("RELEASE"));
+    let dir = tempfile::tempdir().unwrap();
+    let link = |p: &Path| {
+        std::os::unix::fs::symlink(p, dir.path().join(p.file_name().unwrap())).unwrap();
+    };
+    link(&image);
+    let debs = image.parent().unwrap();
+    for e in std::fs::read_dir(debs).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&format!("linux-modules-{release}_")) {
+            link(&e.path());
+        }
+    }
+    Packages(dir)
 }
 
 /// The `built-for.txt` of a case the oracle loaded from another build's oracle (`built_for=`

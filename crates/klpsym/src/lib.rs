@@ -84,6 +84,7 @@ mod open;
 mod options;
 mod query;
 pub mod render;
+mod stack_entry;
 mod status;
 mod symbolize;
 mod target;
@@ -96,7 +97,7 @@ pub use binding::{
 pub use cache::{cache_listing, input_present, CacheListing};
 pub use check::{
     check, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage,
-    KernelCheck, KernelFailure, Patch, Unchecked,
+    KernelCheck, KernelFailure, OpenRow, Patch, Unchecked,
 };
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
 pub use copies::{Copies, Copy, CopyKind, Definition};
@@ -111,8 +112,9 @@ pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
 };
+pub use stack_entry::{parse_addr, parse_query, Query};
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
-pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, NoSymbol, Query, Resolved};
+pub use symbolize::{AddrAnswer, Ended, NoSymbol, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
 pub use trace::{Trace, TraceLine};
 
@@ -127,9 +129,9 @@ pub use klpsym_core::{
 pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 /// What a livepatch check reports.
 pub use klpsym_livepatch::{
-    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck, LogLine,
-    ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin, Problem, ProblemKind,
-    RelocationReport, ResolutionCost, Stage,
+    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck,
+    LoaderCheckKind, LogLine, ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin,
+    Problem, ProblemKind, RelocationReport, ResolutionCost, Stage,
 };
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe
