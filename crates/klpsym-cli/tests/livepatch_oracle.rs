@@ -387,9 +387,10 @@ fn judge(
                 rows.iter()
                     .filter(|o| {
                         let row = o["row"].as_str().unwrap_or("?");
-                        !declared.iter().any(|d| d == row)
-                            && !(other_build
-                                && matches!(row, "built_for" | "binding" | "module_build"))
+                        let excused = declared.iter().any(|d| d == row)
+                            || (other_build
+                                && matches!(row, "built_for" | "binding" | "module_build"));
+                        !excused
                     })
                     .map(|o| o.to_string())
                     .collect()
