@@ -6,6 +6,8 @@
 #   kallsyms-mods.txt     /proc/kallsyms after loading the modules below
 #   proc-modules.txt      /proc/modules after loading
 #   modules-loaded.txt    "<name>\t<path relative to MODULES_DIR>" in load order
+#   module-sections.txt   "<module> <section> <address>" for each loaded module, from
+#                         /sys/module/<module>/sections (where the loader put each section)
 #   finit.log             one "FINIT <path> rc=<n> errno=<name>" line per load
 #   dmesg.txt             the kernel log at the end
 #   console.log timings   from run-vm.sh
@@ -23,7 +25,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DEFAULT_MODULES="crc7 crc-itu-t dummy minix 8021q"
-OUTPUTS=(kallsyms-nomod.txt kallsyms-mods.txt proc-modules.txt modules-loaded.txt finit.log dmesg.txt)
+OUTPUTS=(kallsyms-nomod.txt kallsyms-mods.txt proc-modules.txt modules-loaded.txt module-sections.txt finit.log dmesg.txt)
 
 # resolve_load_order MODULES_DIR NAME...: print "<name>\t<relative path>" for the modules and
 # all their dependencies, every dependency before the modules that need it.
@@ -74,6 +76,15 @@ while IFS="$(printf '\t')" read -r name path; do
 done </lab/load-order.txt
 cat /proc/kallsyms >"$OUT/kallsyms-mods.txt"
 cat /proc/modules >"$OUT/proc-modules.txt"
+# Where the loader put each section of each loaded module (root reads real addresses): the
+# truth klpsym's module layout is held to, independent of /proc/kallsyms.
+: >"$OUT/module-sections.txt"
+while IFS="$(printf '\t')" read -r name path; do
+	for f in /sys/module/"$name"/sections/* /sys/module/"$name"/sections/.*; do
+		[ -f "$f" ] || continue
+		printf '%s %s %s\n' "$name" "$(basename "$f")" "$(cat "$f")" >>"$OUT/module-sections.txt"
+	done
+done <"$OUT/modules-loaded.txt"
 dmesg >"$OUT/dmesg.txt"
 exit $fail
 EOF

@@ -238,6 +238,17 @@ load_flags=%s
 			case "$step" in
 			patch) printf 'load patch /lab/lp/%s/%s %s\n' "$c" "$file" "$flags" ;;
 			module:*) module_load_lines "${step#module:}" ;;
+			# local:NAME: a module the case builds itself (NAME.ko beside the patch), published
+			# in the case's modules/ folder: a module tree of its own for klpsym (its .ko
+			# keeps kbuild's debug info, the DWARF klpsym reads copies from).
+			local:*)
+				local lname="${step#local:}"
+				[ -f "$build/cases/$c/$lname.ko" ] || die "case $c: kbuild produced no $lname.ko"
+				mkdir -p "$out/modules"
+				cp "$build/cases/$c/$lname.ko" "$out/modules/"
+				cp "$build/cases/$c/$lname.ko" "$work/lp/$c/"
+				printf 'load module /lab/lp/%s/%s.ko %s\n' "$c" "$lname" "$lname"
+				;;
 			*) die "case $c: unknown step '$step' in steps=" ;;
 			esac
 		done

@@ -33,6 +33,24 @@ for page in klpsym klpsym-check klpsym-sympos; do
 	[ -f "/usr/share/man/man1/$page.1.gz" ] || fail "no /usr/share/man/man1/$page.1.gz"
 done
 zcat /usr/share/man/man1/klpsym.1.gz | grep -q '^\.TH' || fail "klpsym.1 is not a roff page"
+# A verb's page names itself as man finds it and shows the command as typed.
+zcat /usr/share/man/man1/klpsym-check.1.gz | grep -q '^klpsym\\-check' ||
+	fail "klpsym-check.1's NAME does not read klpsym-check"
+zcat /usr/share/man/man1/klpsym-check.1.gz | sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' | grep -q 'klpsym check' ||
+	fail "klpsym-check.1's SYNOPSIS does not read 'klpsym check'"
+# Every page the main page's SEE ALSO names is installed.
+for page in $(zcat /usr/share/man/man1/klpsym.1.gz | grep -o 'klpsym\\-[a-z]*(1)' | sed 's/\\//; s/(1)//' | sort -u); do
+	[ -f "/usr/share/man/man1/$page.1.gz" ] || fail "klpsym.1 names $page(1), not installed"
+done
+# Stripped: no symbol table or DWARF left in the installed binary.
+if readelf -S "$bin" | grep -qE ' \.(symtab|debug_info) '; then
+	fail "$bin is not stripped ($(du -h "$bin" | cut -f1))"
+fi
+# Every relative link of the installed README resolves where the package put it.
+doc=/usr/share/doc/klpsym
+for link in $(grep -o '](\([^)#:]*\))' "$doc/README.md" | sed 's/^](//; s/)$//' | sort -u); do
+	[ -e "$doc/$link" ] || fail "README.md links $link: not at $doc/$link"
+done
 if command -v man >/dev/null 2>&1; then
 	MANPAGER=cat man klpsym 2>/dev/null | grep -q 'livepatch' || fail "man klpsym does not render"
 fi
@@ -40,4 +58,4 @@ bash -c '. /usr/share/bash-completion/completions/klpsym && complete -p klpsym' 
 	fail "the bash completion does not define a completion for klpsym"
 [ -s /usr/share/zsh/vendor-completions/_klpsym ] || fail "no zsh completion"
 [ -s /usr/share/fish/vendor_completions.d/klpsym.fish ] || fail "no fish completion"
-echo "check-deb: $deb installs and answers (init_once: $n definitions; man pages and completions in place)"
+echo "check-deb: $deb installs and answers (init_once: $n definitions; man pages, completions and documents in place; binary $(du -h "$bin" | cut -f1), stripped)"

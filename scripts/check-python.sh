@@ -15,4 +15,6 @@ python3 -m venv "$venv"
 CARGO_TARGET_DIR="$PWD/target" pip install --quiet --config-settings=build-args="--profile=$profile" ./python pytest
 python -c 'import klpsym, sys; print("klpsym", klpsym.__version__, "for Python", sys.version.split()[0])'
 # From the repository's root: the installed package is imported, not python/klpsym's sources.
-KLPSYM_BIN="${KLPSYM_BIN:-$PWD/target/ci/klpsym}" python -m pytest -q -p no:cacheprovider python/tests
+# Bounded: a test that waits for an event bounds itself, and the whole suite is stopped (and
+# fails) after 15 minutes whatever happens, so a lost event can never hold CI to its limit.
+KLPSYM_BIN="${KLPSYM_BIN:-$PWD/target/ci/klpsym}" timeout -k 10 900 python -m pytest -q -p no:cacheprovider python/tests

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# docs/verification.md's "verified against", livepatch-matrix and seed tables, from what the last test run
-# judged.
+# docs/verification.md's "verified against", livepatch-matrix, file:line and seed tables, from
+# what the last test run judged.
 #
 # Usage: scripts/lab-tables.sh LAB_ENV_FILES SUMMARY
 #   LAB_ENV_FILES  the lab kernels (lab.env files, ':'-separated: KLPSYM_TEST_LAB_KERNELS)
@@ -89,6 +89,7 @@ for c in $cases; do
 		refused)
 			# the first kernel line of the refusal, shortened
 			why="$(sed -n 's/^dmesg=//p' "$o" | grep -v -e 'taints kernel' -e 'tainting kernel' -e '^KLP' \
+				-e '^klplab: ' -e '^tsc: ' -e '^clocksource: ' \
 				-e 'enabling patch' -e 'transition' -e 'patching complete' -e 'applying patch' \
 				-e 'reverting patch' -e 'unpatching' | head -n1 | cut -c1-60)"
 			printf ' refused: %s |' "${why//|/\\|}" ;;
@@ -96,6 +97,18 @@ for c in $cases; do
 		esac
 	done
 	echo
+done
+
+# file:line against the two addr2lines (crates/klpsym-elf/tests/lab_lines.rs's summary lines).
+echo
+echo "| kernel | vmlinux addresses | as binutils | as llvm-addr2line | binutils: another file or line 0 | binutils: a neighbouring row | llvm: another name | in \`__pfx_\` padding | module addresses | as binutils |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+grep '^file-line ' "$summary" | while IFS= read -r line; do
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(field "$line" release)" \
+		"$(field "$line" vmlinux_addresses)" "$(field "$line" as_binutils)" "$(field "$line" as_llvm)" \
+		"$(field "$line" binutils_file_habit)" "$(field "$line" binutils_neighbour_row)" \
+		"$(field "$line" llvm_naming_habit)" "$(field "$line" padding)" \
+		"$(field "$line" module_addresses)" "$(field "$line" module_as_binutils)"
 done
 
 echo

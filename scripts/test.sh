@@ -24,14 +24,18 @@
 # 3. The closing summary: N passed, N failed, N skipped, and what was not judged and why.
 #
 # `scripts/test.sh --fast`: what needs no real kernel, in a debug build (a minute or two after
-# a one-line change); it says how much it skipped. KLPSYM_SKIP_LAB=1 runs the same tests in
+# a one-line change); it says how much it skipped. `scripts/test.sh --emptied-oracle`: the
+# lab with every oracle's record emptied, where each test that reads one must fail. KLPSYM_SKIP_LAB=1 runs the same tests in
 # the `ci` profile. Under CI=true the lab is never skipped, and a skip is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fast=0
+fast=0 emptied=0
 if [ "${1:-}" = --fast ]; then
 	fast=1
+	shift
+elif [ "${1:-}" = --emptied-oracle ]; then
+	emptied=1
 	shift
 fi
 
@@ -138,6 +142,53 @@ else
 	export KLPSYM_TEST_LIVEPATCH_DIR="$(lab_get LIVEPATCH_DIR)"
 	# Every skip fails from here on.
 	export KLPSYM_REQUIRE_LAB=1
+fi
+
+if [ "$emptied" = 1 ]; then
+	# The suite judges or fails (scripts/test.sh --emptied-oracle; not part of CI): the same
+	# lab, but every oracle's record (the livepatch and relocation oracles' folders, the
+	# klp-build record) replaced by an empty folder. Each test that reads one (noted through
+	# KLPSYM_TEST_ORACLE_READS by klpsym-testkit) must fail; one that passes is named.
+	[ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ] || { echo "scripts/test.sh: --emptied-oracle needs the lab" >&2; exit 2; }
+	empty="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-empty-oracle.XXXXXX")"
+	reads="$empty/reads.txt"
+	: >"$reads"
+	rewrite() { # lab.env files (:-separated) -> copies whose oracle keys name empty folders
+		local out=() f n=0 c
+		IFS=: read -r -a files <<<"$1"
+		for f in "${files[@]}"; do
+			n=$((n + 1))
+			c="$empty/lab$n-$2.env"
+			mkdir -p "$empty/lp$n-$2" "$empty/reloc$n-$2"
+			sed -e "s|^LIVEPATCH_DIR=.\+|LIVEPATCH_DIR=$empty/lp$n-$2|" \
+				-e "s|^RELOC_DIR=.\+|RELOC_DIR=$empty/reloc$n-$2|" "$f" >"$c"
+			out+=("$c")
+		done
+		(IFS=:; printf '%s' "${out[*]}")
+	}
+	KLPSYM_TEST_LAB_KERNELS="$(rewrite "$KLPSYM_TEST_LAB_KERNELS" main)"
+	KLPSYM_TEST_LAB_FLAVOURS="$(rewrite "$KLPSYM_TEST_LAB_FLAVOURS" flavour)"
+	mkdir -p "$empty/lp" "$empty/klp-build"
+	export KLPSYM_TEST_LAB_KERNELS KLPSYM_TEST_LAB_FLAVOURS KLPSYM_TEST_LIVEPATCH_DIR="$empty/lp"
+	[ -z "${KLPSYM_TEST_KLP_BUILD_DIR:-}" ] || export KLPSYM_TEST_KLP_BUILD_DIR="$empty/klp-build"
+	export KLPSYM_TEST_ORACLE_READS="$reads"
+	unset KLPSYM_TEST_SUMMARY
+	echo "== cargo test with every oracle emptied" >&2
+	set +e
+	cargo test --workspace --exclude klpsym-python --profile ci --no-fail-fast 2>&1 | tee "$test_log"
+	set -e
+	passed_readers="$(sort -u "$reads" | while IFS= read -r t; do
+		grep -q "^test $t \.\.\. ok\$" "$test_log" && printf '%s\n' "$t"
+	done)"
+	readers="$(sort -u "$reads" | grep -c . || true)"
+	rm -rf "$empty"
+	if [ -n "$passed_readers" ]; then
+		echo "== $readers tests read an oracle; these passed with every oracle emptied:" >&2
+		sed 's/^/   /' <<<"$passed_readers" >&2
+		exit 1
+	fi
+	echo "== $readers tests read an oracle; with every oracle emptied, each failed" >&2
+	exit 0
 fi
 
 echo "== cargo test (profile ci: overflow checks and debug assertions on)" >&2

@@ -30,3 +30,10 @@ load_module() {
 	echo "$_res" >>"$OUT/finit.log"
 	return $_rc
 }
+
+# kmark begin|end STEP: a marker line in the kernel log ("klplab: begin STEP"), so that the
+# host reads exactly one step's kernel lines (klpsym_testkit::klog). Each write opens
+# /dev/kmsg anew: the kernel rate-limits writes per open file, not across opens.
+kmark() {
+	echo "klplab: $1 $2" >/dev/kmsg
+}

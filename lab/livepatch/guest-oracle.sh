@@ -65,15 +65,13 @@ wait_gone() {
 	return 0
 }
 
-# klog KEY: drain the kernel log (dmesg -c) into KEY=<line> lines, timestamps stripped;
-# lines starting with "livepatch: " are repeated as LOGKEY=<line> when LOGKEY is given.
+# klog KEY: drain the kernel log (dmesg -c) into KEY=<line> lines, timestamps stripped, the
+# step's kmark lines included: the host keeps what lies between them (klpsym_testkit::klog),
+# and nothing here filters.
 klog() {
 	dmesg -c | sed 's/^\[[ 0-9.]*\] //' >/tmp/klog
 	while IFS= read -r _l; do
 		echo "$1=$_l"
-		if [ -n "${2:-}" ]; then
-			case "$_l" in "livepatch: "*) echo "$2=$_l" ;; esac
-		fi
 	done </tmp/klog
 }
 
@@ -106,6 +104,7 @@ run_case() {
 			echo "load=module $name" >>"$f"
 		fi
 		for _fn in $PROBES; do eval "before_$_fn=$(probe_hits "$_fn")"; done
+		kmark begin "$c load $a $name"
 		res="$(load_module "$b" "" "$flags")"
 		for _fn in $PROBES; do
 			eval "_b=\$before_$_fn"
@@ -120,7 +119,8 @@ run_case() {
 		[ "$rc" = 0 ] || verdict=refused
 		[ "$rc" = 0 ] && [ "$a" = module ] && mods="$name $mods"
 		wait_transition "$p" || echo "note=transition still 1 after 30 s" >>"$f"
-		klog dmesg log >>"$f"
+		kmark end "$c load $a $name"
+		klog dmesg >>"$f"
 		sed -n 's/^KLPADDR /addr_enable /p' /tmp/klog >>/tmp/addr_enable
 	done <"$plan"
 	if [ -d "$LIVEPATCH/$p" ]; then
@@ -150,7 +150,9 @@ run_case() {
 		sed -n 's/^exercise //p' "$plan" >/tmp/exercises
 		while IFS= read -r cmd; do
 			echo "run=$cmd" >>"$f"
+			kmark begin "$c run"
 			sh -c "$cmd" >/tmp/run.out 2>&1 </dev/null
+			kmark end "$c run"
 			sed 's/^/out=/' /tmp/run.out >>"$f"
 			klog run_dmesg >>"$f"
 			sed -n 's/^KLPREL /reloc /p' /tmp/klog >>"$f"
@@ -159,6 +161,7 @@ run_case() {
 	echo "verdict=$verdict" >>"$f"
 	# Teardown, so that the next case starts from a kernel without patches or modules.
 	cleanup=ok
+	kmark begin "$c teardown"
 	if [ -d "$LIVEPATCH/$p" ]; then
 		echo 0 >"$LIVEPATCH/$p/enabled" || cleanup="failed: enabled=0 refused"
 		wait_gone "$p" || cleanup="failed: patch $p still in $LIVEPATCH after 30 s"
@@ -169,6 +172,7 @@ run_case() {
 	for m in $mods; do
 		rmmod "$m" >/tmp/rmmod.out 2>&1 || cleanup="failed: rmmod $m: $(cat /tmp/rmmod.out)"
 	done
+	kmark end "$c teardown"
 	klog teardown >>"$f"
 	echo "cleanup=$cleanup" >>"$f"
 	emit cases "$c verdict=$verdict cleanup=$cleanup"

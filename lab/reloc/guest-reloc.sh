@@ -4,7 +4,8 @@
 # other in this one boot, each with exactly one finit_module(2) call, and writes for each
 # case $OUT/<case>/:
 #   errno     0 when the module loaded, else the errno name (ENOEXEC, ...)
-#   dmesg     the kernel lines printed during that load, timestamps stripped
+#   dmesg     the kernel lines printed during that load, timestamps stripped, between its
+#             kmark lines (the host keeps what lies between them: klpsym_testkit::klog)
 #   sections  (loaded modules) "NAME ADDR" for every file of /sys/module/<case>/sections/
 # and, after all loads, $OUT/kallsyms (/proc/kallsyms, read as root: real addresses).
 # Loaded modules stay loaded, so that kallsyms shows them all.
@@ -16,7 +17,9 @@ while read -r c; do
 	o="$OUT/$c"
 	mkdir -p "$o"
 	dmesg -c >/dev/null
+	kmark begin "$c"
 	res="$(load_module "$R/$c.ko")"
+	kmark end "$c"
 	errno="$(echo "$res" | sed -n 's/.* errno=\([A-Z0-9]*\).*/\1/p')"
 	echo "${errno:-?}" >"$o/errno"
 	dmesg -c | sed 's/^\[[ 0-9.]*\] //' >"$o/dmesg"

@@ -25,6 +25,9 @@ from ._klpsym import (  # noqa: F401
     CancelledError,
     CheckResult,
     CheckRun,
+    Copy,
+    Coverage,
+    Definition,
     Drift,
     DriftRow,
     Error,
@@ -59,9 +62,22 @@ POSITION_NOT_FOUND = "position_not_found"
 ACCEPTED = "accepted"
 UNVERIFIED = "unverified"
 BINDS_ANOTHER_DEFINITION = "binds_another_definition"
+PARTIAL_COVERAGE = "partial_coverage"
 REFUSED_AT_LOAD = "refused_at_load"
 REFUSED_WHEN_MODULE_LOADS = "refused_when_module_loads"
 ORDINARY_MODULE = "ordinary_module"
+
+# Copy.kind (Kernel.copies, CheckResult.coverage).
+OUT_OF_LINE = "out_of_line"
+CLONE = "clone"
+INLINED = "inlined"
+BY_NAME = "by_name"
+
+# Copy.status in a check's coverage.
+REPLACED = "replaced"
+NOT_REPLACED = "not_replaced"
+INIT = "init"
+UNKNOWN = "unknown"
 
 # Binding.as_built.
 SAME = "same"

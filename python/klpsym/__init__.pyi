@@ -78,6 +78,44 @@ class Kernel:
     def symbolize_batch(self, addresses: Sequence[int]) -> List[Optional[Symbol]]: ...
     def describe(self, address: int) -> str: ...
     def resolve(self, name: str, offset: int = 0, *, size: Optional[int] = None, module: Optional[str] = None) -> List[int]: ...
+    def copies(self, name: str, *, file: Optional[str] = None, object: Optional[str] = None) -> List[Definition]: ...
+
+class Copy:
+    kind: str
+    symbol: Optional[str]
+    position: Optional[int]
+    offset: Optional[int]
+    address: Optional[int]
+    section: Optional[str]
+    parts: List[str]
+    through: List[str]
+    call_site: Optional[str]
+    init: bool
+    bytes: int
+    status: Optional[str]
+    patch: Optional[str]
+    replaced_by: Optional[str]
+    as_built: Optional[str]
+
+class Definition:
+    name: str
+    object: str
+    file: str
+    decl_file: Optional[str]
+    decl_line: Optional[int]
+    copies: List[Copy]
+    incomplete: List[str]
+
+class Coverage:
+    object: str
+    name: str
+    sympos: int
+    definition: Optional[str]
+    copies: List[Copy]
+    gone: List[Copy]
+    unchecked: Optional[str]
+    incomplete: List[str]
+    not_replaced: List[Copy]
 
 class Patch:
     path: str
@@ -113,9 +151,13 @@ class CheckResult:
     verdict: str
     errno: Optional[int]
     unchecked: List[str]
+    unchecked_coverage: List[str]
+    open: List[Tuple[str, str]]
     problems: List[Problem]
     kernel_log: List[str]
     bindings: List[Binding]
+    coverage: List[Coverage]
+    partial_coverage: bool
     loader_checks: List[Tuple[str, str, str]]
     json: str
     text: str

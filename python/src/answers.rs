@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 /// A kind's JSON name (`accepted`, `symbol_not_found`, ...): what Python sees.
-fn kind_name<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn kind_name<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| match v {
@@ -332,7 +332,7 @@ impl From<klpsym::Binding> for Binding {
             klpsym::AsBuilt::Gone { built_for } => {
                 format!("built for {built_for}, which this kernel does not have")
             }
-            klpsym::AsBuilt::Unproven { why } => why.clone(),
+            klpsym::AsBuilt::Unproven { why } | klpsym::AsBuilt::Assumed { why } => why.clone(),
         });
         Binding {
             source: kind_name(&b.source),
@@ -370,24 +370,56 @@ impl Binding {
     }
 }
 
+/// An open row as `(row, what)`.
+fn open_row(o: &klpsym::OpenRow) -> (String, String) {
+    let row = serde_json::to_value(o)
+        .ok()
+        .and_then(|v| v.get("row").and_then(|r| r.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    let what = match o {
+        klpsym::OpenRow::LoaderCheck { check } => check.to_string(),
+        klpsym::OpenRow::DeferredObject { module } | klpsym::OpenRow::ModuleBuild { module } => {
+            module.clone()
+        }
+        klpsym::OpenRow::Binding {
+            object,
+            name,
+            sympos,
+        } => format!("{object}:{name},{sympos}"),
+        _ => String::new(),
+    };
+    (row, what)
+}
+
 /// One kernel's answer for a patch.
 #[pyclass(module = "klpsym", frozen, get_all)]
 pub struct CheckResult {
     /// The kernel's source.
     pub kernel: String,
-    /// `accepted`, `unverified`, `binds_another_definition`, `refused_at_load`,
-    /// `refused_when_module_loads`, `ordinary_module`.
+    /// `accepted`, `unverified`, `binds_another_definition`, `partial_coverage`,
+    /// `refused_at_load`, `refused_when_module_loads`, `ordinary_module`.
     pub verdict: String,
     /// The errno of a refused load.
     pub errno: Option<i32>,
     /// What was not checked (a reason the verdict is `unverified`).
     pub unchecked: Vec<String>,
+    /// The replaced functions whose copies were not checked, each with why.
+    pub unchecked_coverage: Vec<String>,
+    /// The same rows typed, as `(row, what)`: `("loader_check", "signature")`,
+    /// `("deferred_object", "dummy")`, `("built_for", "")`, `("binding", "vmlinux:f,2")`,
+    /// `("module_build", "dummy")`, `("not_a_livepatch", "")`.
+    pub open: Vec<(String, String)>,
     /// Every problem, in the kernel's order.
     pub problems: Vec<Problem>,
     /// The lines the kernel prints, in order.
     pub kernel_log: Vec<String>,
     /// What every symbol binds.
     pub bindings: Vec<Binding>,
+    /// Every copy of each replaced function and whether the patch replaces it: a list of
+    /// Coverage (verdict `partial_coverage` when a copy is not replaced).
+    pub coverage: Vec<crate::copies::Coverage>,
+    /// Whether the patch leaves a copy of a replaced function running the old code.
+    pub partial_coverage: bool,
     /// The module loader's checks: (check, status, detail).
     pub loader_checks: Vec<(String, String, String)>,
     /// The report as JSON (docs/json.md's `results` element).
@@ -408,6 +440,7 @@ impl From<klpsym::KernelCheck> for CheckResult {
             verdict: kind_name(&rep.verdict.kind),
             errno: rep.verdict.errno,
             unchecked: r.unchecked.iter().map(ToString::to_string).collect(),
+            open: r.open_rows().map(open_row).collect(),
             problems: rep
                 .problems
                 .iter()
@@ -435,6 +468,13 @@ impl From<klpsym::KernelCheck> for CheckResult {
                 .loader_checks
                 .iter()
                 .map(|c| (c.check.to_string(), kind_name(&c.status), c.detail.clone()))
+                .collect(),
+            partial_coverage: r.partial_coverage(),
+            unchecked_coverage: r.coverage_unchecked().collect(),
+            coverage: r
+                .coverage
+                .into_iter()
+                .map(crate::copies::Coverage::from)
                 .collect(),
             bindings: r.bindings.into_iter().map(Binding::from).collect(),
             json,

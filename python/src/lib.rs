@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 
 mod answers;
+mod copies;
 mod errors;
 
 use answers::*;
@@ -37,8 +38,9 @@ fn options(
     let mut o = klpsym::Options::new().cache(cache).yield_cpu(yield_cpu);
     o.modules = modules;
     o.debug_vmlinux = debug_vmlinux;
+    o.cancel = Some(Arc::clone(&interrupt.cancel));
     let seen = Arc::new(AtomicUsize::new(0));
-    let caught = Arc::clone(&interrupt.0);
+    let caught = interrupt.clone();
     let yielding = yield_cpu;
     o.policy = klpsym::PointPolicy::Callback(Arc::new(move || {
         if yielding {
@@ -50,12 +52,12 @@ fn options(
         {
             return Ok(());
         }
+        // On Python's main thread this runs the handlers of signals that came; elsewhere
+        // CPython answers that none came (a watched call's thread asks instead).
         Python::attach(|py| match py.check_signals() {
             Ok(()) => Ok(()),
             Err(e) => {
-                if let Ok(mut c) = caught.lock() {
-                    c.get_or_insert(e);
-                }
+                caught.caught(e);
                 Err(klpsym::Cancelled)
             }
         })
@@ -191,6 +193,25 @@ impl Kernel {
         Ok(a.matches.into_iter().map(NameMatch::from).collect())
     }
 
+    /// Every function named `name` (in source file `file`, in `object`: vmlinux by default)
+    /// with every place its code lives, from the kernel's DWARF: a list of Definition, each
+    /// with its copies (out of line, clones, inlined into which functions).
+    #[pyo3(signature = (name, *, file=None, object=None))]
+    fn copies(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        file: Option<&str>,
+        object: Option<&str>,
+    ) -> PyResult<Vec<copies::Definition>> {
+        let k = Arc::clone(&self.inner);
+        let c = self.interrupt.run(py, || k.copies(name, file, object))?;
+        Ok(c.definitions
+            .into_iter()
+            .map(copies::Definition::from)
+            .collect())
+    }
+
     /// `%pS` of `address`: a Symbol, or None where the kernel has no symbol (it prints the
     /// number). `return_address`: as `%pB` (the caller of a call that ends a function).
     #[pyo3(signature = (address, *, return_address=false))]
@@ -263,7 +284,7 @@ fn open(
         yield_cpu,
         &interrupt,
     );
-    let k = interrupt.run(py, || klpsym::open(&source, &opts))?;
+    let k = interrupt.run_watched(py, || klpsym::open(&source, &opts))?;
     Ok(Kernel {
         inner: Arc::new(k),
         interrupt,
@@ -276,7 +297,7 @@ fn open(
 fn open_running(py: Python<'_>, no_cache: bool, yield_cpu: bool) -> PyResult<Kernel> {
     let interrupt = Interrupt::default();
     let opts = options(None, no_cache, None, None, yield_cpu, &interrupt);
-    let k = interrupt.run(py, || klpsym::open_running(&opts))?;
+    let k = interrupt.run_watched(py, || klpsym::open_running(&opts))?;
     Ok(Kernel {
         inner: Arc::new(k),
         interrupt,
@@ -301,7 +322,7 @@ fn open_all(
 ) -> PyResult<Opened> {
     let interrupt = Interrupt::default();
     let opts = options(cache_dir, no_cache, modules, None, yield_cpu, &interrupt);
-    let set = interrupt.run(py, || klpsym::KernelSet::open(&sources, &opts))?;
+    let set = interrupt.run_watched(py, || klpsym::KernelSet::open(&sources, &opts))?;
     let said = notes(set.notes());
     let (kernels, failed, _) = set.into_parts();
     let kernels = kernels
@@ -409,7 +430,7 @@ fn check(
     let interrupt = first.get().interrupt.clone();
     let copts = check_options(built_for, force, btf);
     let p = Arc::clone(&patch.inner);
-    let run = interrupt.run(py, || {
+    let run = interrupt.run_watched(py, || {
         let refs: Vec<&klpsym::Kernel> = held.iter().map(|k| k.as_ref()).collect();
         klpsym::check(&p, &refs, &copts)
     })?;
@@ -447,20 +468,22 @@ impl FleetIter {
         let Some(it) = guard.as_mut() else {
             return Ok(None);
         };
-        let next = py.detach(|| it.next());
+        // The jobs run on the fleet's own threads: this thread watches for Ctrl-C while it
+        // waits for the next kernel, and a signal cancels every job.
+        let next = self.interrupt.run_watched(py, || it.next().transpose());
         match next {
-            None => {
+            Ok(None) => {
                 *guard = None;
                 Ok(None)
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 *guard = None;
-                Err(self.interrupt.take().unwrap_or_else(|| py_err(e)))
+                Err(e)
             }
-            Some(Ok(klpsym::FleetItem::Checked(r))) => {
+            Ok(Some(klpsym::FleetItem::Checked(r))) => {
                 Ok(Some(Py::new(py, CheckResult::from(*r))?.into_any()))
             }
-            Some(Ok(klpsym::FleetItem::Failed(f))) => {
+            Ok(Some(klpsym::FleetItem::Failed(f))) => {
                 Ok(Some(Py::new(py, Failure::from(f))?.into_any()))
             }
         }
@@ -490,9 +513,8 @@ fn fleet(
         Some(s) => s.parse().map_err(py_err)?,
         None => klpsym::Shard::ALL,
     };
-    let f = py
-        .detach(|| klpsym::Fleet::new(&sources, &opts))
-        .map_err(py_err)?
+    let f = interrupt
+        .run_watched(py, || klpsym::Fleet::new(&sources, &opts))?
         .shard(shard)
         .jobs(jobs);
     let it = f.check(
@@ -517,6 +539,7 @@ fn _klpsym(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Patch>()?;
     m.add_class::<FleetIter>()?;
     answers::register(m)?;
+    copies::register(m)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

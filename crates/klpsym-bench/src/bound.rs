@@ -354,6 +354,7 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
             || Ok(()),
             |(), r| Ok(load(&elf, &LoadOptions::default(), r)?),
         )?;
+        copies(&mut x, &elf, runs)?;
     }
     if let Some(dir) = args.modules.clone() {
         let tree = klpsym_io::ModuleTree::scan(&dir)?;
@@ -384,6 +385,44 @@ pub fn run(args: BoundArgs) -> Result<Vec<OpResult>, BoxError> {
         println!("over the bound in every run: {}", over.join("; "));
     }
     Ok(x.results)
+}
+
+/// The DWARF walks of a vmlinux with debug info: every copy of a spread of its static
+/// functions (what a check's coverage reads), and the index of all of it (one walk of every
+/// unit, what `copies NAME` needs once).
+fn copies(x: &mut Runner, elf: &Path, runs: usize) -> Result<(), BoxError> {
+    let bytes = std::fs::read(elf)?;
+    let t = klpsym_elf::vmlinux_kallsyms(&bytes, None)?;
+    let statics: Vec<u64> = t
+        .entries
+        .iter()
+        .filter(|e| e.kind == b't')
+        .map(|e| e.addr)
+        .step_by(997)
+        .take(40)
+        .collect();
+    drop(t);
+    let shared: klpsym_elf::Shared = std::sync::Arc::new(bytes);
+    let lines = klpsym_elf::DebugLines::vmlinux(shared).ok_or("the vmlinux has no DWARF")?;
+    x.measure(
+        &format!("DWARF copies of {} functions", statics.len()),
+        runs,
+        || Ok(()),
+        |(), r| {
+            let mut copies = 0usize;
+            for &a in &statics {
+                copies += lines.copies_at(a, None, r)?.map_or(0, |f| f.copies.len());
+            }
+            Ok(copies)
+        },
+    )?;
+    x.measure(
+        "DWARF copies index (every unit)",
+        runs.min(3),
+        || Ok(()),
+        |(), r| Ok(lines.copies_index(r)?.free_with_points(r)?),
+    )?;
+    Ok(())
 }
 
 /// Interval sweep: for each interval, the CPU cost of points that yield (against points that

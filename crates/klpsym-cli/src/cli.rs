@@ -5,8 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
-Exit status: 0 found / ok; 1 the kernel would say no (not found, ambiguous, bad position,
-an address outside every symbol); 2 usage or input error.
+Exit status, by what was asked and answered: 0 found / ok on every kernel; 1 some answer is
+no or not a whole one (not found, ambiguous, bad position, an address outside every symbol, a
+stack entry that cannot be decoded); 2 only where the question could not be asked: a usage
+mistake, or a source that could not be read (its own error; the other kernels still answer).
+The table per verb: docs/cli.md.
 
 Examples:
   klpsym sympos init_once                 every init_once with the position old_sympos takes
@@ -41,6 +44,12 @@ pub enum Command {
     Lookup(LookupArgs),
     /// List every definition of NAME with its position (old_sympos), address, type and object.
     Sympos(SymposArgs),
+    /// Where a function's code lives, from the kernel's DWARF: out of line, cloned by the
+    /// compiler (.isra, .constprop, .part), inlined into which functions (with the position a
+    /// klp_func names each by), for each function of that name (static functions of one name
+    /// in several files are several functions). A patch replacing the function alone leaves
+    /// every other copy running the old code.
+    Copies(CopiesArgs),
     /// How names' definitions differ between builds, without a patch: each definition matched
     /// by its source file and rank in it (same, moved, gone, new), so a position chosen on the
     /// first --kernel can be checked on every other.
@@ -258,6 +267,23 @@ pub struct SymposArgs {
     pub source: SourceArgs,
 }
 
+/// `klpsym copies`.
+#[derive(Debug, Args)]
+pub struct CopiesArgs {
+    /// The function's name (a clone's symbol, `foo.isra.0`, asks for the function it copies).
+    pub name: String,
+    /// Only the functions of this source file (`fs/inode.c`, or a header for a `static
+    /// inline` function), matched on a path suffix of the compilation unit or the declaring
+    /// file.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
+    /// The object: vmlinux (default) or a module name (read from the module's debug file).
+    #[arg(long, value_name = "OBJ")]
+    pub object: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
 /// `klpsym drift`.
 #[derive(Debug, Args)]
 pub struct DriftArgs {
@@ -302,11 +328,13 @@ pub struct SearchArgs {
 pub struct AddrArgs {
     /// Addresses in hex (with or without 0x), or `name+0xoff[/0xsize] [module]`. None: read
     /// standard input, a pasted oops or trace as it is: every line is printed in order, each
-    /// stack entry in it (`[<ffffffff81...>]`, `? name+0x10/0xa0 [mod]`, `RIP: 0010:name+...`,
-    /// a bare address) followed by ` => ` and what it is in this kernel.
+    /// stack entry in it (every form x86 and arm64 kernels print: `[<ffffffff81...>]`,
+    /// `? name+0x10/0xa0 [mod]`, `? 0xffffffffc0001234`, `RIP: 0010:name+...`, `pc : ...`,
+    /// `lr : ...`, a bare address, with time stamps) followed by ` => ` and what it is in this
+    /// kernel; an entry that cannot be decoded is marked in place (exit 1).
     pub addrs: Vec<String>,
-    /// With standard input: a line that holds no stack entry is an error (exit 2), not passed
-    /// through.
+    /// With standard input: a line that holds no stack entry is an entry that cannot be
+    /// decoded (marked, exit 1), not passed through.
     #[arg(long)]
     pub strict: bool,
     /// After an address without a symbol (printed as the number, as %pS prints it), say why
@@ -374,9 +402,11 @@ pub struct CheckArgs {
     pub explain: bool,
     /// Exit 1 unless everything that decides the load was checked: a deferred object without
     /// its module's .ko, a module-loader check whose target fact is unknown (vermagic, CRCs,
-    /// CONFIG_LIVEPATCH; the signature is left out: keyrings are not readable), a module
-    /// that is not a livepatch, or, against a built-for kernel, a binding nothing proves (no
-    /// source file on either side). For CI.
+    /// CONFIG_LIVEPATCH, the signature policy without the kernel's config: --kernel-config;
+    /// a signed module's signature, whose keyring no file shows), a module that is not a
+    /// livepatch, or, against a built-for kernel, a binding nothing proves (no source file on
+    /// either side). Each open row is named on the verdict line and in --json's `open`. For
+    /// CI.
     #[arg(long)]
     pub strict: bool,
     /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
@@ -391,7 +421,9 @@ pub struct CheckArgs {
     /// folder of one release's packages): every replaced function and klp relocation symbol
     /// is checked to bind, on each kernel, the definition it binds there (same source file,
     /// same copy in it). One that loads but binds another definition exits 1. Default: the
-    /// kernel given with --kernel whose release the patch's vermagic names, if any.
+    /// kernel given with --kernel whose release the patch's vermagic names, if any (in a
+    /// fleet too: found first among all its kernels); that kernel's own bindings are then
+    /// `assumed from vermagic`, never `as built`.
     #[arg(long, value_name = "KERNEL")]
     pub built_for: Option<PathBuf>,
     /// Predict a forced load, as `modprobe --force` or `finit_module(2)` with
@@ -401,6 +433,10 @@ pub struct CheckArgs {
     /// series, tainted, and every symbol is bound as the positions say: see --built-for.
     #[arg(long)]
     pub force: bool,
+    /// Do not look for the copies of what the patch replaces (inlined into other functions,
+    /// cloned by the compiler) in the kernel's DWARF: no coverage, no PARTIAL COVERAGE.
+    #[arg(long)]
+    pub no_coverage: bool,
     /// A fleet, one kernel at a time: each kernel is opened, checked and freed before the
     /// next (memory bounded by one kernel, whatever the number of kernels), and printed as
     /// soon as it is checked, one JSON object per line (JSON Lines: the object of --json's

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lookup(a) => commands::lookup::run(&a),
         Command::Sympos(a) => commands::sympos::run(&a),
+        Command::Copies(a) => commands::copies::run(&a),
         Command::Drift(a) => commands::drift::run(&a),
         Command::Search(a) => commands::search::run(&a),
         Command::Addr(a) => commands::addr::run(&a),

@@ -100,8 +100,14 @@ fn built_for_predicts_the_definition_each_build_binds() {
     let flavours = klpsym_testkit::lab::flavour_kernels();
     let (mut plain, mut plain_moved) = (0, 0);
     let all: Vec<&klpsym_testkit::lab::LabKernel> = kernels.iter().chain(&flavours).collect();
+    // Bindings judged on a kernel loaded unforced (another flavour), per case.
+    let mut plain_by_case: BTreeMap<String, usize> = BTreeMap::new();
     for &k in &all {
         let Some(dbg) = k.get("VMLINUX_DBG").map(PathBuf::from) else {
+            klpsym_testkit::lab::skip(
+                &format!("{}: bindings across builds", k.name),
+                "the kernel has no -dbg vmlinux in the lab",
+            );
             continue;
         };
         for (case, suite) in &cases {
@@ -246,6 +252,7 @@ fn built_for_predicts_the_definition_each_build_binds() {
                 if other && !forced {
                     plain += 1;
                     plain_moved += usize::from(truly_moved);
+                    *plain_by_case.entry(case.clone()).or_insert(0) += 1;
                 }
                 judged += 1;
             }
@@ -312,6 +319,28 @@ fn built_for_predicts_the_definition_each_build_binds() {
             "the flavour kernels loaded {plain} bindings with a plain load, {plain_moved} moved: \
              the pair no longer shows a misbinding the kernel accepts unforced"
         );
+        // Every position a plain-loaded case pins was judged there: as many bindings as its
+        // case.conf has pin= lines, on each other flavour that loaded it.
+        for (case, _) in cases.iter().filter(|(c, _)| {
+            std::fs::read_to_string(cases_dir.join(c).join("case.conf"))
+                .is_ok_and(|t| t.lines().any(|l| l == "load=plain"))
+        }) {
+            let conf = std::fs::read_to_string(cases_dir.join(case).join("case.conf")).unwrap();
+            let pins = conf.lines().filter(|l| l.starts_with("pin=")).count();
+            let loaded_on = flavours
+                .iter()
+                .filter(|k| {
+                    conf.lines()
+                        .find_map(|l| l.strip_prefix("load_on="))
+                        .is_some_and(|on| on.split_whitespace().any(|id| id == k.id()))
+                })
+                .count();
+            let judged_here = plain_by_case.get(case).copied().unwrap_or(0);
+            assert!(
+                pins > 0 && judged_here == pins * loaded_on,
+                "{case}: {pins} pinned positions on {loaded_on} other flavour(s), {judged_here} bindings judged loaded unforced"
+            );
+        }
     }
     // The pair judged something in each direction: moved and kept definitions, on the other
     // build (a matrix without both builds cannot judge drift).

@@ -110,8 +110,9 @@ fn unchecked_deferred_objects_are_impossible_to_miss() {
     assert!(r["unchecked"][0].as_str().unwrap().contains("dummy"));
     let o = run(&["check", &patch, "--kernel", &l.vmlinuz, "--strict"]);
     assert_eq!(o.status.code(), Some(1));
-    // With the module tree everything is checked: --strict passes.
-    let o = run(&[
+    // With the module tree everything that decides the load is checked; the copies of
+    // dummy_get_stats64 are not (the package's dummy.ko has no debug info): --strict says so.
+    let with_tree = [
         "check",
         &patch,
         "--kernel",
@@ -119,7 +120,20 @@ fn unchecked_deferred_objects_are_impossible_to_miss() {
         "--modules",
         &l.modules,
         "--strict",
-    ]);
+    ];
+    let o = run(&with_tree);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains(
+            "NOT CHECKED: coverage of dummy:dummy_get_stats64,0: no debug file for module dummy"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    // Coverage not asked for: --strict passes.
+    let mut no_coverage = with_tree.to_vec();
+    no_coverage.push("--no-coverage");
+    let o = run(&no_coverage);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 

@@ -64,6 +64,66 @@ fn normalize(line: &str) -> String {
     }
 }
 
+/// How many relocations the module loader applies from each relocation section of `ko`, as
+/// binutils' `readelf -SW -rW` lists them: the `.rela*`/`.rel*` sections whose target
+/// section (`sh_info`) is allocated (apply_relocations() skips the others, debug sections'
+/// among them). An independent count to hold klpsym's list to.
+fn readelf_applied_counts(ko: &Path) -> std::collections::BTreeMap<String, usize> {
+    let out = std::process::Command::new("readelf")
+        .args(["-SW", "-rW"])
+        .arg(ko)
+        .output()
+        .unwrap_or_else(|e| panic!("readelf (binutils) is needed here: {e}"));
+    assert!(out.status.success(), "readelf -S -r {}", ko.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Section headers: index -> (name, flags, info).
+    let mut sections = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('[') else {
+            continue;
+        };
+        let Some((idx, rest)) = rest.split_once(']') else {
+            continue;
+        };
+        let Ok(idx) = idx.trim().parse::<usize>() else {
+            continue;
+        };
+        // Name Type Address Off Size ES Flg Lk Inf Al (Flg may be empty).
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() < 9 {
+            continue;
+        }
+        let (name, info) = (
+            f[0].to_string(),
+            f[f.len() - 2].parse::<usize>().unwrap_or(0),
+        );
+        let flags = if f.len() == 10 { f[6] } else { "" };
+        sections.insert(idx, (name, flags.to_string(), info));
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("Relocation section '") else {
+            continue;
+        };
+        let (name, rest) = rest.split_once('\'').expect("a quoted name");
+        let n: usize = rest
+            .split_whitespace()
+            .skip_while(|w| *w != "contains")
+            .nth(1)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("readelf: no entry count in {line:?}"));
+        let target_alloc = sections
+            .values()
+            .find(|(n2, _, _)| n2 == name)
+            .and_then(|(_, _, info)| sections.get(info))
+            .is_some_and(|(_, flags, _)| flags.contains('A'));
+        if target_alloc {
+            counts.insert(name.to_string(), n);
+        }
+    }
+    counts
+}
+
 /// The errno a case recorded: a number or a name.
 fn errno_name(raw: &str) -> String {
     match raw.trim() {
@@ -163,6 +223,20 @@ fn judge(dir: &Path, vmlinuz: &Path) -> (BTreeSet<String>, Vec<String>) {
                 ));
                 continue;
             }
+            // Every relocation the loader applies is listed, as many per section as readelf
+            // counts (judging only the listed ones would pass a list that dropped some).
+            let mut listed = std::collections::BTreeMap::new();
+            for x in r["ordinary_relocations"].as_array().unwrap() {
+                *listed
+                    .entry(x["section"].as_str().unwrap_or("?").to_string())
+                    .or_insert(0usize) += 1;
+            }
+            let counted = readelf_applied_counts(&ko);
+            if counted.is_empty() || listed != counted {
+                failures.push(format!(
+                    "{name}: readelf counts {counted:?} relocations the loader applies, klpsym lists {listed:?}"
+                ));
+            }
             let block = std::fs::read(case.join("block.bin")).unwrap();
             let mut seen = 0;
             for x in r["ordinary_relocations"].as_array().unwrap() {
@@ -218,12 +292,18 @@ fn judge(dir: &Path, vmlinuz: &Path) -> (BTreeSet<String>, Vec<String>) {
             if predicted.as_deref() != Some(errno.as_str()) {
                 failures.push(format!("{name}: errno {errno}, klpsym {predicted:?}"));
             }
-            let kernel: Vec<String> = read(&case.join("dmesg"))
-                .lines()
-                .filter(|l| !l.contains("taints kernel") && !l.contains("tainting kernel"))
-                .filter(|l| !l.trim().is_empty())
-                .map(normalize)
-                .collect();
+            let kernel: Vec<String> =
+                match klpsym_testkit::klog::bracketed(read(&case.join("dmesg")).lines()) {
+                    Ok(lines) => lines
+                        .iter()
+                        .filter(|l| !klpsym_testkit::klog::is_taint_notice(l))
+                        .map(|l| normalize(l))
+                        .collect(),
+                    Err(e) => {
+                        failures.push(format!("{name}: the guest's log of the load: {e}"));
+                        continue;
+                    }
+                };
             let klpsym: Vec<String> = r["kernel_log"]
                 .as_array()
                 .unwrap()

@@ -34,12 +34,15 @@ fn kernel_words(oracle: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// (address, %pS, %pB) of each `out=KLPSYM` line with three columns.
+/// (address, %pS, %pB) of each `out=KLPSYM` line; the symbolize case prints three columns,
+/// and a line of another shape fails the test naming it.
 fn kernel_lines(oracle: &str) -> Vec<(String, String, String)> {
     kernel_words(oracle)
         .into_iter()
-        .filter(|w| w.len() == 3)
-        .map(|w| (w[0].clone(), w[1].clone(), w[2].clone()))
+        .map(|w| match &w[..] {
+            [a, s, b] => (a.clone(), s.clone(), b.clone()),
+            _ => panic!("an out=KLPSYM line of {} words, not 3: {w:?}", w.len()),
+        })
         .collect()
 }
 
@@ -105,11 +108,15 @@ fn klpsym_answers(
         .collect()
 }
 
-/// (address, %pS, %pB, %ps) of each `out=KLPSYM` line with four columns.
-fn kernel_lines4(oracle: &str) -> Vec<[String; 4]> {
+/// (address, %pS, %pB, %ps) of each `out=KLPSYM` line; a line of another shape is an error
+/// naming it (a line passed over would shrink what is judged unseen).
+fn kernel_lines4(oracle: &str) -> Result<Vec<[String; 4]>, String> {
     kernel_words(oracle)
         .into_iter()
-        .filter_map(|w| <[String; 4]>::try_from(w).ok())
+        .map(|w| {
+            <[String; 4]>::try_from(w)
+                .map_err(|w| format!("an out=KLPSYM line of {} words, not 4: {w:?}", w.len()))
+        })
         .collect()
 }
 
@@ -135,20 +142,26 @@ fn addr_prints_what_the_kernels_percent_ps_print_for_a_modules_every_class() {
         let during_init = |l: &[String; 4]| {
             l[1].starts_with(init_fn) || l[1].starts_with(&format!("__pfx_{init_fn}+"))
         };
+        let all = match kernel_lines4(&oracle) {
+            Ok(all) => all,
+            Err(e) => {
+                failures.push(format!("{}: symbolize-module: {e}", k.name));
+                continue;
+            }
+        };
         let (init_lines, lines): (Vec<[String; 4]>, Vec<[String; 4]>) =
-            kernel_lines4(&oracle).into_iter().partition(during_init);
+            all.into_iter().partition(during_init);
         if init_lines.is_empty() {
             failures.push(format!("{}: the guest printed no init-time line", k.name));
         }
-        // After init the kernel has freed that memory: the number, as %pS prints it then.
-        let init_addrs: Vec<String> = init_lines.iter().map(|l| l[0].clone()).collect();
-        let after = klpsym_answers(&cdir, &k.path("VMLINUZ"), module, &init_addrs, false);
-        for (l, (got, _)) in init_lines.iter().zip(&after) {
-            let a = u64::from_str_radix(&l[0], 16).unwrap();
-            if got != &format!("{a:#x}") {
+        // klpsym answers for the module as it is after init, when the loader has freed the
+        // init memory: the guest printed every init-time address again then (the case's
+        // exercise), and those later lines are among `lines`, judged below like the rest.
+        for l in &init_lines {
+            if !lines.iter().any(|m| m[0] == l[0]) {
                 failures.push(format!(
-                    "{}: {}: freed init memory, klpsym {got}",
-                    k.name, l[0]
+                    "{}: {}: printed during init ({}), never again after it",
+                    k.name, l[0], l[1]
                 ));
             }
         }
@@ -303,6 +316,10 @@ fn addr_prints_file_line_as_addr2line_does_for_kernel_and_module_addresses() {
     for k in livepatch_kernels() {
         let dbg = k.path("VMLINUX_DBG");
         if k.value("VMLINUX_DBG").is_empty() {
+            klpsym_testkit::lab::skip(
+                &format!("{}: addr file:line", k.name),
+                "the kernel has no -dbg vmlinux in the lab",
+            );
             continue;
         }
         let cdir = k.path("LIVEPATCH_DIR").join("symbolize");
@@ -345,6 +362,14 @@ fn addr_prints_file_line_as_addr2line_does_for_kernel_and_module_addresses() {
         let (mut kernel_lines_seen, mut module_lines_seen) = (0, 0);
         for a in v["results"][0]["addresses"].as_array().unwrap() {
             let (Some(sym), Some(off)) = (a["symbol"].as_str(), a["offset"].as_str()) else {
+                // No symbol (the kernel printed the number): no line either.
+                judged += 1;
+                if a["source"].as_array().is_some_and(|s| !s.is_empty()) {
+                    failures.push(format!(
+                        "{}: {}: no symbol, yet klpsym gives a line: {a}",
+                        k.name, a["address"]
+                    ));
+                }
                 continue;
             };
             let off = u64::from_str_radix(off.trim_start_matches("0x"), 16).unwrap();

@@ -157,7 +157,7 @@ impl<'d> DebugSections<'d> {
     }
 }
 
-enum Stop {
+pub(crate) enum Stop {
     Cancelled,
     Dwarf,
 }
@@ -230,7 +230,7 @@ fn read(
 }
 
 /// Where a function is declared, from its DWARF subprogram entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DeclLine {
     /// `DW_AT_decl_file`: the compilation unit's own file, or a header for a `static inline`
     /// copy; relative to the build directory when it lies under it.
@@ -334,7 +334,7 @@ fn read_lines(
 
 /// `DW_AT_decl_file`/`DW_AT_decl_line` of `entry`, or of the entry it is a concrete copy or
 /// definition of (a few hops at most, within the unit).
-fn declaration<'a>(
+pub(crate) fn declaration<'a>(
     dwarf: &gimli::Dwarf<Slice<'a>>,
     unit: &gimli::Unit<Slice<'a>>,
     mut entry: gimli::DebuggingInformationEntry<Slice<'a>>,
@@ -360,7 +360,7 @@ fn declaration<'a>(
 }
 
 /// The path of file `index` of the unit's line program, relative to `comp_dir` when under it.
-fn file_name(
+pub(crate) fn file_name(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     unit: &gimli::Unit<Slice<'_>>,
     index: u64,

@@ -10,6 +10,7 @@
 //! This crate never opens files and never decompresses: it takes `&[u8]`.
 
 pub mod btf;
+mod copies;
 mod dwarf;
 mod error;
 mod filter;
@@ -26,6 +27,7 @@ mod source_lines;
 mod symbol;
 mod vmlinux;
 
+pub use copies::{CallerCode, CodeCopy, CopiesIndex, CopyPlace, FunctionCopies};
 pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;

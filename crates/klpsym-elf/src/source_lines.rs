@@ -107,7 +107,21 @@ impl Store {
 }
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
-type Ctx<'a> = Option<addr2line::Context<Slice<'a>>>;
+/// The `addr2line` context, made on the first lookup of a place: it reads every unit's
+/// header and ranges, which a copies walk (`crate::copies`) does not need.
+type Ctx<'a> = std::cell::OnceCell<Option<addr2line::Context<Slice<'a>>>>;
+
+/// The `addr2line` context of `s`'s sections; `None` for DWARF it cannot read.
+fn context<'q, 'o>(s: &'q Store, c: &'o Ctx<'q>) -> Option<&'o addr2line::Context<Slice<'q>>> {
+    c.get_or_init(|| {
+        let dwarf = gimli::Dwarf::load(|id| {
+            Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
+        })
+        .ok()?;
+        addr2line::Context::from_dwarf(dwarf).ok()
+    })
+    .as_ref()
+}
 
 self_cell::self_cell!(
     struct Cell {
@@ -134,6 +148,9 @@ pub struct DebugLines {
     placed: Vec<Placed>,
     /// A module's symbols: (name, section index into `placed`, value, size).
     symbols: Vec<(String, usize, u64, u64)>,
+    /// Whether its entries may refer across units (see `DebugLines::refers_across_units`),
+    /// found once.
+    pub(crate) across_units: std::sync::OnceLock<bool>,
 }
 
 impl std::fmt::Debug for DebugLines {
@@ -224,21 +241,13 @@ impl DebugLines {
         if store.get(gimli::SectionId::DebugInfo).is_empty() {
             return None;
         }
-        let cell = Cell::new(store, |s| {
-            let dwarf = gimli::Dwarf::load(|id| {
-                Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
-            })
-            .ok()?;
-            addr2line::Context::from_dwarf(dwarf).ok()
-        });
-        if cell.with_dependent(|_, c| c.is_none()) {
-            return None;
-        }
+        let cell = Cell::new(store, |_| std::cell::OnceCell::new());
         let mut lines = DebugLines {
             cell,
             root: None,
             placed: Vec::new(),
             symbols: Vec::new(),
+            across_units: std::sync::OnceLock::new(),
         };
         lines.root = lines.find_root();
         Some(lines)
@@ -336,6 +345,60 @@ impl DebugLines {
         Some(lines)
     }
 
+    /// Runs `f` over the DWARF sections (for the walks of [`crate::copies`]); `None` when they
+    /// do not load.
+    pub(crate) fn with_dwarf<T>(&self, f: impl FnOnce(&gimli::Dwarf<Slice<'_>>) -> T) -> Option<T> {
+        self.cell.with_dependent(|s, _| {
+            let dwarf = gimli::Dwarf::load(|id| {
+                Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
+            })
+            .ok()?;
+            Some(f(&dwarf))
+        })
+    }
+
+    /// `.debug_info` when it lies in the shared bytes (a mapped file), for a walk to take out
+    /// of memory behind it.
+    pub(crate) fn mapped_info(&self) -> Option<&[u8]> {
+        self.cell.with_dependent(|s, _| {
+            let (_, b) = s
+                .sections
+                .iter()
+                .find(|(id, _)| *id == gimli::SectionId::DebugInfo)?;
+            match b {
+                Bytes::Shared(_) => Some(s.get(gimli::SectionId::DebugInfo)),
+                Bytes::Owned(_) => None,
+            }
+        })
+    }
+
+    /// True for a module's debug file (its sections placed at addresses of their own).
+    pub fn is_module(&self) -> bool {
+        !self.placed.is_empty()
+    }
+
+    /// The module symbol whose code holds `addr` (an address [`DebugLines::place`] gives):
+    /// its name, section and offset in it; `None` for a vmlinux or outside every symbol.
+    pub fn symbol_at(&self, addr: u64) -> Option<(&str, &str, u64)> {
+        self.symbols
+            .iter()
+            .filter(|s| {
+                let base = self.placed[s.1].base + s.2;
+                addr >= base && (addr < base + s.3.max(1))
+            })
+            // A symbol starting there over one that only covers it (an alias of size 0).
+            .min_by_key(|s| (self.placed[s.1].base + s.2 != addr, s.0.len()))
+            .map(|s| (s.0.as_str(), self.placed[s.1].name.as_str(), s.2))
+    }
+
+    /// A module's text symbols (name, section, offset in it) in its symbol table's order, as
+    /// the module's kallsyms lists them.
+    pub fn module_symbols(&self) -> impl Iterator<Item = (&str, &str, u64)> + '_ {
+        self.symbols
+            .iter()
+            .map(|s| (s.0.as_str(), self.placed[s.1].name.as_str(), s.2))
+    }
+
     /// The source tree prefix stripped from paths.
     pub fn root(&self) -> Option<&str> {
         self.root.as_deref()
@@ -409,8 +472,10 @@ impl DebugLines {
     /// innermost first, as `addr2line -f -i` gives it; empty where DWARF knows nothing of it.
     pub fn frames(&self, addr: u64) -> Vec<SourceFrame> {
         let root = self.root.as_deref();
-        self.cell.with_dependent(|_, ctx| {
-            let Some(ctx) = ctx else { return Vec::new() };
+        self.cell.with_dependent(|s, c| {
+            let Some(ctx) = context(s, c) else {
+                return Vec::new();
+            };
             let mut out = Vec::new();
             let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() else {
                 return out;

@@ -82,8 +82,9 @@ pub struct EntryInfo {
     /// package's), `package parts` (what a package holding no kernel adds: config,
     /// Module.symvers, named modules), `module tree` (a folder's listing), `Module.symvers`
     /// (a Module.symvers' index), `module debug file` (kept for `file:line`, named by its
-    /// build's id), `debug sections` (left behind by a removed kernel entry) or `temporary
-    /// file` (left behind by a run that was killed).
+    /// build's id), `copies index` (where a vmlinux's DWARF defines each function, named by
+    /// its build's id), `debug sections` (left behind by a removed kernel entry) or
+    /// `temporary file` (left behind by a run that was killed).
     pub kind: &'static str,
     /// Seconds since the entry was last written or used (a hit marks it at most once an
     /// hour).

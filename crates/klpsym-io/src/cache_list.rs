@@ -131,6 +131,12 @@ impl Cache {
                 debug_files.push((p.clone(), m.clone()));
                 continue;
             }
+            if name.ends_with(crate::copies_index::COPIES_INDEX_SUFFIX) {
+                // Where a vmlinux's DWARF defines each function, named by its build's id:
+                // used whenever that build is read again.
+                found.push((info(p, m.len(), "copies index", true, age(m)), None));
+                continue;
+            }
             let base = p
                 .file_name()
                 .map(|f| f.to_string_lossy())

@@ -16,6 +16,9 @@ pub enum FolderEntry {
     Source,
     /// Not a kernel part: passed over, with why.
     PassedOver(String),
+    /// Nothing can be read from it (a symbolic link to a file that does not exist, an entry
+    /// that cannot be looked at): a failure of its own, with why, never left out in silence.
+    Unreadable(String),
 }
 
 /// Debian and RPM packages of a kernel's source tree that hold no kernel part: passed over
@@ -110,17 +113,31 @@ fn looks_like_symbols(head: &[u8]) -> bool {
         && kind.bytes().all(|c| c.is_ascii_alphabetic())
 }
 
-/// The regular files of folder `dir`, sorted by name, each with what it is.
+/// The entries of folder `dir`, sorted by name, each with what it is: its files (symbolic
+/// links followed) classified, a link that leads nowhere [`FolderEntry::Unreadable`], a
+/// folder in it passed over (folders are not searched).
 pub fn scan(dir: &Path) -> std::io::Result<Vec<(PathBuf, FolderEntry)>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|f| f.is_file())
-        .collect();
-    files.sort();
-    Ok(files
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    entries.sort();
+    Ok(entries
         .into_iter()
         .map(|f| {
-            let c = classify(&f);
+            let c = match std::fs::metadata(&f) {
+                Ok(m) if m.is_file() => classify(&f),
+                Ok(m) if m.is_dir() => FolderEntry::PassedOver(
+                    "a folder: the folders inside a folder of kernels are not searched".into(),
+                ),
+                Ok(_) => FolderEntry::PassedOver("not a regular file".into()),
+                Err(e) => FolderEntry::Unreadable(match std::fs::read_link(&f) {
+                    Ok(to) => format!(
+                        "a symbolic link to {}, which cannot be read: {e}",
+                        to.display()
+                    ),
+                    Err(_) => e.to_string(),
+                }),
+            };
             (f, c)
         })
         .collect())
@@ -146,12 +163,28 @@ mod tests {
         let notes = put("NOTES.txt", b"kernels for the lab\n");
         let ks = put("kallsyms", b"ffffffff81000000 T _text\n");
         let bin = put("picture.bin", &[0x89, b'P', b'N', b'G', 0, 1, 2, 0xff]);
+        // Regression (#45): a link to nothing vanished without a word.
+        let dangling = dir
+            .path()
+            .join("linux-image-6.1.0-58-amd64_6.1.193-1_amd64.deb");
+        std::os::unix::fs::symlink(dir.path().join("gone.deb"), &dangling).unwrap();
+        let sub = dir.path().join("older");
+        std::fs::create_dir(&sub).unwrap();
         let got: std::collections::HashMap<PathBuf, FolderEntry> =
             scan(dir.path()).unwrap().into_iter().collect();
         assert_eq!(got[&img], FolderEntry::Package);
         assert_eq!(got[&hdr], FolderEntry::Package);
         assert_eq!(got[&ks], FolderEntry::Source);
-        for p in [&src, &common, &notes, &bin] {
+        match &got[&dangling] {
+            FolderEntry::Unreadable(why) => {
+                assert!(
+                    why.contains("symbolic link") && why.contains("gone.deb"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        for p in [&src, &common, &notes, &bin, &sub] {
             assert!(
                 matches!(got[p], FolderEntry::PassedOver(_)),
                 "{p:?}: {:?}",

@@ -16,6 +16,7 @@ mod cache;
 mod cache_list;
 mod cache_put;
 mod config;
+mod copies_index;
 mod debug_lines;
 mod decode;
 mod detect;
@@ -69,7 +70,7 @@ pub use modules::{
 };
 pub use options::{is_debug_package, LoadOptions};
 pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
-pub use package::{debug_modules_of, is_package, load_packages, PackageKernel};
+pub use package::{debug_modules_of, is_package, load_packages, package_release, PackageKernel};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};
 pub use symvers_cache::read_symvers_cached;

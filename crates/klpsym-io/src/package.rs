@@ -35,6 +35,7 @@ fn want(opts: &LoadOptions) -> Want {
         modules: opts.package_modules,
         symvers: opts.package_modules,
         debug_modules: false,
+        release_only: false,
     }
 }
 
@@ -149,6 +150,27 @@ pub fn debug_modules_of(
         }
     }
     Ok(out)
+}
+
+/// The kernel release the package at `path` names first (`6.1.0-57-amd64`), read from the
+/// start of its file list: which kernel a package belongs to, without reading it. Not a check
+/// of the package: opening it reads it to its end.
+pub fn package_release(
+    path: &Path,
+    opts: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Option<String>, LoadError> {
+    let f = std::fs::File::open(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut r = std::io::BufReader::with_capacity(64 << 10, f);
+    klpsym_package::first_release(&mut r, opts.max_decompressed_size, rs).map_err(|source| {
+        LoadError::Package {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Reads the package at `path` for `want`: streamed from the file (never refused for its size:

@@ -600,7 +600,7 @@ fn place_symbol(
         }
         1 => Ok((defs[0].0.clone(), 0, defs[0].2, false)),
         _ => Err(format!(
-            "'{name}' is defined {} times; pin one with --pin [OBJ:]{name}=POS. Candidates:\n{}",
+            "'{name}' is defined {} times; pin one ([OBJ:]{name}=POS). Candidates:\n{}",
             defs.len(),
             list(&defs)
         )),

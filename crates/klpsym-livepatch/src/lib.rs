@@ -53,7 +53,8 @@ pub use names::{
     KlpSymbolName,
 };
 pub use report::{
-    errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LogLine, ObjectReport,
-    ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind, RelocationReport, Stage,
+    errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LoaderCheckKind, LogLine,
+    ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind,
+    RelocationReport, Stage, PLACEMENT_HINT,
 };
 pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, ModuleFtrace, Target};

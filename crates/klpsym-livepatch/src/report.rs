@@ -159,6 +159,10 @@ pub enum PatchVerdictKind {
     /// The kernel loads and enables the patch, and some symbol binds another definition than
     /// on the kernel the patch was built for: it patches or refers to other code, silently.
     BindsAnotherDefinition,
+    /// The kernel loads and enables the patch, and some copy of a function it replaces keeps
+    /// running the old code: inlined into a function the patch does not replace, or a clone
+    /// of it the patch does not replace (by the caller that reads the kernel's DWARF).
+    PartialCoverage,
     /// insmod fails.
     RefusedAtLoad,
     /// The patch loads, but the kernel will refuse to load some module later.
@@ -349,6 +353,11 @@ pub struct RelocationReport {
     pub note: Option<String>,
 }
 
+/// What the `relocations` loader check's detail says of values that depend on where the loader
+/// places the patch module's sections: the sections' load addresses decide them (a caller that
+/// takes them, as `klpsym check` does with its options, may say how after it).
+pub const PLACEMENT_HINT: &str = "exact once the sections' load addresses are given";
+
 /// How one of the module loader's checks went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -365,12 +374,94 @@ pub enum CheckStatus {
     NotReached,
 }
 
+/// Which of the module loader's checks a [`LoaderCheck`] is, in the kernel's order: a typed
+/// name, so that a program asks `check == LoaderCheckKind::Signature` instead of comparing
+/// strings (it still compares equal to its JSON name: `check == "signature"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LoaderCheckKind {
+    /// CONFIG_MODULES: whether there is a module loader at all.
+    ModuleSupport,
+    /// `module_sig_check()`: the signature policy (CONFIG_MODULE_SIG_FORCE) and a signed
+    /// module's signature.
+    Signature,
+    /// `elf_validity_check()`: the ELF header (class, machine, ET_REL).
+    ElfHeader,
+    /// Since 6.4: `.gnu.linkonce.this_module` against `sizeof(struct module)`.
+    ThisModule,
+    /// `check_modstruct_version()`: `module_layout`'s CRC.
+    ModuleLayout,
+    /// `same_magic()`: the vermagic.
+    Vermagic,
+    /// The livepatch modinfo tag on a kernel without CONFIG_LIVEPATCH.
+    LivepatchSupport,
+    /// `check_version()` of every imported symbol: its CRC.
+    SymbolVersions,
+    /// `simplify_symbols()`: every undefined symbol exported by the target.
+    UnresolvedSymbols,
+    /// `apply_relocations()`: the module's ordinary relocations.
+    Relocations,
+}
+
+impl LoaderCheckKind {
+    /// Every check, in the kernel's order.
+    pub const ALL: [LoaderCheckKind; 10] = [
+        LoaderCheckKind::ModuleSupport,
+        LoaderCheckKind::Signature,
+        LoaderCheckKind::ElfHeader,
+        LoaderCheckKind::ThisModule,
+        LoaderCheckKind::ModuleLayout,
+        LoaderCheckKind::Vermagic,
+        LoaderCheckKind::LivepatchSupport,
+        LoaderCheckKind::SymbolVersions,
+        LoaderCheckKind::UnresolvedSymbols,
+        LoaderCheckKind::Relocations,
+    ];
+
+    /// Its name in JSON and in the readable report (`signature`, `module_layout`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoaderCheckKind::ModuleSupport => "module_support",
+            LoaderCheckKind::Signature => "signature",
+            LoaderCheckKind::ElfHeader => "elf_header",
+            LoaderCheckKind::ThisModule => "this_module",
+            LoaderCheckKind::ModuleLayout => "module_layout",
+            LoaderCheckKind::Vermagic => "vermagic",
+            LoaderCheckKind::LivepatchSupport => "livepatch_support",
+            LoaderCheckKind::SymbolVersions => "symbol_versions",
+            LoaderCheckKind::UnresolvedSymbols => "unresolved_symbols",
+            LoaderCheckKind::Relocations => "relocations",
+        }
+    }
+}
+
+impl std::fmt::Display for LoaderCheckKind {
+    /// Its name, padded as a `{:<20}` asks.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for LoaderCheckKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for LoaderCheckKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
 /// One of the module loader's checks (`load_module()`), in the kernel's order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoaderCheck {
-    /// `module_support`, `signature`, `module_layout`, `vermagic`, `livepatch_support`,
-    /// `symbol_versions`, `unresolved_symbols`, `relocations`.
-    pub check: &'static str,
+    /// Which check: `module_support`, `signature`, `elf_header`, `this_module`,
+    /// `module_layout`, `vermagic`, `livepatch_support`, `symbol_versions`,
+    /// `unresolved_symbols`, `relocations`.
+    pub check: LoaderCheckKind,
     /// How it went.
     pub status: CheckStatus,
     /// What was compared, and with what (or what is missing).

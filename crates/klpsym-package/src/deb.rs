@@ -10,9 +10,10 @@ use std::io::Read;
 
 use klpsym_resched::resched::Resched;
 
+use crate::end::{end_in_bytes, Probe};
 use crate::{
-    io_error, read_body, Collector, Package, PackageError, PackageFormat, Spill, Want,
-    STREAM_FACTOR,
+    decode_to_end, io_error, read_body, Collector, Package, PackageError, PackageFormat, Spill,
+    Want, STREAM_FACTOR,
 };
 
 const FORMAT: PackageFormat = PackageFormat::Deb;
@@ -118,11 +119,35 @@ pub(crate) fn read(
             control(&place, &mut body, limit, resched, &mut pkg)?;
         } else if h.id.starts_with("data.tar") {
             let want = want.for_package(pkg.name.as_deref());
-            let (members, releases, early) =
-                data_tar(&place, &mut body, want, limit, spill, resched)?;
-            pkg.members = members;
-            pkg.releases = releases;
-            pkg.stopped_early = early;
+            let mut probe = Probe::new(&mut body);
+            let d = data_tar(&place, &mut probe, want, limit, spill, resched)?;
+            pkg.members = d.members;
+            pkg.releases = d.releases;
+            pkg.stopped_early = d.early;
+            if want.release_only {
+                return Ok(pkg);
+            }
+            // Read to its end before its answers count: what decoding left is read as stored,
+            // and its compression's end checked from its bytes (data_tar decoded the others
+            // to their end).
+            let structural = d.early && end_in_bytes(d.compression);
+            probe
+                .read_through(resched)
+                .map_err(|e| io_error(FORMAT, place.clone(), e))?;
+            let (seen, end) = (probe.seen(), probe.check_end(d.compression));
+            drop(probe);
+            if body.limit() > 0 {
+                return Err(malformed(
+                    &place,
+                    format!(
+                        "the package ends after {seen} of the member's {} bytes: it is cut short (an interrupted download?)",
+                        h.size
+                    ),
+                ));
+            }
+            if structural {
+                end.map_err(|why| malformed(&place, why))?;
+            }
             // Everything a Debian package holds comes before here; what follows is not read.
             return Ok(pkg);
         }
@@ -140,7 +165,13 @@ fn decoder<'a, 'r>(
     member: &'a mut dyn Read,
     limit: u64,
     resched: &'r mut Resched,
-) -> Result<klpsym_image::StreamDecoder<'a, 'r>, PackageError> {
+) -> Result<
+    (
+        klpsym_image::StreamDecoder<'a, 'r>,
+        Option<klpsym_image::Compression>,
+    ),
+    PackageError,
+> {
     crate::decoder_of(FORMAT, id, member, limit, resched)
 }
 
@@ -152,7 +183,7 @@ fn control(
     resched: &mut Resched,
     pkg: &mut Package,
 ) -> Result<(), PackageError> {
-    let dec = decoder(id, data, limit, resched)?;
+    let (dec, _) = decoder(id, data, limit, resched)?;
     let mut tar = tar::Archive::new(dec);
     let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
     for e in entries {
@@ -179,9 +210,24 @@ fn control(
     Ok(())
 }
 
-type DataTar = (Vec<crate::Member>, Vec<String>, bool);
+/// Where entry `e`'s data ends in its tar (its 512-byte blocks).
+fn entry_end<R: Read>(e: &tar::Entry<'_, R>) -> u64 {
+    e.raw_file_position()
+        .saturating_add(e.size().div_ceil(512).saturating_mul(512))
+}
 
-/// `data.tar.*`: the members asked for, the releases named, and whether reading stopped early.
+/// What `data.tar.*` gave.
+struct DataTar {
+    members: Vec<crate::Member>,
+    releases: Vec<String>,
+    /// Decoding stopped once everything asked for was found.
+    early: bool,
+    compression: Option<klpsym_image::Compression>,
+}
+
+/// `data.tar.*`: the members asked for, the releases named, and whether decoding stopped
+/// early. A stream whose end cannot be checked from its bytes (see `end.rs`) is decoded to
+/// its end even then: the tar to its end blocks, the stream to its end marker.
 fn data_tar(
     id: &str,
     data: &mut dyn Read,
@@ -190,18 +236,26 @@ fn data_tar(
     spill: &mut dyn Spill,
     resched: &mut Resched,
 ) -> Result<DataTar, PackageError> {
-    let dec = decoder(id, data, limit.saturating_mul(STREAM_FACTOR), resched)?;
+    let (dec, compression) = decoder(id, data, limit.saturating_mul(STREAM_FACTOR), resched)?;
     let mut tar = tar::Archive::new(dec);
     let mut col = Collector::new(want);
-    let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
+    let mut entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
     let mut early = false;
-    for e in entries {
+    // Where the last entry's data ends in the tar: its end blocks come after it.
+    let mut last_end = 0u64;
+    for e in entries.by_ref() {
         let mut e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
+        last_end = entry_end(&e);
         if !e.header().entry_type().is_file() {
             continue;
         }
         let path = String::from_utf8_lossy(&e.path_bytes()).into_owned();
-        let Some((kind, release)) = col.wants(&path) else {
+        let wanted = col.wants(&path);
+        if want.release_only && col.done() {
+            early = true;
+            break;
+        }
+        let Some((kind, release)) = wanted else {
             continue;
         };
         if !spill.keeps(&path, kind) {
@@ -215,5 +269,29 @@ fn data_tar(
             break;
         }
     }
-    Ok((col.members, col.releases, early))
+    // Decoded to the end unless the stream's end is checked from its stored bytes (end.rs).
+    let structural = early && crate::end::end_in_bytes(compression);
+    let to_end = !want.release_only && !structural;
+    if to_end {
+        // The entries left are passed over (their data read through, not kept).
+        for e in entries {
+            let e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
+            last_end = entry_end(&e);
+        }
+        let mut dec = tar.into_inner();
+        // The tar crate stops at the first zero block, or at the stream's end without one.
+        if dec.produced() < last_end.saturating_add(512) {
+            return Err(malformed(
+                id,
+                "the tar ends without its end blocks: the data is cut short",
+            ));
+        }
+        decode_to_end(FORMAT, id, &mut dec)?;
+    }
+    Ok(DataTar {
+        members: col.members,
+        releases: col.releases,
+        early,
+        compression,
+    })
 }

@@ -23,9 +23,10 @@
 //! `symvers*.gz`.
 
 mod deb;
+mod end;
 mod rpm;
 
-use klpsym_image::StreamDecoder;
+use klpsym_image::{Compression, StreamDecoder};
 use klpsym_resched::resched::{Cancelled, Resched};
 
 /// The two package formats.
@@ -90,6 +91,9 @@ pub struct Want {
     pub symvers: bool,
     /// Modules' debug files (gigabytes in a debug package: [`Spill::keeps`] picks them).
     pub debug_modules: bool,
+    /// Only the release the package's paths name: reading stops at the first path naming
+    /// one, nothing is kept, and the package is not read to its end ([`first_release`]).
+    pub release_only: bool,
 }
 
 impl Want {
@@ -101,6 +105,7 @@ impl Want {
             modules: true,
             symvers: true,
             debug_modules: false,
+            release_only: false,
         }
     }
 
@@ -210,7 +215,8 @@ pub struct Package {
     /// Every kernel release named by a member path of a kind klpsym knows (kept or not), in
     /// order of first appearance: what groups the packages of one kernel.
     pub releases: Vec<String>,
-    /// True when reading stopped before the end (everything asked for was found).
+    /// True when decoding stopped before the end (everything asked for was found; what
+    /// follows was still read through to the package's end and its end checked).
     pub stopped_early: bool,
 }
 
@@ -281,6 +287,23 @@ pub fn read_package_from(
         [0xed, 0xab, 0xee, 0xdb] => rpm::read(&mut r, want, limit, spill, resched),
         _ => Err(not_a_package()),
     }
+}
+
+/// The first kernel release the member paths of the package `r` streams name
+/// (`6.1.0-57-amd64`), read from the start of its file list only: what groups a package
+/// with its kernel's other packages, without reading the package. Not a check of the package
+/// (it is not read to its end).
+pub fn first_release(
+    r: &mut dyn std::io::Read,
+    limit: u64,
+    resched: &mut Resched,
+) -> Result<Option<String>, PackageError> {
+    let want = Want {
+        release_only: true,
+        ..Want::default()
+    };
+    let p = read_package_from(r, want, limit, &mut NoSpill, resched)?;
+    Ok(p.releases.into_iter().next())
 }
 
 fn not_a_package() -> PackageError {
@@ -435,26 +458,57 @@ impl Collector {
     }
 
     fn done(&self) -> bool {
+        if self.want.release_only {
+            return !self.releases.is_empty();
+        }
         self.want.satisfied(&self.members)
     }
 }
 
-/// A compressed stream read as it goes, as a decompressing reader (told by its first bytes).
+/// A compressed stream read as it goes, as a decompressing reader (told by its first bytes),
+/// with its compression.
 fn decoder_of<'a, 'r>(
     format: PackageFormat,
     place: &str,
     input: &'a mut dyn std::io::Read,
     limit: u64,
     resched: &'r mut Resched,
-) -> Result<StreamDecoder<'a, 'r>, PackageError> {
+) -> Result<(StreamDecoder<'a, 'r>, Option<Compression>), PackageError> {
     use std::io::BufRead;
     let mut input = std::io::BufReader::with_capacity(64 << 10, input);
     let head = input
         .fill_buf()
         .map_err(|e| io_error(format, place.to_string(), e))?;
     let compression = klpsym_image::sniff_compression(head);
-    StreamDecoder::from_reader(compression, Box::new(input), limit, resched)
-        .map_err(|e| io_error(format, place.to_string(), e))
+    let d = StreamDecoder::from_reader(compression, Box::new(input), limit, resched)
+        .map_err(|e| io_error(format, place.to_string(), e))?;
+    Ok((d, compression))
+}
+
+/// Reads what is left of a decoded stream (after its archive's end) to the stream's end, so
+/// that the decoder meets its end marker: what follows an archive's end is its padding, zero
+/// bytes; anything else is an error naming `place`.
+fn decode_to_end(
+    format: PackageFormat,
+    place: &str,
+    dec: &mut dyn std::io::Read,
+) -> Result<(), PackageError> {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match dec.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) if buf[..n].iter().all(|&b| b == 0) => {}
+            Ok(_) => {
+                return Err(malformed(
+                    format,
+                    place,
+                    "data after the archive's end marker",
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(format, place.to_string(), e)),
+        }
+    }
 }
 
 /// A structural error of `format` at `place`.

@@ -7,8 +7,10 @@ use std::io::Read;
 
 use klpsym_resched::resched::Resched;
 
+use crate::end::{end_in_bytes, Probe};
 use crate::{
-    io_error, Collector, Package, PackageError, PackageFormat, Spill, Want, STREAM_FACTOR,
+    decode_to_end, io_error, Collector, Package, PackageError, PackageFormat, Spill, Want,
+    STREAM_FACTOR,
 };
 
 /// At most this many bytes of headers are read (kernel packages' are a few hundred KiB).
@@ -22,6 +24,10 @@ const TAG_NAME: u32 = 1000;
 const TAG_VERSION: u32 = 1001;
 const TAG_RELEASE: u32 = 1002;
 const TAG_ARCH: u32 = 1022;
+/// The signature header's RPMSIGTAG_SIZE and RPMSIGTAG_LONGSIZE: the main header and the
+/// compressed payload, in bytes.
+const SIGTAG_SIZE: u32 = 1000;
+const SIGTAG_LONGSIZE: u32 = 270;
 
 fn malformed(place: impl Into<String>, what: impl Into<String>) -> PackageError {
     crate::malformed(FORMAT, place, what)
@@ -77,6 +83,24 @@ impl Header<'_> {
         }
         None
     }
+
+    /// An integer tag's first value (types INT32 and INT64).
+    fn int(&self, tag: u32) -> Option<u64> {
+        for e in self.index.chunks_exact(16) {
+            if be32(e, 0)? != tag {
+                continue;
+            }
+            let off = be32(e, 8)? as usize;
+            return match be32(e, 4)? {
+                4 => be32(self.store, off).map(u64::from),
+                5 => Some(u64::from_be_bytes(
+                    self.store.get(off..off + 8)?.try_into().ok()?,
+                )),
+                _ => None,
+            };
+        }
+        None
+    }
 }
 
 /// Reads the lead and both headers from `r` into memory (they are small and bounded): the
@@ -120,46 +144,93 @@ pub(crate) fn read(
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
     let (bytes, main_at) = read_headers(r)?;
-    let _sig = header(&bytes, LEAD, "signature header")?;
+    let sig = header(&bytes, LEAD, "signature header")?;
     let main = header(&bytes, main_at, "header")?;
     let version = match (main.string(TAG_VERSION), main.string(TAG_RELEASE)) {
         (Some(v), Some(r)) => Some(format!("{v}-{r}")),
         (v, _) => v,
     };
     let mut col = Collector::new(want.for_package(main.string(TAG_NAME).as_deref()));
-    let mut reader = crate::decoder_of(
+    let mut probe = Probe::new(r);
+    let (dec, compression) = crate::decoder_of(
         FORMAT,
         "payload",
-        r,
+        &mut probe,
         limit.saturating_mul(STREAM_FACTOR),
         resched,
     )?;
     let mut early = false;
-    loop {
-        let r = cpio::NewcReader::new(reader)
-            .map_err(|e| io_error(FORMAT, "payload (cpio)".into(), e))?;
+    // The cpio trailer reached: the payload's archive ended where it says.
+    let mut trailer = false;
+    let structural = |early: bool| early && end_in_bytes(compression);
+    let mut reader = Some(dec);
+    while let Some(dec) = reader.take() {
+        let r =
+            cpio::NewcReader::new(dec).map_err(|e| io_error(FORMAT, "payload (cpio)".into(), e))?;
         let entry = r.entry();
         if entry.is_trailer() {
+            trailer = true;
+            reader = Some(
+                r.finish()
+                    .map_err(|e| io_error(FORMAT, "payload (cpio trailer)".into(), e))?,
+            );
             break;
         }
         let path = entry.name().to_string();
         let is_file = entry.mode() & 0o170000 == 0o100000;
         let size = u64::from(entry.file_size());
         let mut r = r;
-        if is_file {
-            if let Some((kind, release)) = col.wants(&path).filter(|(k, _)| spill.keeps(&path, *k))
-            {
+        if is_file && !early {
+            let wanted = col.wants(&path);
+            if want.release_only && col.done() {
+                early = true;
+                break;
+            }
+            if let Some((kind, release)) = wanted.filter(|(k, _)| spill.keeps(&path, *k)) {
                 col.take(&path, kind, release, &mut r, size, limit, spill)
                     .map_err(|e| io_error(FORMAT, format!("payload: member {path}"), e))?;
                 if col.done() {
                     early = true;
-                    break;
+                    // What is left is read as stored where the compression's end can be
+                    // found in its bytes; otherwise on to the trailer (passed over).
+                    if want.release_only || structural(early) {
+                        break;
+                    }
                 }
             }
         }
-        reader = r
-            .finish()
-            .map_err(|e| io_error(FORMAT, format!("payload: member {path}"), e))?;
+        reader = Some(
+            r.finish()
+                .map_err(|e| io_error(FORMAT, format!("payload: member {path}"), e))?,
+        );
+    }
+    if !want.release_only {
+        if let (true, Some(dec)) = (trailer, reader.as_mut()) {
+            // After the trailer: the archive's padding, then the stream's end marker.
+            decode_to_end(FORMAT, "payload", dec)?;
+        }
+        drop(reader);
+        probe
+            .read_through(resched)
+            .map_err(|e| io_error(FORMAT, "payload".into(), e))?;
+        if structural(early) {
+            probe
+                .check_end(compression)
+                .map_err(|why| malformed("payload", why))?;
+        }
+        // The signature header's size of the header and payload, when it gives one.
+        let header_len = (bytes.len() - main_at) as u64;
+        if let Some(size) = sig.int(SIGTAG_LONGSIZE).or_else(|| sig.int(SIGTAG_SIZE)) {
+            let have = header_len + probe.seen();
+            if have != size {
+                return Err(malformed(
+                    "payload",
+                    format!(
+                        "the header and payload are {have} bytes, the signature header says {size}: the package is cut short or damaged"
+                    ),
+                ));
+            }
+        }
     }
     Ok(Package {
         format: FORMAT,

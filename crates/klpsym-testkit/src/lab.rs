@@ -41,9 +41,46 @@ pub fn skip(what: &str, why: &str) {
     }
 }
 
+/// The lab.env keys (and KLPSYM_TEST_* variables) that name what a guest recorded: the
+/// livepatch oracle (its symbolize cases included) and the relocation oracle.
+const ORACLE_KEYS: &[&str] = &[
+    "LIVEPATCH_DIR",
+    "RELOC_DIR",
+    "KLPSYM_TEST_LIVEPATCH_DIR",
+    "KLPSYM_TEST_KLP_BUILD_DIR",
+];
+
+/// Notes that the running test read an oracle's record: one line (the test's name) appended
+/// to `KLPSYM_TEST_ORACLE_READS`, when set. scripts/check-emptied-oracle.sh runs the suite
+/// with every oracle emptied and holds each test named here to failing.
+fn note_oracle_read(key: &str) {
+    if !ORACLE_KEYS.contains(&key) {
+        return;
+    }
+    let Some(log) = std::env::var_os("KLPSYM_TEST_ORACLE_READS") else {
+        return;
+    };
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed test)")
+        .to_string();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(format!("{test}\n").as_bytes()));
+    if let Err(e) = written {
+        panic!(
+            "cannot note an oracle read in {}: {e}",
+            PathBuf::from(log).display()
+        );
+    }
+}
+
 /// The lab input `var` (a path), or `None` after recording the skip (see [`skip`]); under
 /// `KLPSYM_REQUIRE_LAB` (CI) a missing input fails instead.
 pub fn lab(var: &str) -> Option<PathBuf> {
+    note_oracle_read(var);
     match std::env::var_os(var) {
         Some(v) => Some(PathBuf::from(v)),
         None => {
@@ -69,6 +106,7 @@ impl LabKernel {
 
     /// The value `key` of this kernel.
     pub fn value(&self, key: &str) -> &str {
+        note_oracle_read(key);
         self.vars
             .get(key)
             .unwrap_or_else(|| panic!("{}: lab.env has no {key}", self.name))
@@ -77,6 +115,7 @@ impl LabKernel {
     /// The value `key` of this kernel when present and not empty (lab.env leaves a key empty
     /// when the kernel has no such input: no -dbg vmlinux or livepatch oracle on arm64).
     pub fn get(&self, key: &str) -> Option<&str> {
+        note_oracle_read(key);
         self.vars
             .get(key)
             .map(String::as_str)

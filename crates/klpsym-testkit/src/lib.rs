@@ -8,12 +8,14 @@
 //! - [`btf`]: BTF with the klp structs a target kernel describes.
 //! - [`kallsyms`]: the kernel's compressed kallsyms tables of every era.
 //! - [`packages`]: `.deb` and RPM packages around kernel files.
+//! - [`klog`]: the one reader of a lab guest's kernel log (marker-bracketed steps, noise).
 //! - [`lab`]: the real-kernel lab's inputs as scripts/test.sh hands them over, and the
 //!   accounting of what a test could not judge.
 
 pub mod btf;
 pub mod elf;
 pub mod kallsyms;
+pub mod klog;
 pub mod lab;
 pub mod module;
 pub mod packages;

@@ -43,6 +43,7 @@ fn main() -> Result<(), klpsym::Error> {
                     format!("ANOTHER DEFINITION: {built_for} is not here")
                 }
                 Some(AsBuilt::Unproven { why }) => format!("not proven: {why}"),
+                Some(AsBuilt::Assumed { why }) => format!("assumed, not proven: {why}"),
                 None => "not compared".to_string(),
             };
             let identity = b

@@ -76,6 +76,14 @@ pub enum AsBuilt {
         /// Why.
         why: String,
     },
+    /// Assumed from the vermagic: this kernel is itself the one taken as the built-for kernel
+    /// because its release is the one the patch's vermagic names. One build compared with
+    /// itself proves nothing: another build of that release (a rebuild, another package
+    /// revision) can bind other definitions. Said as such, never as [`AsBuilt::Same`].
+    Assumed {
+        /// What was assumed, and what would prove it.
+        why: String,
+    },
 }
 
 impl AsBuilt {
@@ -238,15 +246,24 @@ impl<'k> Sources<'k> {
     }
 }
 
-/// What each of `wanted` binds on `k`, compared with `built_for`'s when given. A module object
-/// binds in the module's own symbols: its table when it is loaded, its `.ko` when not (the
-/// kernel binds there when it loads). Objects in `unloaded` (neither loaded nor given) are
-/// not compared: they bind nothing until they load, and the check already says they are not
-/// checked.
+/// How the kernel a patch was built for was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuiltForWay {
+    /// Named by the caller ([`crate::CheckOptions::built_for`]).
+    Given,
+    /// Among the kernels given, by the release the patch's vermagic names.
+    Vermagic,
+}
+
+/// What each of `wanted` binds on `k`, compared with `built_for`'s when given (found the
+/// `way` it was). A module object binds in the module's own symbols: its table when it is
+/// loaded, its `.ko` when not (the kernel binds there when it loads). Objects in `unloaded`
+/// (neither loaded nor given) are not compared: they bind nothing until they load, and the
+/// check already says they are not checked.
 pub(crate) fn bindings(
     k: &Sources<'_>,
     wanted: &[(BindingSource, String, String, u64)],
-    built_for: Option<&Sources<'_>>,
+    built_for: Option<(&Sources<'_>, BuiltForWay)>,
     unloaded: &[String],
 ) -> Result<Vec<Binding>> {
     let mut out = Vec::with_capacity(wanted.len());
@@ -258,15 +275,27 @@ pub(crate) fn bindings(
             // says why): there is no binding to compare.
             None => None,
             Some(_) if bound.is_none() || unloaded.contains(object) => None,
-            // One build's table against itself: every position binds what it bound.
-            Some(b) if same_build(k.kernel, b.kernel) && object == "vmlinux" => Some(AsBuilt::Same),
+            // The kernel itself: named as the built-for kernel, every position binds what it
+            // was built with; found by its release alone, that it is the patch's build is
+            // assumed, not proven.
+            Some((b, way)) if same_source(k.kernel, b.kernel) => Some(match way {
+                BuiltForWay::Given => AsBuilt::Same,
+                BuiltForWay::Vermagic => AsBuilt::Assumed {
+                    why: assumed_why(k.kernel),
+                },
+            }),
+            // Two sources of one build (the same GNU build id): every position binds what it
+            // bound.
+            Some((b, _)) if same_build(k.kernel, b.kernel) && object == "vmlinux" => {
+                Some(AsBuilt::Same)
+            }
             // One module build against itself (the same build id, or the same sources and
             // as many definitions): every position binds what it bound, source files or
             // not (distributions strip them from modules).
-            Some(b) if object != "vmlinux" && same_module(k, b, object, name, defs.len())? => {
+            Some((b, _)) if object != "vmlinux" && same_module(k, b, object, name, defs.len())? => {
                 Some(AsBuilt::Same)
             }
-            Some(b) => Some(compare(b, object, name, *sympos, &defs, bound)?),
+            Some((b, _)) => Some(compare(b, object, name, *sympos, &defs, bound)?),
         };
         out.push(Binding {
             source: *source,
@@ -415,9 +444,22 @@ fn same_module(
 
 /// True when `a` and `b` are one build: the same kernel, or the same GNU build id.
 pub(crate) fn same_build(a: &Kernel, b: &Kernel) -> bool {
-    std::ptr::eq(a, b)
-        || a.path() == b.path()
+    same_source(a, b)
         || matches!((&a.facts().build_id, &b.facts().build_id), (Some(x), Some(y)) if x == y)
+}
+
+/// True when `a` and `b` are one kernel: the same object, or opened from the same source.
+pub(crate) fn same_source(a: &Kernel, b: &Kernel) -> bool {
+    std::ptr::eq(a, b) || a.path() == b.path()
+}
+
+/// Why a kernel compared with itself as the built-for kernel is an assumption (the kernel's
+/// path is its result's: not repeated here).
+fn assumed_why(k: &Kernel) -> String {
+    format!(
+        "assumed from vermagic: this kernel is {}, the release the patch's vermagic names, so it is taken as the kernel the patch was built for; nothing compares two builds, so that it is the patch's build is not proven (naming the built-for kernel proves it)",
+        k.release().as_deref().unwrap_or("the release")
+    )
 }
 
 /// The name's definitions in the object on `k`, and the index of the one the kernel binds.

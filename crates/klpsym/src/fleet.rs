@@ -31,19 +31,22 @@ use std::sync::Arc;
 
 use klpsym_io::FolderEntry;
 
-use crate::check::{CheckOptions, KernelCheck, KernelFailure, Patch};
+use crate::check::{pick_release, BuiltFor, CheckOptions, KernelCheck, KernelFailure, Patch};
 use crate::error::{Error, ErrorKind, Result};
-use crate::kernel::Note;
+use crate::kernel::{Kernel, Note};
 use crate::options::Options;
 
 /// The sources of one kernel, or of the few kernels one package set holds: a file alone, or
 /// the packages of one version and architecture (an image with its `-dbg`, headers and
 /// modules packages; a cloud flavour of the same version joins them and opens as a kernel of
-/// its own).
+/// its own). A source that yields no kernel at all (a folder without kernel files, a
+/// symbolic link to nothing) is a unit of its own with why, a failure row when checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelUnit {
     /// What to give [`crate::open_all`].
     pub sources: Vec<PathBuf>,
+    /// Why nothing can be read from this source, when that is known without opening it.
+    pub unreadable: Option<KernelFailure>,
 }
 
 impl KernelUnit {
@@ -64,53 +67,100 @@ impl KernelUnit {
 /// appearance (a folder's files in name order). What a folder holds besides kernel parts
 /// (source and documentation packages, notes, checksums) is passed over, each with a note.
 pub fn kernel_units(sources: &[PathBuf]) -> Result<(Vec<KernelUnit>, Vec<Note>)> {
-    let (paths, notes) = expand_dirs(sources)?;
+    let x = expand_dirs(sources);
     let mut units: Vec<(Option<String>, KernelUnit)> = Vec::new();
-    for p in paths {
+    for s in x.sources {
+        let p = match s {
+            Ok(p) => p,
+            Err((p, e)) => {
+                let unreadable = Some(KernelFailure::new(p.display().to_string(), &e));
+                units.push((
+                    None,
+                    KernelUnit {
+                        sources: vec![p],
+                        unreadable,
+                    },
+                ));
+                continue;
+            }
+        };
         let key = klpsym_io::is_package(&p).then(|| package_key(&p)).flatten();
         match key
             .as_ref()
             .and_then(|k| units.iter_mut().find(|(u, _)| u.as_ref() == Some(k)))
         {
             Some((_, u)) => u.sources.push(p),
-            None => units.push((key, KernelUnit { sources: vec![p] })),
+            None => units.push((
+                key,
+                KernelUnit {
+                    sources: vec![p],
+                    unreadable: None,
+                },
+            )),
         }
     }
-    Ok((units.into_iter().map(|(_, u)| u).collect(), notes))
+    Ok((units.into_iter().map(|(_, u)| u).collect(), x.notes))
+}
+
+/// Sources with their folders expanded: [`expand_dirs`].
+pub(crate) struct Expanded {
+    /// Each source, in order, or the source that yields nothing with why.
+    pub(crate) sources: Vec<std::result::Result<PathBuf, (PathBuf, Error)>>,
+    /// The files of folders passed over, each with why.
+    pub(crate) notes: Vec<Note>,
 }
 
 /// Every source with a folder replaced by its kernel parts (in name order), and a note for
 /// each file of a folder passed over. A source named directly is always kept: reading it
-/// says what is wrong with it.
-pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Note>)> {
+/// says what is wrong with it. A folder that holds no kernel part (empty, or nothing but
+/// files passed over), a folder that cannot be listed and a link in a folder that leads
+/// nowhere are each a failure of their own, in their place: the other sources still answer.
+pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Expanded {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for p in paths {
         if !p.is_dir() {
-            out.push(p.clone());
+            out.push(Ok(p.clone()));
             continue;
         }
-        let files = klpsym_io::scan_folder(p).map_err(|e| Error::from(e).context(p.display()))?;
-        let before = out.len();
+        let files = match klpsym_io::scan_folder(p) {
+            Ok(f) => f,
+            Err(e) => {
+                out.push(Err((p.clone(), Error::from(e).context(p.display()))));
+                continue;
+            }
+        };
+        let mut found = false;
         for (f, what) in files {
             match what {
                 FolderEntry::PassedOver(why) => {
                     notes.push(Note::info(format!("passed over {}: {why}", f.display())))
                 }
-                FolderEntry::Package | FolderEntry::Source => out.push(f),
+                FolderEntry::Unreadable(why) => {
+                    let e = Error::new(ErrorKind::Io, format!("{}: {why}", f.display()));
+                    out.push(Err((f, e)));
+                }
+                FolderEntry::Package | FolderEntry::Source => {
+                    found = true;
+                    out.push(Ok(f));
+                }
             }
         }
-        if out.len() == before {
-            return Err(Error::new(
+        if !found {
+            let e = Error::new(
                 ErrorKind::NotFound,
                 format!(
                     "{}: the folder holds no kernel source files (symbol tables, images, vmlinux files, modules or kernel packages)",
                     p.display()
                 ),
-            ));
+            );
+            out.push(Err((p.clone(), e)));
         }
     }
-    Ok((out, notes))
+    Expanded {
+        sources: out,
+        notes,
+    }
 }
 
 /// The version and architecture a package's file name gives, with its folder: packages of
@@ -187,10 +237,13 @@ impl std::str::FromStr for Shard {
 }
 
 /// A fleet of kernels to check a patch on: its units (a shard of them), opened `jobs` at a
-/// time, each checked and freed before the next.
+/// time, each checked and freed before the next. The kernel the patch was built for is found
+/// once among all of them (every shard's), as a matrix finds it, and held for the run.
 #[derive(Debug, Clone)]
 pub struct Fleet {
     units: Vec<KernelUnit>,
+    /// Every unit, whatever the shard: where the built-for kernel is looked for.
+    all: Vec<KernelUnit>,
     notes: Vec<Note>,
     opts: Options,
     jobs: usize,
@@ -217,6 +270,7 @@ impl Fleet {
         }
         let (units, notes) = kernel_units(sources)?;
         Ok(Fleet {
+            all: units.clone(),
             units,
             notes,
             opts: opts.clone(),
@@ -248,19 +302,27 @@ impl Fleet {
     }
 
     /// Checks `patch` on every kernel of the fleet: an item per kernel, in the order kernels
-    /// finish (one job: the fleet's order). At most `jobs` kernels are held at once, and a
+    /// finish (one job: the fleet's order). At most `jobs` kernels are held at once (and the
+    /// kernel the patch was built for, found first: see [`Fleet::built_for`]), and a
     /// finished answer waits for its reader before the next kernel of that job opens. An
-    /// error that concerns every kernel (a cancellation) ends the iteration.
+    /// error that concerns every kernel (a cancellation, a built-for kernel that cannot be
+    /// opened) ends the iteration.
     pub fn check(self, patch: Arc<Patch>, copts: CheckOptions) -> FleetChecks {
         let jobs = self.jobs.min(self.units.len()).max(1);
         let (tx, rx) = sync_channel::<Result<FleetItem>>(jobs);
+        // Found before the first kernel is checked: every answer compares with the same one.
+        let (built, first, units) = match self.find_built_for(&patch, &copts) {
+            Ok(b) => (b, None, self.units),
+            Err(e) => (BuiltFor::opened(None, None), Some(Err(e)), Vec::new()),
+        };
         let shared = Arc::new(Shared {
-            units: self.units,
+            units,
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             opts: self.opts,
             copts,
             patch,
+            built,
         });
         let workers = (0..jobs)
             .map(|_| {
@@ -269,10 +331,76 @@ impl Fleet {
             })
             .collect();
         FleetChecks {
+            first,
             rx: Some(rx),
             shared,
             workers,
         }
+    }
+
+    /// The kernel `patch` was built for, as [`crate::check`] finds it among the kernels of a
+    /// matrix: the one [`CheckOptions::built_for`] names, else the first kernel of the whole
+    /// fleet (every shard's units) whose release the patch's vermagic names. A unit of
+    /// packages tells its release from the first paths of its packages; a unit of other files
+    /// is opened to tell it (and freed when it is not that release). `None` when no kernel of
+    /// the fleet is that release.
+    pub fn built_for(&self, patch: &Patch, copts: &CheckOptions) -> Result<Option<Kernel>> {
+        if let Some(p) = &copts.built_for {
+            return crate::check::open_built_for(p, &self.opts).map(Some);
+        }
+        let Some(release) = patch.built_for_release() else {
+            return Ok(None);
+        };
+        let mut rs = self.opts.resched();
+        let load = self.opts.load_options();
+        for unit in self.all.iter().filter(|u| u.unreadable.is_none()) {
+            let packages = unit.sources.iter().all(|p| klpsym_io::is_package(p));
+            if packages {
+                let mut releases = Vec::new();
+                for p in &unit.sources {
+                    match klpsym_io::package_release(p, &load, &mut rs) {
+                        Ok(r) => releases.push(r),
+                        Err(klpsym_io::LoadError::Cancelled) => return Err(Error::cancelled()),
+                        // Unreadable: its own failure when it is checked.
+                        Err(_) => {}
+                    }
+                }
+                if pick_release(&release, releases).is_none() {
+                    continue;
+                }
+            }
+            let opened = match crate::open::open_all(&unit.sources, &self.opts) {
+                Ok(o) => o,
+                Err(e) if e.is_cancelled() || e.kind() == ErrorKind::Usage => return Err(e),
+                Err(_) => continue,
+            };
+            let mut kernels: Vec<Kernel> =
+                opened.into_iter().filter_map(|o| o.kernel.ok()).collect();
+            match pick_release(&release, kernels.iter().map(Kernel::release)) {
+                Some(i) => {
+                    let k = kernels.swap_remove(i);
+                    for other in kernels {
+                        other.free(&mut rs)?;
+                    }
+                    return Ok(Some(k));
+                }
+                None => {
+                    for other in kernels {
+                        other.free(&mut rs)?;
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Fleet::built_for`], as the check needs it.
+    fn find_built_for(&self, patch: &Patch, copts: &CheckOptions) -> Result<BuiltFor> {
+        if copts.built_for.is_some() {
+            return BuiltFor::named(patch, copts, &self.opts);
+        }
+        let k = self.built_for(patch, copts)?;
+        Ok(BuiltFor::opened(k, patch.built_for_release()))
     }
 }
 
@@ -285,6 +413,8 @@ struct Shared {
     opts: Options,
     copts: CheckOptions,
     patch: Arc<Patch>,
+    /// The kernel the patch was built for, found once for the whole fleet.
+    built: BuiltFor,
 }
 
 type Sender = std::sync::mpsc::SyncSender<Result<FleetItem>>;
@@ -310,6 +440,9 @@ impl Shared {
             tx.send(Ok(item))
                 .map_err(|_| Error::new(ErrorKind::Cancelled, "the reader is gone"))
         };
+        if let Some(f) = &unit.unreadable {
+            return send(FleetItem::Failed(f.clone()));
+        }
         let opened = match crate::open::open_all(&unit.sources, &self.opts) {
             Ok(o) => o,
             Err(e) if e.is_cancelled() || e.kind() == ErrorKind::Usage => return Err(e),
@@ -329,7 +462,7 @@ impl Shared {
             return Ok(());
         }
         let refs: Vec<&crate::Kernel> = kernels.iter().collect();
-        let run = crate::check::check(&self.patch, &refs, &self.copts)?;
+        let run = crate::check::check_with(&self.patch, &refs, &self.copts, &self.built)?;
         drop(refs);
         for f in run.failed {
             send(FleetItem::Failed(f))?;
@@ -350,6 +483,8 @@ impl Shared {
 /// checked.
 #[derive(Debug)]
 pub struct FleetChecks {
+    /// An error that came before any kernel (the built-for kernel could not be opened).
+    first: Option<Result<FleetItem>>,
     rx: Option<Receiver<Result<FleetItem>>>,
     shared: Arc<Shared>,
     workers: Vec<std::thread::JoinHandle<()>>,
@@ -359,6 +494,9 @@ impl Iterator for FleetChecks {
     type Item = Result<FleetItem>;
 
     fn next(&mut self) -> Option<Result<FleetItem>> {
+        if let Some(first) = self.first.take() {
+            return Some(first);
+        }
         match self.rx.as_ref()?.recv() {
             Ok(item) => Some(item),
             // Every worker is done.
@@ -366,8 +504,19 @@ impl Iterator for FleetChecks {
                 for w in self.workers.drain(..) {
                     let _ = w.join();
                 }
+                self.free_built_for();
                 None
             }
+        }
+    }
+}
+
+impl FleetChecks {
+    /// Frees the built-for kernel with reschedule points once no worker holds it.
+    fn free_built_for(&mut self) {
+        if let Some(s) = Arc::get_mut(&mut self.shared) {
+            let built = std::mem::replace(&mut s.built, BuiltFor::opened(None, None));
+            let _ = built.free(&mut s.opts.resched());
         }
     }
 }
@@ -380,6 +529,7 @@ impl Drop for FleetChecks {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+        self.free_built_for();
     }
 }
 
@@ -431,11 +581,35 @@ mod tests {
         }
     }
 
+    /// Regression (#45): a folder without kernel parts failed the whole list, and a link in a
+    /// folder that leads nowhere vanished. Each is now a unit of its own that says why, in
+    /// its place among the others.
     #[test]
-    fn a_folder_without_kernel_parts_is_not_found() {
+    fn a_source_that_yields_no_kernel_is_a_unit_that_says_why() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("README"), "nothing here\n").unwrap();
-        let e = kernel_units(&[dir.path().to_path_buf()]).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::NotFound);
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::write(empty.join("README"), "nothing here\n").unwrap();
+        let full = dir.path().join("full");
+        std::fs::create_dir(&full).unwrap();
+        let text = full.join("kallsyms.txt");
+        std::fs::write(&text, "ffffffff81000000 T _text\n").unwrap();
+        let link = full.join("vmlinuz-lost");
+        std::os::unix::fs::symlink(full.join("gone"), &link).unwrap();
+        let (units, notes) = kernel_units(&[empty.clone(), full.clone()]).unwrap();
+        assert_eq!(units.len(), 3, "{units:?}");
+        let why = |u: &KernelUnit| u.unreadable.as_ref().map(|f| f.error.clone());
+        assert_eq!(units[0].sources, vec![empty.clone()]);
+        assert!(why(&units[0])
+            .unwrap()
+            .contains("holds no kernel source files"));
+        assert_eq!(units[1].sources, vec![text]);
+        assert_eq!(why(&units[1]), None);
+        assert_eq!(units[2].sources, vec![link]);
+        assert!(
+            why(&units[2]).unwrap().contains("symbolic link"),
+            "{units:?}"
+        );
+        assert!(notes.iter().any(|n| n.text.contains("README")), "{notes:?}");
     }
 }

@@ -74,6 +74,7 @@ mod binding;
 mod cache;
 mod check;
 mod convert;
+mod copies;
 mod error;
 mod fleet;
 mod info;
@@ -83,6 +84,7 @@ mod open;
 mod options;
 mod query;
 pub mod render;
+mod stack_entry;
 mod status;
 mod symbolize;
 mod target;
@@ -93,8 +95,12 @@ pub use binding::{
     ModuleComparison, ModuleId,
 };
 pub use cache::{cache_listing, cache_listing_with, input_present, CacheListing, CachePrune};
-pub use check::{check, CheckOptions, CheckRun, KernelCheck, KernelFailure, Patch, Unchecked};
+pub use check::{
+    check, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage,
+    KernelCheck, KernelFailure, OpenRow, Patch, Unchecked,
+};
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
+pub use copies::{Copies, Copy, CopyKind, Definition};
 pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};
 pub use info::{KernelInfo, ObjectSummary};
@@ -106,8 +112,9 @@ pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
 };
+pub use stack_entry::{parse_addr, parse_query, Query};
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
-pub use symbolize::{parse_addr, parse_query, AddrAnswer, Ended, NoSymbol, Query, Resolved};
+pub use symbolize::{AddrAnswer, Ended, NoSymbol, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
 pub use trace::{Trace, TraceLine};
 
@@ -122,9 +129,9 @@ pub use klpsym_core::{
 pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 /// What a livepatch check reports.
 pub use klpsym_livepatch::{
-    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck, LogLine,
-    ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin, Problem, ProblemKind,
-    RelocationReport, ResolutionCost, Stage,
+    errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck,
+    LoaderCheckKind, LogLine, ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin,
+    Problem, ProblemKind, RelocationReport, ResolutionCost, Stage,
 };
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe

@@ -28,6 +28,8 @@ use crate::symbolize::AddrAnswer;
 pub(crate) struct LinesCache {
     vmlinux: OnceLock<Option<Mutex<DebugLines>>>,
     modules: Mutex<HashMap<String, Option<Arc<Mutex<DebugLines>>>>>,
+    /// The vmlinux DWARF's copies index (see `crate::copies`), read or made once.
+    pub(crate) copies_index: OnceLock<Option<klpsym_elf::CopiesIndex>>,
 }
 
 impl std::fmt::Debug for LinesCache {
@@ -104,7 +106,7 @@ impl Kernel {
         d.is_some_and(|d| d.elf.is_some() || d.cached.is_some() || d.lines.is_some())
     }
 
-    fn vmlinux_lines(&self) -> Result<Option<&Mutex<DebugLines>>> {
+    pub(crate) fn vmlinux_lines(&self) -> Result<Option<&Mutex<DebugLines>>> {
         if let Some(l) = self.lines.vmlinux.get() {
             return Ok(l.as_ref());
         }
@@ -122,7 +124,7 @@ impl Kernel {
 
     /// How far this table's vmlinux addresses are from the debug vmlinux's (a KASLR-shifted
     /// /proc/kallsyms against its build's vmlinux): by `_text`.
-    fn link_delta(&self) -> u64 {
+    pub(crate) fn link_delta(&self) -> u64 {
         let Some(d) = self.inner.debug.as_deref() else {
             return 0;
         };
@@ -133,7 +135,7 @@ impl Kernel {
         }
     }
 
-    fn module_lines(&self, module: &str) -> Result<Option<Arc<Mutex<DebugLines>>>> {
+    pub(crate) fn module_lines(&self, module: &str) -> Result<Option<Arc<Mutex<DebugLines>>>> {
         let key = klpsym_core::normalize_module_name(module);
         if let Some(l) = self
             .lines
@@ -251,13 +253,18 @@ impl Kernel {
     /// build id (one build's modules are one build's), `None` without a cache or build id.
     fn debug_module_cache_path(&self, name: &str) -> Option<std::path::PathBuf> {
         let cache = self.opts.load_options().cache?;
-        let id = self
-            .inner
+        let id = self.debug_build_id()?;
+        Some(cache.debug_module_path(&id, &klpsym_core::normalize_module_name(name)))
+    }
+
+    /// The GNU build id of this kernel's vmlinux with DWARF (its debug vmlinux's, else its
+    /// own): what the cache names one build's debug files by.
+    pub(crate) fn debug_build_id(&self) -> Option<String> {
+        self.inner
             .debug
             .as_deref()
             .and_then(|d| d.facts.build_id.clone())
-            .or_else(|| self.inner.facts.build_id.clone())?;
-        Some(cache.debug_module_path(&id, &klpsym_core::normalize_module_name(name)))
+            .or_else(|| self.inner.facts.build_id.clone())
     }
 
     fn cached_debug_module(&self, name: &str) -> Option<Vec<u8>> {

@@ -229,7 +229,21 @@ fn open_kernels(
     let placement = placement_kernel
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
-    let (paths, notes) = crate::fleet::expand_dirs(&paths)?;
+    let expanded = crate::fleet::expand_dirs(&paths);
+    let notes = expanded.notes;
+    // A source that yields no kernel (an empty folder, a link to nothing) is a failure in its
+    // place; the others are opened.
+    let mut unreadable: Vec<Opened> = Vec::new();
+    let mut paths = Vec::new();
+    for s in expanded.sources {
+        match s {
+            Ok(p) => paths.push(p),
+            Err((source, e)) => unreadable.push(Opened {
+                source,
+                kernel: Err(e),
+            }),
+        }
+    }
     let debug = match &opts.debug_vmlinux {
         None => None,
         Some(d) => {
@@ -327,6 +341,7 @@ fn open_kernels(
             });
         }
     }
+    out.extend(unreadable);
     // A cancellation is everybody's: no kernel is reported as cancelled alone.
     if out
         .iter()

@@ -43,13 +43,18 @@ impl Kernel {
 
     /// An error naming what to give instead when this source knows no source files.
     pub fn require_files(&self) -> Result<()> {
-        if self.inner.table.has_files() {
-            return Ok(());
+        match self.files_unknown() {
+            None => Ok(()),
+            Some(why) => Err(Error::bad_input(why)),
         }
-        Err(Error::bad_input(format!(
+    }
+
+    /// Why a source file cannot choose a definition here, when this source names none.
+    fn files_unknown(&self) -> Option<String> {
+        (!self.inner.table.has_files()).then(|| format!(
             "{}: names no source files (no DWARF, no ELF FILE symbols): a file cannot choose a definition here; give a vmlinux with debug info (the -dbg package's) or a module",
             self.inner.path.display()
-        )))
+        ))
     }
 
     /// The object id of `name` (any spelling: `nf-tables`, `nf_tables.ko`), or an error that
@@ -182,8 +187,11 @@ impl Kernel {
         };
         // A file: the position of the definition in that file, then the kernel's lookup.
         let mut file_miss = None;
-        if let Some(f) = q.file {
-            self.require_files()?;
+        // A kernel that names no source files cannot answer by file: said in the answer (not
+        // found, with why), so that the other kernels of a run still answer.
+        if let Some(why) = q.file.and_then(|_| self.files_unknown()) {
+            file_miss = Some(why);
+        } else if let Some(f) = q.file {
             let all = find_object_symbol(t, &LookupRequest { sympos: 0, ..req });
             let files: Vec<Option<&str>> = all.candidates.iter().map(|&id| t.file(id)).collect();
             match choose_by_file(&files, f) {
@@ -258,6 +266,10 @@ pub struct Definitions {
     /// only, and the definitions listed are every file of that base name's (the path named
     /// may not even exist). Not an answer for the path: the command exits 1.
     pub base_name_only: bool,
+    /// A file was named and this kernel names no source files at all (an image without its
+    /// debug package): no definition could be chosen by file (`candidates` is empty,
+    /// `file_note` says what to give). Not an answer: the command exits 1.
+    pub files_unknown: bool,
 }
 
 impl Kernel {
@@ -307,8 +319,11 @@ impl Kernel {
         let mut cands = self.definitions(name, object);
         let all = cands.len();
         let mut file_note = None;
-        if let Some(f) = file {
-            self.require_files()?;
+        let files_unknown = file.and_then(|_| self.files_unknown());
+        if let Some(why) = &files_unknown {
+            cands.clear();
+            file_note = Some(why.clone());
+        } else if let Some(f) = file {
             let how = |c: &Candidate| {
                 c.file
                     .as_deref()
@@ -331,7 +346,8 @@ impl Kernel {
             kernel: self.inner.path.display().to_string(),
             count: cands.len(),
             all,
-            base_name_only: file_note.is_some(),
+            base_name_only: file_note.is_some() && files_unknown.is_none(),
+            files_unknown: files_unknown.is_some(),
             file_note,
             variants: if all == 0 {
                 self.variants(name)

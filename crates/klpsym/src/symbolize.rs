@@ -10,124 +10,7 @@ use klpsym_core::hex_serde;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
-
-/// Parses `ffffffff81000000`, `0xffffffff81000000` (and upper case).
-pub fn parse_addr(s: &str) -> Option<u64> {
-    let t = s.trim();
-    let t = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .unwrap_or(t);
-    if t.is_empty() || t.len() > 16 {
-        return None;
-    }
-    u64::from_str_radix(t, 16).ok()
-}
-
-/// What one argument or input line asks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Query {
-    /// Symbolize this address.
-    Address(u64),
-    /// The other direction: `name+0xoff[/0xsize] [module]` to an address.
-    Symbol {
-        /// The symbol name.
-        name: String,
-        /// The offset into it.
-        offset: u64,
-        /// Its size when given (`/0xsize`), which tells same-named definitions apart.
-        size: Option<u64>,
-        /// Its module when given (`[module]`).
-        module: Option<String>,
-    },
-}
-
-impl std::fmt::Display for Query {
-    /// As the kernel prints it: the address as `%lx` digits; `name+0xoff[/0xsize] [module]`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Query::Address(a) => write!(f, "{a:x}"),
-            Query::Symbol {
-                name,
-                offset,
-                size,
-                module,
-            } => {
-                write!(f, "{name}+{offset:#x}")?;
-                if let Some(s) = size {
-                    write!(f, "/{s:#x}")?;
-                }
-                if let Some(m) = module {
-                    write!(f, " [{m}]")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Parses what people paste: a hex address; a kernel stack line (`[<ffffffff81...>] name+...`
-/// gives the address in brackets; `? schedule+0x10/0xa0 [mod]`, `RIP: 0010:name+0x1/0x2`
-/// give a symbol and offset); or `name+0xoff` with an optional `/0xsize` and `[module]`.
-pub fn parse_query(line: &str) -> Result<Query> {
-    parse_query_text(line).map_err(Error::bad_input)
-}
-
-fn parse_query_text(line: &str) -> std::result::Result<Query, String> {
-    let t = line.trim();
-    if let Some(a) = parse_addr(t) {
-        return Ok(Query::Address(a));
-    }
-    if let Some(open) = t.find("[<") {
-        if let Some(close) = t[open..].find(">]") {
-            let inner = &t[open + 2..open + close];
-            return parse_addr(inner)
-                .map(Query::Address)
-                .ok_or_else(|| format!("[<{inner}>] is not a hex address"));
-        }
-    }
-    // The last word of the form name+0xoff[/0xsize], with an optional [module] after it.
-    let words: Vec<&str> = t.split_whitespace().collect();
-    let (sym_word, module) = match words.as_slice() {
-        [.., w, m] if m.starts_with('[') && m.ends_with(']') && w.contains('+') => {
-            (*w, Some(m[1..m.len() - 1].to_string()))
-        }
-        [.., w] => (*w, None),
-        [] => return Err("empty".into()),
-    };
-    // `RIP: 0010:name+0x1/0x2`: the segment selector is not part of the name.
-    let sym_word = sym_word.rsplit_once(':').map_or(sym_word, |(_, r)| r);
-    let Some((name, rest)) = sym_word.rsplit_once('+') else {
-        return Err(format!(
-            "{t:?} is neither a hex address, a kernel stack line nor name+0xOFFSET"
-        ));
-    };
-    let (off, size) = match rest.split_once('/') {
-        Some((o, sz)) => (o, Some(sz)),
-        None => (rest, None),
-    };
-    let hexnum = |x: &str| -> Option<u64> {
-        let x = x.strip_prefix("0x").or_else(|| x.strip_prefix("0X"))?;
-        u64::from_str_radix(x, 16).ok()
-    };
-    let offset =
-        hexnum(off).ok_or_else(|| format!("{t:?}: offset '{off}' is not 0x-prefixed hex"))?;
-    let size = match size {
-        Some(sz) => {
-            Some(hexnum(sz).ok_or_else(|| format!("{t:?}: size '{sz}' is not 0x-prefixed hex"))?)
-        }
-        None => None,
-    };
-    if name.is_empty() {
-        return Err(format!("{t:?}: no symbol name before '+'"));
-    }
-    Ok(Query::Symbol {
-        name: name.to_string(),
-        offset,
-        size,
-        module,
-    })
-}
+use crate::stack_entry::{claimed_symbol, Query};
 
 /// Why an address has no symbol (`%pS` then prints the number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -185,6 +68,10 @@ pub struct AddrAnswer {
     /// For a stack line giving both `[<address>]` and `name+0xoff/0xsize [module]` that do not
     /// agree: the `name+0xoff...` the line gives (the address is what was answered).
     pub line_says: Option<String>,
+    /// For `name+0xoff/0xsize` input whose size no definition of the name has here: the size
+    /// the input gives (each address answered is the name's here, [`Resolved::size`] its size).
+    #[serde(serialize_with = "hex_serde::num_opt")]
+    pub line_size: Option<u64>,
     /// The place's `file:line` and inline chain, innermost first, when asked for
     /// ([`Kernel::add_source_lines`]) and the kernel's DWARF tells them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -209,6 +96,7 @@ impl AddrAnswer {
             nearest: None,
             explanation: None,
             line_says: None,
+            line_size: None,
             source: Vec::new(),
         }
     }
@@ -232,16 +120,6 @@ impl AddrAnswer {
     }
 }
 
-/// The `name+0xoff/0xsize [module]` a stack line gives after its `[<address>]`, if it gives
-/// one.
-fn claimed_symbol(line: &str) -> Option<Query> {
-    let (_, rest) = line.split_once(">]")?;
-    match parse_query_text(rest) {
-        Ok(q @ Query::Symbol { .. }) => Some(q),
-        _ => None,
-    }
-}
-
 /// One address `name+0xoff` stands for: [`Kernel::resolve_symbol`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
@@ -251,6 +129,9 @@ pub struct Resolved {
     pub address: u64,
     /// The object defining the name (`vmlinux` or a module).
     pub object: String,
+    /// This definition's size, when known (it differs from the size asked when no
+    /// definition has that size: see [`Kernel::resolve_symbol`]).
+    pub size: Option<u64>,
 }
 
 fn resolved_addresses<S: serde::Serializer>(
@@ -548,7 +429,9 @@ impl Kernel {
 
     /// The addresses `name+offset` stands for: every definition of `name` (in `module` when
     /// given; vmlinux's when none), narrowed to those of the given size when the size is
-    /// known. Each with its object's name.
+    /// known and some definition has it. When none has it (a trace of another build), every
+    /// definition is still answered, each with its own [`Resolved::size`]: the caller says the
+    /// difference. Each with its object's name.
     pub fn resolve_symbol(
         &self,
         name: &str,
@@ -567,6 +450,7 @@ impl Kernel {
             None => None,
         };
         let mut out = Vec::new();
+        let mut other_size = Vec::new();
         for s in t.by_name(name) {
             if object.is_some_and(|o| o != s.object) {
                 continue;
@@ -580,30 +464,29 @@ impl Kernel {
                     t.object_info(s.object).name
                 )));
             }
-            if let Some(sz) = size {
-                let known = t.size(s.id);
-                if known != SIZE_UNKNOWN && known != sz {
-                    continue;
-                }
-            }
-            out.push(Resolved {
+            let known = t.size(s.id);
+            let r = Resolved {
                 name: name.to_string(),
                 address: s.addr.wrapping_add(offset),
                 object: t.object_info(s.object).name.clone(),
-            });
+                size: (known != SIZE_UNKNOWN).then_some(known),
+            };
+            match size {
+                Some(sz) if known != SIZE_UNKNOWN && known != sz => other_size.push(r),
+                _ => out.push(r),
+            }
+        }
+        if out.is_empty() {
+            out = other_size;
         }
         if out.is_empty() {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 match module {
-                    Some(m) => format!(
-                        "no symbol {name} in [{m}]{}",
-                        if size.is_some() { " of that size" } else { "" }
-                    ),
-                    None => format!(
-                        "no symbol {name} in vmlinux{} (for a module symbol add [module])",
-                        if size.is_some() { " of that size" } else { "" }
-                    ),
+                    Some(m) => format!("no symbol {name} in [{m}]"),
+                    None => {
+                        format!("no symbol {name} in vmlinux (for a module symbol add [module])")
+                    }
                 },
             ));
         }
@@ -718,8 +601,18 @@ impl Kernel {
                 Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::NotFound),
                 Ok(hits) => {
                     let mut r = self.describe_address(input, hits[0].address);
+                    // No definition of the size the line gives: answered, the difference said
+                    // (a trace of another build), and not a clean answer.
+                    let differs =
+                        size.filter(|sz| hits.iter().all(|h| h.size.is_some_and(|x| x != *sz)));
+                    r.line_size = differs;
                     r.addresses = hits;
-                    (r, Ended::Found)
+                    let ended = if differs.is_some() {
+                        Ended::NotFound
+                    } else {
+                        Ended::Found
+                    };
+                    (r, ended)
                 }
             },
         }
@@ -728,39 +621,6 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_addr, parse_query, parse_query_text, Query};
-
-    #[test]
-    fn parses_what_people_paste() {
-        let sym = |name: &str, offset, size, module: Option<&str>| Query::Symbol {
-            name: name.into(),
-            offset,
-            size,
-            module: module.map(str::to_string),
-        };
-        assert_eq!(
-            parse_query_text(" ? schedule+0x10/0xa0 [dummy]"),
-            Ok(sym("schedule", 0x10, Some(0xa0), Some("dummy")))
-        );
-        assert_eq!(
-            parse_query_text(" [<ffffffff81234567>] schedule+0x10/0xa0"),
-            Ok(Query::Address(0xffffffff81234567))
-        );
-        assert_eq!(
-            parse_query_text("RIP: 0010:cmdline_proc_show+0x5/0x30"),
-            Ok(sym("cmdline_proc_show", 5, Some(0x30), None))
-        );
-        assert_eq!(
-            parse_query_text("init_once.isra.0+0x4"),
-            Ok(sym("init_once.isra.0", 4, None, None))
-        );
-        assert_eq!(parse_query_text("0xffff"), Ok(Query::Address(0xffff)));
-        assert!(parse_query_text("schedule+16").is_err());
-        assert!(parse_query_text("hello world").is_err());
-        let e = parse_query("hello world").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
-    }
-
     #[test]
     fn module_lookup_by_region_from_the_series_that_took_it() {
         let by = super::ModuleLookup::by_region;
@@ -769,14 +629,5 @@ mod tests {
         assert!(!by((6, 18), Some(49)) && by((6, 18), Some(50)));
         assert!(!by((7, 1), Some(30)) && !by((7, 2), Some(3)) && by((7, 2), Some(4)));
         assert!(by((7, 3), None) && by((8, 0), None));
-    }
-
-    #[test]
-    fn parses_hex_forms() {
-        assert_eq!(parse_addr("0xffffffff81000000"), Some(0xffffffff81000000));
-        assert_eq!(parse_addr(" FFFF "), Some(0xffff));
-        assert_eq!(parse_addr("xyz"), None);
-        assert_eq!(parse_addr("0x"), None);
-        assert_eq!(parse_addr("11111111111111111"), None);
     }
 }

@@ -1,11 +1,13 @@
 //! What people paste: an oops, a stack trace, a list of addresses. Every line is kept in its
-//! order; each stack entry in it is a query ([`parse_query`]), the rest passes through.
+//! order; each stack entry in it (every form the kernels print: see `stack_entry.rs`) is a
+//! query, a line shaped as one that cannot be read is marked, the rest passes through.
 
 use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::symbolize::{parse_query, AddrAnswer, Ended, Query};
+use crate::stack_entry::{arch_of, parse_line, parse_query, text_arch, Line, Query};
+use crate::symbolize::{AddrAnswer, Ended};
 
 /// One line of a [`Trace`].
 #[derive(Debug)]
@@ -32,9 +34,10 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads `r` line by line: each stack entry a query, other lines passed through; with
-    /// `strict`, every non-empty line must be a stack entry (one that is not is a query that
-    /// could not be read, naming its line).
+    /// Reads `r` line by line: each stack entry a query, a line shaped as one that cannot be
+    /// read a query that could not be read (marked in place), other lines passed through;
+    /// with `strict`, every non-empty line must be a stack entry (one that is not is a query
+    /// that could not be read, naming its line).
     pub fn read(r: impl BufRead, strict: bool) -> Result<Trace> {
         let mut lines = Vec::new();
         for (i, line) in r.split(b'\n').enumerate() {
@@ -47,14 +50,20 @@ impl Trace {
                 }
                 continue;
             }
-            match parse_query(&line) {
-                Err(_) if !strict => lines.push(TraceLine::Text(line)),
-                q => lines.push(TraceLine::Query {
-                    query: q.map_err(|e| e.context(format!("standard input line {}", i + 1))),
-                    input: line,
-                    line: Some(i + 1),
-                }),
-            }
+            let query = match parse_line(&line) {
+                Line::Other if !strict => {
+                    lines.push(TraceLine::Text(line));
+                    continue;
+                }
+                Line::Entry(q) => Ok(q),
+                Line::Undecodable(why) => Err(Error::bad_input(why)),
+                Line::Other => parse_query(&line),
+            };
+            lines.push(TraceLine::Query {
+                query: query.map_err(|e| e.context(format!("standard input line {}", i + 1))),
+                input: line,
+                line: Some(i + 1),
+            });
         }
         Ok(Trace { lines })
     }
@@ -72,7 +81,53 @@ impl Trace {
     }
 }
 
+impl Trace {
+    /// The architecture the trace is from, with what tells it (see `stack_entry::arch_of`):
+    /// its lines (`RIP: `, `Call Trace:`... or `pc : `, `Call trace:`...), else the kernel
+    /// text addresses it asks about. `None` when nothing tells.
+    pub fn arch(&self) -> Option<(&'static str, String)> {
+        let lines = self.lines.iter().map(|l| match l {
+            TraceLine::Query { input, .. } => input.as_str(),
+            TraceLine::Text(t) => t.as_str(),
+        });
+        let addrs = self.lines.iter().filter_map(|l| match l {
+            TraceLine::Query {
+                query: Ok(Query::Address(a)),
+                ..
+            } => Some(*a),
+            _ => None,
+        });
+        arch_of(lines, addrs)
+    }
+
+    /// When the trace is of another architecture than `kernel`: says which, and why it shows
+    /// (the kernel's answers are then not the trace's).
+    pub fn arch_mismatch(&self, kernel: &Kernel) -> Option<String> {
+        let (trace, why) = self.arch()?;
+        let k = kernel.arch()?;
+        (trace != k).then(|| {
+            format!(
+                "the trace is from an {trace} kernel ({why}), {} is {k}: its answers are not this trace's",
+                kernel.path().display()
+            )
+        })
+    }
+}
+
 impl Kernel {
+    /// The kernel's architecture (`x86_64`, `aarch64`): from its source (an image's or ELF's
+    /// header), else from where its text lies (`_text`'s address).
+    pub fn arch(&self) -> Option<String> {
+        if let Some(a) = self.facts().arch.as_ref().filter(|a| *a != "unknown") {
+            return Some(a.clone());
+        }
+        let t = self.table();
+        let text = t
+            .by_name("_text")
+            .find(|s| s.object == klpsym_core::ObjectId::VMLINUX)?;
+        text_arch(text.addr).map(str::to_string)
+    }
+
     /// The answer to every query of `trace` (as [`Kernel::answer_with`]), in order, and how
     /// the worst one ended.
     pub fn answer_trace(&self, trace: &Trace, return_addresses: bool) -> (Vec<AddrAnswer>, Ended) {

@@ -18,6 +18,8 @@ struct AddrJson {
 #[derive(Debug, Serialize)]
 struct KernelAddrs {
     kernel: String,
+    /// When the trace is of another architecture than the kernel: which, and how it shows.
+    arch_mismatch: Option<String>,
     addresses: Vec<AddrAnswer>,
 }
 
@@ -35,7 +37,13 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
     let mut results = Vec::new();
     for k in &kernels {
         k.require_addresses()?;
-        let (mut addresses, ended) = k.answer_trace(&trace, args.return_addresses);
+        let (mut addresses, mut ended) = k.answer_trace(&trace, args.return_addresses);
+        // A trace of another architecture: every answer is this kernel's, none the trace's.
+        let arch_mismatch = trace.arch_mismatch(k);
+        if let Some(m) = &arch_mismatch {
+            eprintln!("klpsym: warning: {m}");
+            ended = ended.max(Ended::NotFound);
+        }
         if !args.no_lines && k.has_line_tables() {
             k.add_source_lines(&mut addresses, args.return_addresses)?;
         }
@@ -45,7 +53,11 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
         }
         worst = worst.max(ended);
         let kernel = k.path().display().to_string();
-        results.push(KernelAddrs { kernel, addresses });
+        results.push(KernelAddrs {
+            kernel,
+            arch_mismatch,
+            addresses,
+        });
     }
     if args.source.json {
         print_json(&AddrJson { results })?;
@@ -62,8 +74,17 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
     match worst {
         Ended::Found => Ok(Outcome::Ok),
         Ended::NotFound => Ok(Outcome::KernelSaysNo),
+        // A pasted trace was read: an entry in it that cannot be decoded is an answer of its
+        // own (marked in place), as one outside every symbol is.
+        Ended::Unreadable if args.addrs.is_empty() => {
+            eprintln!(
+                "klpsym: error: some stack entries could not be decoded (marked in place); the rest was answered"
+            );
+            Ok(Outcome::KernelSaysNo)
+        }
+        // An argument that is no address nor name+0xOFF: the question itself was not asked.
         Ended::Unreadable => {
-            Err("some input could not be read (marked in place); the rest was answered".into())
+            Err("some argument could not be read (marked in place); the rest was answered".into())
         }
     }
 }

@@ -37,16 +37,19 @@ impl CheckArgs {
             visit_ns: self.visit_ns,
             built_for: self.built_for.clone(),
             force: self.force,
+            coverage: !self.no_coverage,
         }
     }
 }
 
-/// How a run over kernels ends: 1 when one refuses the patch or binds another definition,
-/// or, with `--strict`, when something that decides the load was not checked.
+/// How a run over kernels ends: 1 when one refuses the patch, binds another definition or
+/// leaves a copy of a replaced function running the old code, or, with `--strict`, when
+/// something that decides the load, or a replaced function's copies, was not checked.
 #[derive(Default)]
 struct Tally {
     refused: bool,
     misbinds: bool,
+    partial: bool,
     incomplete: bool,
 }
 
@@ -54,14 +57,17 @@ impl Tally {
     fn add(&mut self, r: &KernelCheck) {
         self.refused |= r.refused();
         self.misbinds |= r.binds_another();
-        self.incomplete |= !r.unchecked.is_empty();
+        self.partial |= r.partial_coverage();
+        self.incomplete |= r.incomplete();
     }
 
     fn outcome(&self, strict: bool) -> Outcome {
         if strict && self.incomplete && !self.refused {
-            eprintln!("klpsym: error: --strict: not everything that decides the load was checked (see above)");
+            eprintln!("klpsym: error: --strict: not everything that decides the load, or every copy of what the patch replaces, was checked (see above)");
         }
-        Outcome::all_ok(!(self.refused || self.misbinds || (strict && self.incomplete)))
+        Outcome::all_ok(
+            !(self.refused || self.misbinds || self.partial || (strict && self.incomplete)),
+        )
     }
 }
 

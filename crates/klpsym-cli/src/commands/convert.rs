@@ -72,6 +72,12 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
             for p in &problems {
                 eprintln!("klpsym: error: {p}");
             }
+            // The library says which pin would choose (`[OBJ:]NAME=POS`); the flags are ours.
+            if problems.iter().any(|p| p.contains("=POS")) {
+                eprintln!(
+                    "klpsym: note: a pin is given with --pin [OBJ:]NAME=POS or --pin [OBJ:]NAME@PATH (repeatable), or one per line in --pins-file FILE"
+                );
+            }
             Ok(Outcome::KernelSaysNo)
         }
     }

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod check;
 pub mod completions;
 pub mod convert;
+pub mod copies;
 pub mod drift;
 pub mod dump;
 pub mod info;

@@ -23,14 +23,18 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
     })?;
     for r in &results {
         warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
-        if let Some(n) = &r.file_note {
-            eprintln!("klpsym: warning: {}: {n}", r.kernel);
+        match &r.file_note {
+            // The note names the kernel itself.
+            Some(n) if r.files_unknown => eprintln!("klpsym: warning: {n}"),
+            Some(n) => eprintln!("klpsym: warning: {}: {n}", r.kernel),
+            None => {}
         }
     }
-    // A path the kernel can only match by base name is not an answer for that path.
+    // A path the kernel can only match by base name, or a kernel that names no source files,
+    // is not an answer for that path (exit 1); the kernels that answered still did.
     let ok = results
         .iter()
-        .all(|r| !r.candidates.is_empty() && !r.base_name_only);
+        .all(|r| !r.candidates.is_empty() && !r.base_name_only && !r.files_unknown);
     if args.source.json {
         print_json(&SymposJson {
             name: &args.name,

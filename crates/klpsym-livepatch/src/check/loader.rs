@@ -81,7 +81,7 @@ impl Ctx<'_, '_, '_, '_> {
     /// Records a check; `reached` is whether the kernel gets to it (taken before it ran).
     pub(super) fn loader_check(
         &mut self,
-        check: &'static str,
+        check: LoaderCheckKind,
         status: CheckStatus,
         detail: String,
     ) {
@@ -127,13 +127,13 @@ impl Ctx<'_, '_, '_, '_> {
                     ),
                 );
                 self.loader_check(
-                    "module_support",
+                    LoaderCheckKind::ModuleSupport,
                     CheckStatus::Failed,
                     format!("CONFIG_MODULES is off ({})", f.source),
                 );
             }
             Some(f) => self.loader_check(
-                "module_support",
+                LoaderCheckKind::ModuleSupport,
                 CheckStatus::Passed,
                 format!("CONFIG_MODULES is on ({})", f.source),
             ),
@@ -148,7 +148,7 @@ impl Ctx<'_, '_, '_, '_> {
         let facts = &self.t.loader;
         if self.m.signed {
             self.loader_check(
-                "signature",
+                LoaderCheckKind::Signature,
                 CheckStatus::NotChecked,
                 "the module is signed: the kernel verifies the signature against its keyring (a signature that does not match the module's bytes fails the load even when signatures are not enforced; an unknown key only taints)".into(),
             );
@@ -173,7 +173,7 @@ impl Ctx<'_, '_, '_, '_> {
                     ),
                 );
                 self.loader_check(
-                    "signature",
+                    LoaderCheckKind::Signature,
                     CheckStatus::Failed,
                     format!("unsigned; signatures enforced ({})", f.source),
                 );
@@ -181,7 +181,7 @@ impl Ctx<'_, '_, '_, '_> {
             }
             Some(f) => {
                 self.loader_check(
-                    "signature",
+                    LoaderCheckKind::Signature,
                     CheckStatus::Passed,
                     format!(
                         "unsigned; signatures not enforced ({}) — unless booted with module.sig_enforce=1 or under lockdown; the kernel logs 'module verification failed: signature and/or required key missing - tainting kernel'",
@@ -192,7 +192,7 @@ impl Ctx<'_, '_, '_, '_> {
             }
             None => {
                 self.loader_check(
-                    "signature",
+                    LoaderCheckKind::Signature,
                     CheckStatus::NotChecked,
                     "unsigned; whether the target enforces signatures is not known (CONFIG_MODULE_SIG_FORCE, module.sig_enforce, lockdown)".into(),
                 );
@@ -230,21 +230,21 @@ impl Ctx<'_, '_, '_, '_> {
         let name = self.m.name.clone();
         if self.modversions() == Some(false) {
             self.loader_check(
-                "module_layout",
+                LoaderCheckKind::ModuleLayout,
                 CheckStatus::NotApplicable,
                 "the target has no CONFIG_MODVERSIONS".into(),
             );
             return true;
         }
         if self.m.versions.is_none() {
-            return self.no_versions("module_layout");
+            return self.no_versions(LoaderCheckKind::ModuleLayout);
         }
         let Some(kernel_crc) = self.export_info("module_layout").and_then(|e| e.crc) else {
             let why = match &self.t.loader.exports {
                 Some(f) => format!("{} has no CRC for module_layout", f.source),
                 None => "the target's CRCs are not known (give its Module.symvers, or a vmlinux with .symtab)".into(),
             };
-            self.loader_check("module_layout", CheckStatus::NotChecked, why);
+            self.loader_check(LoaderCheckKind::ModuleLayout, CheckStatus::NotChecked, why);
             return true;
         };
         match self.m.version_of("module_layout") {
@@ -260,7 +260,7 @@ impl Ctx<'_, '_, '_, '_> {
                     ),
                 );
                 self.loader_check(
-                    "module_layout",
+                    LoaderCheckKind::ModuleLayout,
                     CheckStatus::Failed,
                     format!("CRC {c:#010x}, target {kernel_crc:#010x}"),
                 );
@@ -268,7 +268,7 @@ impl Ctx<'_, '_, '_, '_> {
             }
             Some(c) => {
                 self.loader_check(
-                    "module_layout",
+                    LoaderCheckKind::ModuleLayout,
                     CheckStatus::Passed,
                     format!("CRC {c:#010x} matches"),
                 );
@@ -279,7 +279,7 @@ impl Ctx<'_, '_, '_, '_> {
                     "the kernel logs '{name}: no symbol version for module_layout' (the module's __versions lacks it) and loads it"
                 ));
                 self.loader_check(
-                    "module_layout",
+                    LoaderCheckKind::ModuleLayout,
                     CheckStatus::Passed,
                     "the module lists no CRC for module_layout: not compared".into(),
                 );
@@ -290,7 +290,7 @@ impl Ctx<'_, '_, '_, '_> {
 
     /// `check_version()` of a module without symbol versions on a CONFIG_MODVERSIONS kernel:
     /// `try_to_force_load()`.
-    fn no_versions(&mut self, check: &'static str) -> bool {
+    fn no_versions(&mut self, check: LoaderCheckKind) -> bool {
         let name = self.m.name.clone();
         match (self.modversions(), self.force_load()) {
             (Some(true), Some(false)) => {
@@ -344,7 +344,7 @@ impl Ctx<'_, '_, '_, '_> {
                         "the module has no vermagic and the target cannot force-load (no CONFIG_MODULE_FORCE_LOAD): build it with kbuild".into(),
                     );
                     self.loader_check(
-                        "vermagic",
+                        LoaderCheckKind::Vermagic,
                         CheckStatus::Failed,
                         "the module has none".into(),
                     );
@@ -355,7 +355,7 @@ impl Ctx<'_, '_, '_, '_> {
                         "the module has no vermagic: the target force-loads it ('{name}: bad vermagic: kernel tainted.')"
                     ));
                     self.loader_check(
-                        "vermagic",
+                        LoaderCheckKind::Vermagic,
                         CheckStatus::Passed,
                         "the module has none; CONFIG_MODULE_FORCE_LOAD taints and loads".into(),
                     );
@@ -363,7 +363,7 @@ impl Ctx<'_, '_, '_, '_> {
                 }
                 None => {
                     self.loader_check(
-                        "vermagic",
+                        LoaderCheckKind::Vermagic,
                         CheckStatus::NotChecked,
                         "the module has none: it loads only where CONFIG_MODULE_FORCE_LOAD is set (not known for the target)".into(),
                     );
@@ -372,7 +372,7 @@ impl Ctx<'_, '_, '_, '_> {
             },
             (Some(_), None) => {
                 self.loader_check(
-                    "vermagic",
+                    LoaderCheckKind::Vermagic,
                     CheckStatus::NotChecked,
                     "the target's vermagic is not known (give the target's module tree, or a kernel image or vmlinux)".into(),
                 );
@@ -385,7 +385,7 @@ impl Ctx<'_, '_, '_, '_> {
                     ""
                 };
                 self.loader_check(
-                    "vermagic",
+                    LoaderCheckKind::Vermagic,
                     CheckStatus::Passed,
                     format!("'{m}' matches the target's ({}){how}", k.source),
                 );
@@ -405,7 +405,7 @@ impl Ctx<'_, '_, '_, '_> {
                     ),
                 );
                 self.loader_check(
-                    "vermagic",
+                    LoaderCheckKind::Vermagic,
                     CheckStatus::Failed,
                     format!("'{m}' against '{}' ({})", k.value, k.source),
                 );
@@ -416,7 +416,7 @@ impl Ctx<'_, '_, '_, '_> {
         // reported as not reached, so the author learns both.
         if !self.m.is_marked_livepatch() {
             self.loader_check(
-                "livepatch_support",
+                LoaderCheckKind::LivepatchSupport,
                 CheckStatus::NotApplicable,
                 "the module has no livepatch modinfo tag".into(),
             );
@@ -436,7 +436,7 @@ impl Ctx<'_, '_, '_, '_> {
                     ),
                 );
                 self.loader_check(
-                    "livepatch_support",
+                    LoaderCheckKind::LivepatchSupport,
                     CheckStatus::Failed,
                     format!("CONFIG_LIVEPATCH is off ({})", f.source),
                 );
@@ -444,7 +444,7 @@ impl Ctx<'_, '_, '_, '_> {
             }
             Some(f) => {
                 self.loader_check(
-                    "livepatch_support",
+                    LoaderCheckKind::LivepatchSupport,
                     CheckStatus::Passed,
                     format!("CONFIG_LIVEPATCH is on ({})", f.source),
                 );
@@ -452,7 +452,7 @@ impl Ctx<'_, '_, '_, '_> {
             }
             None => {
                 self.loader_check(
-                    "livepatch_support",
+                    LoaderCheckKind::LivepatchSupport,
                     CheckStatus::NotChecked,
                     "whether the target has CONFIG_LIVEPATCH is not known".into(),
                 );
@@ -639,11 +639,11 @@ impl Ctx<'_, '_, '_, '_> {
             };
             match detail {
                 None => self.loader_check(
-                    "symbol_versions",
+                    LoaderCheckKind::SymbolVersions,
                     CheckStatus::NotApplicable,
                     "the target has no CONFIG_MODVERSIONS".into(),
                 ),
-                Some((st, d)) => self.loader_check("symbol_versions", st, d),
+                Some((st, d)) => self.loader_check(LoaderCheckKind::SymbolVersions, st, d),
             }
             let (st, d) = match self.t.exported {
                 None => (
@@ -660,7 +660,7 @@ impl Ctx<'_, '_, '_, '_> {
                         .to_string(),
                 ),
             };
-            self.loader_check("unresolved_symbols", st, d);
+            self.loader_check(LoaderCheckKind::UnresolvedSymbols, st, d);
         }
         if any {
             self.fail(&stage);

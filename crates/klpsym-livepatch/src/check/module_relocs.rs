@@ -106,11 +106,11 @@ impl Ctx<'_, '_, '_, '_> {
         }
         if t.needs_placement > 0 {
             detail.push_str(&format!(
-                "; {} depend on where the loader places the module (give --section-base for exact values)",
+                "; {} depend on where the loader places the module ({PLACEMENT_HINT})",
                 t.needs_placement
             ));
         }
-        self.loader_check("relocations", status, detail);
+        self.loader_check(LoaderCheckKind::Relocations, status, detail);
     }
 
     /// `apply_relocate_add()` for one ordinary SHT_RELA section.
@@ -178,7 +178,7 @@ impl Ctx<'_, '_, '_, '_> {
                     if probe {
                         rep.expression = String::new();
                         rep.note = Some(format!(
-                            "S is in section {} of the module: give --section-base for it",
+                            "S is in section {} of the module: exact once that section's load address is given",
                             m.elf
                                 .sections
                                 .get(usize::from(sym.shndx))

@@ -35,7 +35,7 @@ impl Ctx<'_, '_, '_, '_> {
         let Some(line) = refusal else {
             if let Some(f) = self.t.loader.machine.clone() {
                 self.header_check = Some(LoaderCheck {
-                    check: "elf_header",
+                    check: LoaderCheckKind::ElfHeader,
                     status: CheckStatus::Passed,
                     detail: format!(
                         "a relocatable object for e_machine {machine} ({}), the target's ({})",
@@ -93,7 +93,13 @@ impl Ctx<'_, '_, '_, '_> {
                 ),
             )
         };
-        self.validity_refusal(ProblemKind::ElfHeader, "elf_header", line, detail, hint);
+        self.validity_refusal(
+            ProblemKind::ElfHeader,
+            LoaderCheckKind::ElfHeader,
+            line,
+            detail,
+            hint,
+        );
         true
     }
 
@@ -102,7 +108,7 @@ impl Ctx<'_, '_, '_, '_> {
     fn validity_refusal(
         &mut self,
         kind: ProblemKind,
-        check: &'static str,
+        check: LoaderCheckKind,
         line: String,
         detail: String,
         hint: String,
@@ -165,7 +171,7 @@ impl Ctx<'_, '_, '_, '_> {
             [(_, _, size)] => match self.t.loader.struct_module_size.clone() {
                 None => {
                     self.loader_check(
-                        "this_module",
+                        LoaderCheckKind::ThisModule,
                         CheckStatus::NotChecked,
                         format!("the section is {size} bytes; sizeof(struct module) of the target is not known (its BTF, or a module it ships)"),
                     );
@@ -173,7 +179,7 @@ impl Ctx<'_, '_, '_, '_> {
                 }
                 Some(f) if f.value == *size => {
                     self.loader_check(
-                        "this_module",
+                        LoaderCheckKind::ThisModule,
                         CheckStatus::Passed,
                         format!("{size} bytes, sizeof(struct module) ({})", f.source),
                     );
@@ -193,10 +199,16 @@ impl Ctx<'_, '_, '_, '_> {
             return true;
         };
         if !self.loader_reached {
-            self.loader_check("this_module", CheckStatus::Failed, detail);
+            self.loader_check(LoaderCheckKind::ThisModule, CheckStatus::Failed, detail);
             return false;
         }
-        self.validity_refusal(ProblemKind::ThisModule, "this_module", line, detail, hint);
+        self.validity_refusal(
+            ProblemKind::ThisModule,
+            LoaderCheckKind::ThisModule,
+            line,
+            detail,
+            hint,
+        );
         false
     }
 }

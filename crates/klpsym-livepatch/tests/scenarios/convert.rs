@@ -121,6 +121,11 @@ fn convert_ambiguity_needs_a_pin() {
     let e = convert(&build_module(&spec), &target(&k), &[], &exported).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("'dup_fn' is defined 2 times"), "{msg}");
+    // The library names the pin to give, not the command's flag (`klpsym convert` adds it).
+    assert!(
+        msg.contains("[OBJ:]dup_fn=POS") && !msg.contains("--"),
+        "{msg}"
+    );
     assert!(
         msg.contains("position 1  vmlinux  0xffffffff81300000"),
         "{msg}"

@@ -4,26 +4,73 @@
 use serde::{Serialize, Serializer};
 
 use klpsym_core::{Cancelled, Resched};
-use klpsym_livepatch::{CheckReport, PatchVerdictKind, ResolutionCost};
+use klpsym_livepatch::{CheckReport, LoaderCheckKind, PatchVerdictKind, ResolutionCost};
 
-use crate::binding::{AsBuilt, Binding};
+use crate::binding::{AsBuilt, Binding, ModuleComparison};
 use crate::error::Error;
 use crate::kernel::Note;
+
+/// Which row of a check's answer was left open: what a program tests (`matches!(u.row,
+/// OpenRow::LoaderCheck { check: LoaderCheckKind::Signature })`) instead of reading the
+/// sentence. JSON: `{"row": "loader_check", "check": "signature"}` and so on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "row", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OpenRow {
+    /// The module is not a livepatch: nothing of livepatch was checked.
+    NotALivepatch,
+    /// A deferred object whose module is neither loaded nor at hand: what the kernel does
+    /// when that module loads.
+    DeferredObject {
+        /// The module.
+        module: String,
+    },
+    /// A module loader check whose target fact is not known (the signature's included: a
+    /// signed module's signature, an unsigned one's policy without the kernel's config).
+    LoaderCheck {
+        /// Which check.
+        check: LoaderCheckKind,
+    },
+    /// The bindings as a whole: no built-for kernel to compare them with, or one of another
+    /// release than the patch's vermagic names.
+    BuiltFor,
+    /// One binding that nothing proves the one the patch was built for.
+    Binding {
+        /// Its object.
+        object: String,
+        /// Its name.
+        name: String,
+        /// The position the patch gives.
+        sympos: u64,
+    },
+    /// A module object whose build is not proven the one the patch was made for.
+    ModuleBuild {
+        /// The module.
+        module: String,
+    },
+}
 
 /// Something that decides the load and was not checked: part of the verdict (a check with
 /// one is [`PatchVerdictKind::Unverified`] where it would be accepted) and of `--strict`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unchecked {
-    /// What: `object dummy`, `module loader, vermagic`, `bindings`, `binding of
-    /// vmlinux:jhash,2`.
+    /// Which row, typed.
+    pub row: OpenRow,
+    /// What, in words: `object dummy, for when dummy loads`, `module loader, signature`,
+    /// `bindings`, `binding of vmlinux:jhash,2`.
     pub subject: String,
     /// Why it was not checked, and what would check it.
     pub why: String,
 }
 
 impl Unchecked {
-    pub(crate) fn new(subject: impl Into<String>, why: impl Into<String>) -> Unchecked {
+    pub(crate) fn new(
+        row: OpenRow,
+        subject: impl Into<String>,
+        why: impl Into<String>,
+    ) -> Unchecked {
         Unchecked {
+            row,
             subject: subject.into(),
             why: why.into(),
         }
@@ -43,8 +90,9 @@ impl Serialize for Unchecked {
     }
 }
 
-/// One kernel's answer for a patch.
-#[derive(Debug, Serialize)]
+/// One kernel's answer for a patch. JSON: docs/json.md's `results` element (`unchecked` in
+/// words, then `open`: the same rows typed).
+#[derive(Debug)]
 pub struct KernelCheck {
     /// The kernel's source.
     pub kernel: String,
@@ -64,10 +112,40 @@ pub struct KernelCheck {
     pub bindings: Vec<Binding>,
     /// Each module the patch has an object in, its build here against the one on the kernel
     /// the patch was built for (when that is known and another build).
-    pub modules: Vec<crate::binding::ModuleComparison>,
+    pub modules: Vec<ModuleComparison>,
+    /// Every copy of each function the patch replaces (out of line, clones, inlined into
+    /// which functions), from the kernel's DWARF, and whether the patch replaces it: a copy
+    /// it does not replace keeps running the old code
+    /// ([`PatchVerdictKind::PartialCoverage`]). A function whose object's DWARF is not at
+    /// hand says why in its `unchecked`.
+    pub coverage: Vec<super::FunctionCoverage>,
     /// What was said while gathering this kernel's facts.
-    #[serde(skip)]
     pub notes: Vec<Note>,
+}
+
+impl Serialize for KernelCheck {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View<'a> {
+            kernel: &'a str,
+            unchecked: &'a [Unchecked],
+            open: Vec<&'a OpenRow>,
+            report: &'a CheckReport,
+            resolution_cost: &'a ResolutionCost,
+            bindings: &'a [Binding],
+            modules: &'a [ModuleComparison],
+        }
+        View {
+            kernel: &self.kernel,
+            unchecked: &self.unchecked,
+            open: self.open_rows().collect(),
+            report: &self.report,
+            resolution_cost: &self.resolution_cost,
+            bindings: &self.bindings,
+            modules: &self.modules,
+        }
+        .serialize(s)
+    }
 }
 
 impl KernelCheck {
@@ -90,11 +168,65 @@ impl KernelCheck {
         self.verdict() == PatchVerdictKind::BindsAnotherDefinition
     }
 
+    /// True when the patch loads here and some copy of a function it replaces keeps
+    /// running the old code (inlined into a function it does not replace, a clone).
+    pub fn partial_coverage(&self) -> bool {
+        self.verdict() == PatchVerdictKind::PartialCoverage
+    }
+
+    /// The copies the patch does not replace, each with its function.
+    pub fn not_replaced(
+        &self,
+    ) -> impl Iterator<Item = (&super::FunctionCoverage, &super::CoveredCopy)> {
+        self.coverage
+            .iter()
+            .flat_map(|f| f.not_replaced().map(move |c| (f, c)))
+    }
+
+    /// The functions whose copies were not checked, each with why (`--strict` fails on
+    /// these, as on [`KernelCheck::unchecked`]).
+    pub fn coverage_unchecked(&self) -> impl Iterator<Item = String> + '_ {
+        // One line per reason (a kernel without DWARF says it once for all its functions).
+        let mut by_why: Vec<(String, Vec<String>)> = Vec::new();
+        for f in &self.coverage {
+            let why = f.unchecked.as_deref().map(str::to_string).or_else(|| {
+                (!f.incomplete.is_empty())
+                    .then(|| format!("its copies may be incomplete: {}", f.incomplete.join("; ")))
+            });
+            let Some(why) = why else { continue };
+            match by_why.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, fs)) => fs.push(f.label()),
+                None => by_why.push((why, vec![f.label()])),
+            }
+        }
+        by_why
+            .into_iter()
+            .map(|(why, fs)| format!("coverage of {}: {why}", fs.join(", ")))
+    }
+
+    /// True when something was not checked: what decides the load ([`KernelCheck::unchecked`])
+    /// or the copies of a replaced function.
+    pub fn incomplete(&self) -> bool {
+        !self.unchecked.is_empty() || self.coverage_unchecked().next().is_some()
+    }
+
     /// The bindings that bind another definition than on the built-for kernel.
     pub fn misbindings(&self) -> impl Iterator<Item = &Binding> {
         self.bindings
             .iter()
             .filter(|b| b.as_built.as_ref().is_some_and(AsBuilt::binds_another))
+    }
+
+    /// The rows left open, typed (each [`Unchecked::row`], in order): empty when everything
+    /// that decides the load was consulted.
+    pub fn open_rows(&self) -> impl Iterator<Item = &OpenRow> {
+        self.unchecked.iter().map(|u| &u.row)
+    }
+
+    /// True when `check` is among the rows left open.
+    pub fn loader_check_open(&self, check: LoaderCheckKind) -> bool {
+        self.open_rows()
+            .any(|r| matches!(r, OpenRow::LoaderCheck { check: c } if *c == check))
     }
 
     /// What was not checked, each subject once (`object dummy`, `bindings`...).
@@ -129,15 +261,15 @@ impl KernelCheck {
         if self.misbindings().next().is_some() {
             kinds.push("binds_another_definition".to_string());
         }
-        if self
-            .modules
-            .iter()
-            .any(crate::binding::ModuleComparison::differs)
-        {
+        if self.modules.iter().any(ModuleComparison::differs) {
             kinds.push("another_module_build".to_string());
         }
-        if !self.unchecked.is_empty() {
-            kinds.push(format!("{} not checked", self.unchecked.len()));
+        if self.not_replaced().next().is_some() {
+            kinds.push("partial_coverage".to_string());
+        }
+        let unchecked = self.unchecked.len() + self.coverage_unchecked().count();
+        if unchecked > 0 {
+            kinds.push(format!("{unchecked} not checked"));
         }
         kinds
     }
@@ -160,13 +292,17 @@ impl KernelCheck {
                 .iter()
                 .map(|u| Note::warning(format!("NOT CHECKED: {u}"))),
         );
+        out.extend(
+            self.coverage_unchecked()
+                .map(|u| Note::warning(format!("NOT CHECKED: {u}"))),
+        );
         out
     }
 }
 
 /// A kernel that could not be checked (its facts could not be read: a broken BTF,
 /// configuration or Module.symvers), or opened: the others still are.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KernelFailure {
     /// The kernel's source.
     pub kernel: String,
@@ -213,9 +349,16 @@ impl CheckRun {
         self.results.iter().any(KernelCheck::binds_another)
     }
 
-    /// True when something that decides a load was not checked on some kernel.
+    /// True when on some kernel the patch loads and leaves a copy of a function it replaces
+    /// running the old code.
+    pub fn partial_coverage(&self) -> bool {
+        self.results.iter().any(KernelCheck::partial_coverage)
+    }
+
+    /// True when something that decides a load, or the copies of a replaced function, was
+    /// not checked on some kernel.
     pub fn incomplete(&self) -> bool {
-        self.results.iter().any(|r| !r.unchecked.is_empty())
+        self.results.iter().any(KernelCheck::incomplete)
     }
 
     /// Frees the reports with reschedule points (a big patch's report is tens of thousands

@@ -2,12 +2,16 @@
 //! loader's checks, every lookup and relocation, the verdict and the kernel's own lines.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 mod answer;
+mod built_for;
+mod coverage;
 mod patch;
 
-pub use answer::{CheckRun, KernelCheck, KernelFailure, Unchecked};
+pub use answer::{CheckRun, KernelCheck, KernelFailure, OpenRow, Unchecked};
+pub(crate) use built_for::{open_built_for, pick_release, BuiltFor};
+pub use coverage::{CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage};
 pub(crate) use patch::read_module;
 pub use patch::Patch;
 
@@ -17,7 +21,7 @@ use klpsym_livepatch::{
     PatchVerdictKind, Preemption, StructLayouts,
 };
 
-use crate::binding::{AsBuilt, Binding};
+use crate::binding::{AsBuilt, Binding, BuiltForWay};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
 use crate::target::{Layouts, TargetFacts, TargetOptions};
@@ -50,6 +54,10 @@ pub struct CheckOptions {
     /// versions and vermagic are ignored, and a target with CONFIG_MODULE_FORCE_LOAD loads
     /// it tainted where it would refuse a module built for another build.
     pub force: bool,
+    /// Look for every copy of each replaced function in the kernel's DWARF (inlined into
+    /// other functions, cloned) and whether the patch replaces it ([`KernelCheck::coverage`]).
+    /// On by default; off, nothing is said of copies either way.
+    pub coverage: bool,
 }
 
 impl Default for CheckOptions {
@@ -63,6 +71,7 @@ impl Default for CheckOptions {
             visit_ns: None,
             built_for: None,
             force: false,
+            coverage: true,
         }
     }
 }
@@ -93,6 +102,21 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
     let Some(first) = kernels.first() else {
         return Err(Error::usage("check needs at least one kernel"));
     };
+    let built = BuiltFor::among(patch, kernels, copts, first.options())?;
+    check_with(patch, kernels, copts, &built)
+}
+
+/// [`check`] with the kernel the patch was built for found already (a fleet finds it once,
+/// among all its kernels, before checking them one at a time).
+pub(crate) fn check_with(
+    patch: &Patch,
+    kernels: &[&Kernel],
+    copts: &CheckOptions,
+    built: &BuiltFor,
+) -> Result<CheckRun> {
+    let Some(first) = kernels.first() else {
+        return Err(Error::usage("check needs at least one kernel"));
+    };
     let mut rs = first.opts.resched();
     let rs = &mut rs;
     // A BTF named for every kernel: read once.
@@ -100,7 +124,6 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
         Some(p) => Some(Layouts::from_btf_file(p, true, first.options())?),
         None => None,
     };
-    let built = BuiltFor::find(patch, kernels, copts, first.options())?;
     // The module as the last kernel's layouts read it (kernels of one series share them).
     let mut parsed: Option<(StructLayouts, LivepatchModule<'_>)> = None;
     let mut bases: Vec<(u32, u64)> = Vec::new();
@@ -134,6 +157,7 @@ pub fn check(patch: &Patch, kernels: &[&Kernel], copts: &CheckOptions) -> Result
             kernel: built.kernel(kernels),
             release: built.release.as_deref(),
             mismatch: built.mismatch.as_deref(),
+            way: built.way,
         };
         match check_one(k, module, &layouts, &bases, b, copts, rs) {
             Ok(r) => results.push(r),
@@ -160,66 +184,13 @@ fn one_kernels(e: &Error) -> bool {
     !matches!(e.kind(), ErrorKind::Cancelled | ErrorKind::Usage)
 }
 
-/// The kernel a patch was built for, as a check compares bindings with it.
-struct BuiltFor {
-    /// Opened from [`CheckOptions::built_for`].
-    opened: Option<Kernel>,
-    /// Else the index of the kernel checked whose release the patch's vermagic names.
-    among: Option<usize>,
-    /// The release the patch's vermagic names.
-    release: Option<String>,
-    /// Why the proof is not one, when the named kernel is another release than the patch's.
-    mismatch: Option<String>,
-}
-
-impl BuiltFor {
-    fn find(
-        patch: &Patch,
-        kernels: &[&Kernel],
-        copts: &CheckOptions,
-        opts: &crate::Options,
-    ) -> Result<BuiltFor> {
-        let release = patch.built_for_release();
-        let opened = match &copts.built_for {
-            Some(p) => Some(open_built_for(p, opts)?),
-            None => None,
-        };
-        let mismatch = match (&opened, &release) {
-            (Some(k), Some(r)) => k.release().filter(|kr| kr != r).map(|kr| {
-                format!(
-                    "the built-for kernel {} is release {kr}, but the patch's vermagic names {r}: its bindings were compared with a build the patch was not made against",
-                    k.path().display()
-                )
-            }),
-            _ => None,
-        };
-        let among = match (&opened, &release) {
-            (None, Some(r)) => kernels
-                .iter()
-                .position(|k| k.release().as_deref() == Some(r.as_str())),
-            _ => None,
-        };
-        Ok(BuiltFor {
-            opened,
-            among,
-            release,
-            mismatch,
-        })
-    }
-
-    fn kernel<'a>(&'a self, kernels: &[&'a Kernel]) -> Option<&'a Kernel> {
-        self.opened
-            .as_ref()
-            .or_else(|| self.among.and_then(|i| kernels.get(i).copied()))
-    }
-}
-
 /// What one kernel's check knows of the built-for kernel.
 #[derive(Clone, Copy)]
 struct BuiltForKernel<'a> {
     kernel: Option<&'a Kernel>,
     release: Option<&'a str>,
     mismatch: Option<&'a str>,
+    way: BuiltForWay,
 }
 
 /// One kernel's check: the kernel's path with its facts, the bindings, the verdict with what
@@ -262,12 +233,26 @@ fn check_one(
     let here = crate::binding::Sources::new(k);
     let there = built_for.map(crate::binding::Sources::new);
     let unloaded = &report.verdict.unchecked_modules;
-    let bindings = crate::binding::bindings(&here, &wanted, there.as_ref(), unloaded)?;
+    let bindings = crate::binding::bindings(
+        &here,
+        &wanted,
+        there.as_ref().map(|t| (t, built.way)),
+        unloaded,
+    )?;
     let modules = match (&there, built_for) {
         (Some(t), Some(b)) if !crate::binding::same_build(k, b) => {
             crate::binding::compare_modules(&here, t, &objects, unloaded)?
         }
         _ => Vec::new(),
+    };
+    // Every copy of each replaced function, where the kernel takes the patch.
+    let coverage = if !copts.coverage
+        || report.verdict.kind == PatchVerdictKind::RefusedAtLoad
+        || report.verdict.kind == PatchVerdictKind::OrdinaryModule
+    {
+        Vec::new()
+    } else {
+        coverage::coverage(k, &bindings, built_for, unloaded)?
     };
     let mut notes = layouts.notes.clone();
     notes.extend(facts.notes);
@@ -275,17 +260,28 @@ fn check_one(
     for m in &modules {
         if let crate::binding::ModuleAsBuilt::Unproven { why } = &m.as_built {
             unchecked.push(Unchecked::new(
+                OpenRow::ModuleBuild {
+                    module: m.object.clone(),
+                },
                 format!("module {}", m.object),
                 format!("not proven the build the patch was made for: {why}"),
             ));
         }
     }
     settle_verdict(&mut report, &bindings, &modules, &unchecked);
+    if matches!(
+        report.verdict.kind,
+        PatchVerdictKind::Accepted | PatchVerdictKind::Unverified
+    ) && coverage.iter().any(|f| f.not_replaced().next().is_some())
+    {
+        report.verdict.kind = PatchVerdictKind::PartialCoverage;
+    }
     Ok(KernelCheck {
         kernel: k.path().display().to_string(),
         unchecked,
         bindings,
         modules,
+        coverage,
         report,
         resolution_cost,
         notes,
@@ -387,19 +383,25 @@ fn unchecked(r: &CheckReport, bindings: &[Binding], built: &BuiltForKernel<'_>) 
     let mut out = Vec::new();
     if r.verdict.kind == PatchVerdictKind::OrdinaryModule {
         out.push(Unchecked::new(
+            OpenRow::NotALivepatch,
             "not a livepatch module",
             "nothing of livepatch was checked",
         ));
     }
     for m in &r.verdict.unchecked_modules {
         out.push(Unchecked::new(
+            OpenRow::DeferredObject { module: m.clone() },
             format!("object {m}, for when {m} loads"),
             format!("its module is not loaded and no {m}.ko was found (in the module tree or the kernel's packages): what the kernel does when {m} loads is not checked"),
         ));
     }
+    // Every loader row decides the load, the signature's too: a signed module's signature is
+    // verified against a keyring no file shows, and an unsigned one's fate hangs on the
+    // target's CONFIG_MODULE_SIG_FORCE.
     for c in &r.loader_checks {
-        if c.status == CheckStatus::NotChecked && c.check != "signature" {
+        if c.status == CheckStatus::NotChecked {
             out.push(Unchecked::new(
+                OpenRow::LoaderCheck { check: c.check },
                 format!("module loader, {}", c.check),
                 format!("not checked: {}", c.detail),
             ));
@@ -408,18 +410,26 @@ fn unchecked(r: &CheckReport, bindings: &[Binding], built: &BuiltForKernel<'_>) 
     let bound = bindings.iter().any(|b| b.bound.is_some());
     match (built.kernel, built.mismatch) {
         (None, _) if bound => out.push(Unchecked::new(
+            OpenRow::BuiltFor,
             "bindings",
             match built.release {
                 Some(r) => format!("no built-for kernel: the patch's vermagic names {r}, none of the kernels checked; give the kernel it was built for to prove each symbol binds the definition it was built for"),
                 None => "no built-for kernel: the patch has no vermagic to find it by; give the kernel it was built for to prove each symbol binds the definition it was built for".to_string(),
             },
         )),
-        (Some(_), Some(why)) if bound => out.push(Unchecked::new("bindings", why)),
+        (Some(_), Some(why)) if bound => {
+            out.push(Unchecked::new(OpenRow::BuiltFor, "bindings", why))
+        }
         _ => {}
     }
     for b in bindings {
         if let Some(AsBuilt::Unproven { why }) = &b.as_built {
             out.push(Unchecked::new(
+                OpenRow::Binding {
+                    object: b.object.clone(),
+                    name: b.name.clone(),
+                    sympos: b.sympos,
+                },
                 format!("binding of {}:{},{}", b.object, b.name, b.sympos),
                 format!("not proven against the built-for kernel: {why}"),
             ));
@@ -499,35 +509,4 @@ fn add_candidate_lines(k: &Kernel, report: &mut CheckReport) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Opens the built-for kernel: one kernel (a folder or several packages must form exactly one),
-/// with its debug package read (source files give definitions their identity).
-fn open_built_for(path: &Path, opts: &crate::Options) -> Result<Kernel> {
-    // Its own kernel: the checked kernels' debug vmlinux, loaded modules and placement are
-    // theirs, not the built-for build's.
-    let opts = crate::Options {
-        progress: None,
-        debug_vmlinux: None,
-        loaded: Vec::new(),
-        place_from: None,
-        modules: None,
-        ..opts.clone()
-    };
-    let mut opened = crate::open_all(&[path.to_path_buf()], &opts).map_err(|e| {
-        e.context("built-for kernel")
-            .about(crate::error::Input::BuiltFor)
-    })?;
-    if opened.len() != 1 {
-        return Err(Error::usage(format!(
-            "built-for kernel {}: names {} kernels; give the one the patch was built for",
-            path.display(),
-            opened.len()
-        ))
-        .about(crate::error::Input::BuiltFor));
-    }
-    opened.remove(0).kernel.map_err(|e| {
-        e.context("built-for kernel")
-            .about(crate::error::Input::BuiltFor)
-    })
 }

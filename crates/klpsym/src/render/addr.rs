@@ -58,9 +58,17 @@ pub fn resolved_lines(out: &mut dyn Write, a: &AddrAnswer) -> Result {
         _ => String::new(),
     };
     for r in &a.addresses {
+        // A size the name has nowhere here: the address is answered, the difference said.
+        let differs = match (a.line_size, r.size) {
+            (Some(said), Some(here)) => format!(
+                "  (the line says size {said:#x}; {} is {here:#x} here: another build?)",
+                r.name
+            ),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "{} => {:016x} [{}]{many}",
+            "{} => {:016x} [{}]{many}{differs}",
             a.input, r.address, r.object
         )?;
     }

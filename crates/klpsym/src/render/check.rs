@@ -4,8 +4,8 @@ use std::io::Write;
 
 use klpsym_core::{hex, Resched};
 use klpsym_livepatch::{
-    errno_name, CheckReport, CheckStatus, ObjectState, PatchVerdictKind, Problem, RelocationReport,
-    ResolutionCost, Stage,
+    errno_name, CheckReport, CheckStatus, LoaderCheckKind, ObjectState, PatchVerdictKind, Problem,
+    RelocationReport, ResolutionCost, Stage, PLACEMENT_HINT,
 };
 
 use super::names::UNPLACED_NOTE;
@@ -39,6 +39,7 @@ pub fn verdict_line(c: &KernelCheck) -> String {
             }
             format!("BINDS ANOTHER DEFINITION: the kernel accepts the patch, and {}", why.join("; "))
         }
+        PatchVerdictKind::PartialCoverage => super::copies::partial_coverage_line(c),
         PatchVerdictKind::RefusedAtLoad => format!(
             "REFUSED AT LOAD ({})",
             r.verdict.errno.map_or("?", errno_name)
@@ -77,6 +78,7 @@ pub fn check_report(
     }
     loader_checks(out, r)?;
     bindings(out, c, rs)?;
+    super::copies::coverage(out, c, rs)?;
     modules(out, c)?;
     objects(out, c, rs)?;
     if matches!(
@@ -84,6 +86,7 @@ pub fn check_report(
         PatchVerdictKind::Accepted
             | PatchVerdictKind::Unverified
             | PatchVerdictKind::BindsAnotherDefinition
+            | PatchVerdictKind::PartialCoverage
             | PatchVerdictKind::RefusedWhenModuleLoads
     ) {
         writeln!(out, "kernel log (predicted):")?;
@@ -178,7 +181,12 @@ fn loader_checks(out: &mut dyn Write, r: &CheckReport) -> Result {
         if c.detail.is_empty() {
             writeln!(out, "  {:<20} {status}", c.check)?;
         } else {
-            writeln!(out, "  {:<20} {status:<12} {}", c.check, c.detail)?;
+            // The library says what places the sections; the command's flags are named here.
+            let detail = c.detail.replace(
+                PLACEMENT_HINT,
+                &format!("{PLACEMENT_HINT}: --section-base or --sections-from"),
+            );
+            writeln!(out, "  {:<20} {status:<12} {detail}", c.check)?;
         }
     }
     Ok(())
@@ -188,11 +196,24 @@ fn loader_checks(out: &mut dyn Write, r: &CheckReport) -> Result {
 /// kernel: shown when something is known of it (a source file here, or a built-for kernel).
 fn bindings(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -> Result {
     let b = &c.bindings;
-    // Nothing to tell: no source file known and nothing other than "as built" (which one
-    // build's table against itself always is).
-    if b.iter()
-        .all(|x| x.identity.is_none() && matches!(x.as_built, None | Some(AsBuilt::Same)))
-    {
+    // What was assumed (the kernel itself taken as the built-for one by its release), said
+    // once; the command names its option.
+    let assumed = b.iter().find_map(|x| match &x.as_built {
+        Some(AsBuilt::Assumed { why }) => Some(format!("{why}: --built-for KERNEL")),
+        _ => None,
+    });
+    // Nothing more to tell: no source file known and nothing other than "as built" or
+    // assumed.
+    if b.iter().all(|x| {
+        x.identity.is_none()
+            && matches!(
+                x.as_built,
+                None | Some(AsBuilt::Same) | Some(AsBuilt::Assumed { .. })
+            )
+    }) {
+        if let Some(why) = assumed {
+            writeln!(out, "bindings: {why}")?;
+        }
         return Ok(());
     }
     writeln!(out, "bindings (the definition each symbol binds; identity: its source file, and which copy in it):")?;
@@ -228,12 +249,16 @@ fn bindings(out: &mut dyn Write, c: &KernelCheck, rs: &mut Resched) -> Result {
                 "  BINDS ANOTHER DEFINITION: built for {built_for}, which this kernel does not have"
             ),
             Some(AsBuilt::Unproven { why }) => format!("  not proven: {why}"),
+            Some(AsBuilt::Assumed { .. }) => "  assumed from vermagic".to_string(),
         };
         writeln!(
             out,
             "  {what:<10} {}:{},{} -> {bound}, {identity}{compared}",
             x.object, x.name, x.sympos
         )?;
+    }
+    if let Some(why) = assumed {
+        writeln!(out, "  ({why})")?;
     }
     Ok(())
 }
@@ -312,7 +337,7 @@ fn explained_relocations(
     let refused = r
         .loader_checks
         .iter()
-        .any(|c| c.check == "relocations" && c.status == CheckStatus::Failed);
+        .any(|c| c.check == LoaderCheckKind::Relocations && c.status == CheckStatus::Failed);
     if placed || refused || r.verdict.kind == PatchVerdictKind::OrdinaryModule {
         writeln!(out, "ordinary relocations (apply_relocate_add):")?;
         relocations(out, ordinary, rs)?;
@@ -446,6 +471,8 @@ fn matrix_verdict(kind: PatchVerdictKind) -> &'static str {
         PatchVerdictKind::Unverified => "unverified",
         // Loads, but patches another function than the one it was built for.
         PatchVerdictKind::BindsAnotherDefinition => "WRONG BINDING",
+        // Loads, and some copy of a replaced function keeps the old code.
+        PatchVerdictKind::PartialCoverage => "PARTIAL",
         PatchVerdictKind::RefusedAtLoad => "refused",
         PatchVerdictKind::RefusedWhenModuleLoads => "refused later",
         PatchVerdictKind::OrdinaryModule => "not livepatch",

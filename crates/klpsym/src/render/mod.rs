@@ -8,12 +8,14 @@
 
 mod addr;
 mod check;
+mod copies;
 mod facts;
 mod json;
 mod names;
 
 pub use addr::{addr_line, resolved_lines, trace};
 pub use check::{check_report, matrix, verdict_line};
+pub use copies::copies;
 pub use facts::{cache_listing, convert_report, info, status};
 pub use json::json;
 pub use names::{candidates, drift, lookup, search, sympos, variants, UNPLACED_NOTE};

@@ -130,6 +130,14 @@ pub fn sympos(
         if many {
             writeln!(out, "== {}", r.kernel)?;
         }
+        if let (true, Some(f)) = (r.files_unknown, file) {
+            writeln!(
+                out,
+                "{name}: {} definition(s); which are in {f} is not known here: this kernel names no source files",
+                r.all
+            )?;
+            continue;
+        }
         if r.candidates.is_empty() {
             writeln!(
                 out,

@@ -54,7 +54,9 @@ static const struct kernel_param_ops klp_show_ops = {
 };
 module_param_cb(show, &klp_show_ops, NULL, 0444);
 
-static char klp_init_buf[512];
+/* Six lines of up to ~100 characters each: a buffer that truncated the last one cut a line
+ * in two (seen on every lab kernel with 512 bytes). */
+static char klp_init_buf[1024];
 
 static int klp_init_get(char *buf, const struct kernel_param *kp)
 {
