@@ -91,7 +91,12 @@ struct WalkDriver<'t> {
 
 impl<'t> WalkDriver<'t> {
     fn take(slot: &'t std::sync::Mutex<Option<Resched>>) -> Self {
-        let driver = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut driver = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // It sat in its slot since its last work (on this thread or another): that wait is
+        // not a stretch of its own.
+        if let Some(r) = &mut driver {
+            r.resume();
+        }
         WalkDriver { slot, driver }
     }
 

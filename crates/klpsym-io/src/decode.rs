@@ -126,10 +126,12 @@ fn decode(
     if kind != Detected::Text {
         let decoded = decode_binary(path, kind, &bytes, opts, limit, resched)?;
         // Hundreds of MiB of input given back in steps, not in one munmap.
+        resched.set_phase("free the input");
         klpsym_core::bulk::free_with_points(bytes, resched)
             .map_err(klpsym_core::BuildError::from)?;
         return Ok(decoded);
     }
+    resched.set_phase("parse text");
     let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
         path: path.to_path_buf(),
         source,
@@ -167,19 +169,26 @@ fn decode_binary(
 ) -> Result<Decoded, LoadError> {
     match kind {
         Detected::Text => unreachable!("text is decoded by decode"),
-        Detected::ElfRelocatable => module_table(path, bytes, None, resched),
-        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with(
-            bytes,
-            klpsym_elf::VmlinuxOptions {
-                kallsyms_all: opts.kallsyms_all,
-                ..klpsym_elf::VmlinuxOptions::default()
-            },
-            resched,
-        ) {
+        Detected::ElfRelocatable => {
+            resched.set_phase("module: ELF to symbols");
+            module_table(path, bytes, None, resched)
+        }
+        Detected::ElfExecutable => match resched.in_phase("vmlinux: .symtab to kallsyms", |rs| {
+            klpsym_elf::vmlinux_kallsyms_with(
+                bytes,
+                klpsym_elf::VmlinuxOptions {
+                    kallsyms_all: opts.kallsyms_all,
+                    ..klpsym_elf::VmlinuxOptions::default()
+                },
+                rs,
+            )
+        }) {
             Ok(v) => {
                 // Source paths from DWARF (a -dbg vmlinux), else the STT_FILE basenames.
+                resched.set_phase("vmlinux: DWARF compilation units");
                 let cus =
                     klpsym_elf::cu_paths(bytes, resched).map_err(klpsym_core::BuildError::from)?;
+                resched.set_phase("vmlinux: build the table");
                 let mut b =
                     SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.name_bytes());
                 for e in &v.entries {
@@ -203,6 +212,7 @@ fn decode_binary(
                     .unwrap_or_default();
                 // In the loaded data only: a -dbg vmlinux is mostly DWARF, and searching it all
                 // would touch every page of it.
+                resched.set_phase("vmlinux: vermagic, CRCs, build id");
                 let spans = klpsym_elf::loaded_spans(bytes);
                 let vermagic = klpsym_image::find_vermagic(bytes, &spans, release, resched)
                     .map_err(klpsym_core::BuildError::from)?;
@@ -217,6 +227,7 @@ fn decode_binary(
                         a => format!("{a:?}").to_lowercase(),
                     }
                 });
+                resched.set_phase("vmlinux: ftrace sites");
                 let ftrace = crate::loaded::FtraceSites::read(
                     v.entries.iter().map(|e| (e.name, e.addr)),
                     bytes,
@@ -247,6 +258,7 @@ fn decode_binary(
                         v.kallsyms_all_source
                     ),
                 ));
+                resched.set_phase("vmlinux: free the entries");
                 v.entries
                     .free_with_points(resched)
                     .map_err(klpsym_core::BuildError::from)?;
@@ -261,14 +273,19 @@ fn decode_binary(
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
+            resched.set_phase("decompress");
             let d = klpsym_image::decompress_image_with(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             let decoded = if detect(&d.data) == Detected::ElfRelocatable {
+                resched.set_phase("module: ELF to symbols");
                 module_table(path, &d.data, Some(codec), resched)?
             } else {
+                resched.set_phase("image: kallsyms tables");
                 let syms = klpsym_image::extract_decompressed(&d, resched)
                     .map_err(|source| image_error(path, source))?;
+                resched.set_phase("image: ftrace sites");
                 let ftrace = image_ftrace(&syms, &d.data, resched)?;
+                resched.set_phase("image: build the table");
                 image_table(
                     syms,
                     crate::loaded::klp_structs_of(&d.data),
@@ -277,6 +294,7 @@ fn decode_binary(
                 )?
             };
             if let std::borrow::Cow::Owned(v) = d.data {
+                resched.set_phase("free the decompressed payload");
                 klpsym_core::bulk::free_with_points(v, resched)
                     .map_err(klpsym_core::BuildError::from)?;
             }
@@ -292,16 +310,21 @@ fn image_symbols(
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
+    resched.set_phase("image: decompress the payload");
     let d = klpsym_image::decompress_image_with(bytes, limit, resched)
         .map_err(|source| image_error(path, source))?;
+    resched.set_phase("image: kallsyms tables");
     let syms = klpsym_image::extract_decompressed(&d, resched)
         .map_err(|source| image_error(path, source))?;
+    resched.set_phase("image: klp structs, ftrace sites");
     let klp_structs = crate::loaded::klp_structs_of(&d.data);
     let ftrace = image_ftrace(&syms, &d.data, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
+        resched.set_phase("image: free the payload");
         klpsym_core::bulk::free_with_points(v, resched).map_err(klpsym_core::BuildError::from)?;
     }
+    resched.set_phase("image: build the table");
     image_table(syms, klp_structs, ftrace, resched)
 }
 

@@ -26,6 +26,7 @@ pub fn load(
         .as_ref()
         .filter(|_| crate::Cache::applies_to(path));
     if let Some(c) = cache {
+        resched.set_phase("cache: read the entry");
         if let Some(k) = c.get(path, opts, resched)? {
             return Ok(k);
         }
@@ -54,6 +55,7 @@ pub fn load(
     }
     // A stripped vmlinux needs only its data: without a cache, and with one when its build id
     // is its identity (a content hash would need every byte, so then the file is read whole).
+    resched.set_phase("read the file");
     let mut sparse = crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?;
     let mut content = None;
     if let (Some(_), Some(b)) = (cache, &sparse) {
@@ -72,6 +74,7 @@ pub fn load(
     }
     let mut k = from_bytes(path, bytes, t0.elapsed(), opts, resched)?;
     if let (Some(c), Some(h), Some(m)) = (cache, content, input_meta) {
+        resched.set_phase("cache: write the entry");
         if let Err(e) = c.put(path, &m, h, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
         }
@@ -101,6 +104,7 @@ fn debug_vmlinux(
         return Ok(None);
     }
     let t0 = Instant::now();
+    resched.set_phase("debug vmlinux: private copy");
     let map = crate::read::private_copy(path, opts, resched)?;
     let bytes: &[u8] = (*map).as_ref();
     let read_time = t0.elapsed();
@@ -109,6 +113,7 @@ fn debug_vmlinux(
     let id = crate::entry::build_id_identity_of(bytes);
     k.elf = Some(crate::loaded::ElfBytes(map));
     if let (Some(c), Some(id)) = (cache, id) {
+        resched.set_phase("cache: write the entry");
         if let Err(e) = c.put(path, meta, id, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
         }

@@ -168,6 +168,7 @@ impl ModuleTree {
 
     /// [`ModuleTree::scan`] with reschedule points.
     pub fn scan_with(dir: &Path, resched: &mut Resched) -> Result<ModuleTree, LoadError> {
+        resched.set_phase("module tree: walk the folders");
         let files = walk(dir, resched, None)?;
         ModuleTree::from_sorted_paths(dir, files, resched)
     }
@@ -313,6 +314,7 @@ pub fn load_module_file(
     opts: &LoadOptions,
     resched: &mut Resched,
 ) -> Result<klpsym_elf::ModuleSymbols, LoadError> {
+    resched.set_phase("module: read the file");
     let bytes = read_bounded(path, opts.max_input_size, resched)?;
     module_from_bytes(path, &bytes, opts, resched)
 }

@@ -162,6 +162,7 @@ pub(crate) fn read_file(
     };
     let f = std::fs::File::open(path).map_err(io_err)?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    rs.set_phase("package: stream the members out");
     let mut spill = TempSpill {
         file: None,
         cache: opts.cache.as_ref(),
@@ -349,6 +350,7 @@ fn package_kernel(
         Some(pkg.members.remove(i))
     };
     let mut k = if let Some(m) = take(pkg, MemberKind::Image) {
+        rs.set_phase("package: the image");
         from_bytes(&label(path, &m.path), m.data, Duration::ZERO, opts, rs)?
     } else if let Some(m) = take(pkg, MemberKind::Vmlinux) {
         // Kept for the declaration lines (see `PackageParts::elf`): mapped, or in memory.
@@ -356,6 +358,7 @@ fn package_kernel(
             (true, Some(b)) => b,
             _ => std::sync::Arc::new(m.data),
         };
+        rs.set_phase("package: the debug vmlinux");
         let mut k = from_binary(&label(path, &m.path), (*elf).as_ref(), opts, rs)?;
         k.elf = Some(ElfBytes(elf));
         k
@@ -372,6 +375,7 @@ fn package_kernel(
         release: pkg.release().map(str::to_string),
         ..PackageParts::default()
     };
+    rs.set_phase("package: config, Module.symvers, modules");
     add_parts(&mut parts, path, pkg, opts, rs)?;
     k.package = Some(parts);
     k.facts.notes.push(described(path, pkg));

@@ -4,7 +4,9 @@
 //! of milliseconds, `vec![x; n]` writes (and page-faults) megabytes at once, `String::from_utf8`
 //! validates a whole 5 MB file, and dropping a `Vec<String>` frees every string in one go. Each
 //! function here does the same work in bounded steps and ticks the caller's [`Resched`] between
-//! them, so the reschedule bound also holds inside these operations.
+//! them, so the reschedule bound also holds inside these operations. Each is `#[track_caller]`:
+//! an instrumented driver ([`crate::Recorder`]) names the caller's line as the point, not a
+//! line of this file.
 
 use std::cmp::Ordering;
 
@@ -24,6 +26,7 @@ fn step_of<T>() -> usize {
 const RUN: usize = 64;
 
 /// `vec![value; n]`, written in steps.
+#[track_caller]
 pub fn filled_vec<T: Clone>(
     n: usize,
     value: T,
@@ -39,6 +42,7 @@ pub fn filled_vec<T: Clone>(
 }
 
 /// Appends `src` to `dst` in steps.
+#[track_caller]
 pub fn extend_from_slice<T: Clone>(
     dst: &mut Vec<T>,
     src: &[T],
@@ -63,6 +67,7 @@ pub fn extend_from_slice<T: Clone>(
 /// back, making that merge happen in small batches, each followed by a point; and the buffer
 /// of heap-owning elements shrinks 32 KiB at a time, below that 64 KiB threshold. With other
 /// allocators this costs a malloc/free pair per batch.
+#[track_caller]
 pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
     if !std::mem::needs_drop::<T>() {
         // Plain values: only the buffer, 256 KiB (64 pages) a step.
@@ -105,6 +110,7 @@ fn settle_frees() {
 }
 
 /// `bytes` is UTF-8; the check runs in steps. `Ok(Err(offset))` names the first invalid byte.
+#[track_caller]
 pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), usize>, Cancelled> {
     const CHUNK: usize = 64 << 10;
     let mut at = 0;
@@ -136,6 +142,7 @@ pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), u
 /// Sorts `v` stably by `cmp`: short runs first, then pairwise merges, a tick per merged
 /// element; runs already in order are copied in steps. Kernel tables are mostly sorted
 /// already, so the common case is close to linear.
+#[track_caller]
 pub fn sort_by_with_points<T, F>(
     v: &mut Vec<T>,
     mut cmp: F,
@@ -205,6 +212,7 @@ fn merge<T: Copy, F: FnMut(&T, &T) -> Ordering>(
 /// in which the keys differ (kernel addresses share their top bytes, so usually four or five
 /// passes), each pass cut into steps. Linear in `v.len()`: several times faster than a
 /// comparison sort for big batches of addresses.
+#[track_caller]
 pub fn sort_by_u64_key_with_points<T: Copy>(
     v: &mut Vec<T>,
     key: impl Fn(&T) -> u64,
@@ -258,6 +266,7 @@ pub fn sort_by_u64_key_with_points<T: Copy>(
 
 /// Sorts `v` stably by `cmp` without cloning elements: sorts indexes, then moves each element
 /// once. For elements that own heap memory (strings).
+#[track_caller]
 pub fn sort_owned_by_with_points<T, F>(
     v: Vec<T>,
     mut cmp: F,
