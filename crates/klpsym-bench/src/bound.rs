@@ -42,6 +42,8 @@ pub struct BoundArgs {
     /// The compute calibration before each run.
     pub calibrate: Duration,
     pub policy_yield: bool,
+    /// Only the operations whose name holds one of these (all when empty).
+    pub only: Vec<String>,
 }
 
 /// One operation's verdict.
@@ -73,7 +75,9 @@ pub struct FindingOut {
     pub overruns: u64,
     pub runs_with_overruns: usize,
     pub stretches: u64,
-    pub noise_explains: f64,
+    pub faults_per_stretch: f64,
+    /// How likely noise alone puts these overruns there.
+    pub p_noise: f64,
 }
 
 const VERDICT_OK: &str = "ok";
@@ -110,11 +114,12 @@ impl Gate {
     /// The machine alone: `compute` of uniform 50 ns items, then `pages` first touches of
     /// fresh memory, one per step, both with points as klpsym's loops reach them.
     fn calibrate(&self, compute: Duration, pages: usize) -> Result<Calibration, BoxError> {
-        let rec = Recorder::new(crate::sys::thread_cpu_time, Duration::MAX);
-        let histogram = |mut records: Vec<DriverRecord>| {
+        let rec = Recorder::new(crate::sys::thread_cpu_time, Duration::MAX)
+            .with_fault_counter(crate::sys::thread_minor_faults);
+        let histogram = |records: &[DriverRecord]| {
             records
-                .pop()
-                .map_or_else(|| vec![0; HISTOGRAM_US + 1], |r| r.histogram)
+                .last()
+                .map_or_else(|| vec![0; HISTOGRAM_US + 1], |r| r.histogram.clone())
         };
         {
             let mut r = Resched::new(self.policy())
@@ -131,7 +136,7 @@ impl Gate {
             }
             std::hint::black_box(acc);
         }
-        let compute = histogram(rec.take());
+        let compute = histogram(&rec.take());
         {
             let mut v = Vec::<u8>::with_capacity(pages << 12);
             let mut r = Resched::new(self.policy())
@@ -146,8 +151,18 @@ impl Gate {
             drop(r);
             drop(v);
         }
-        let touch = histogram(rec.take());
-        Ok(Calibration { compute, touch })
+        let records = rec.take();
+        let touch = histogram(&records);
+        let touch_faults = records
+            .iter()
+            .flat_map(|r| r.sites.values())
+            .map(|s| s.faults)
+            .sum();
+        Ok(Calibration {
+            compute,
+            touch,
+            touch_faults,
+        })
     }
 
     /// One run: its calibration, then the operation with every driver recording.
@@ -196,6 +211,9 @@ impl Gate {
         mut prepare: impl FnMut() -> Result<P, BoxError>,
         mut op: impl FnMut(P, &mut Resched) -> Result<T, BoxError>,
     ) -> Result<(), BoxError> {
+        if !self.args.only.is_empty() && !self.args.only.iter().any(|o| name.contains(o.as_str())) {
+            return Ok(());
+        }
         let rule = self.rule.clone();
         let mut runs: Vec<Run> = Vec::new();
         let judged = |runs: &[Run]| runs.iter().filter(|r| !r.noisy).count();
@@ -240,7 +258,8 @@ impl Gate {
                 overruns: t.over,
                 runs_with_overruns: t.runs_over.len(),
                 stretches: t.count,
-                noise_explains: t.expected,
+                faults_per_stretch: t.faults as f64 / t.count.max(1) as f64,
+                p_noise: t.p_noise,
             })
             .collect();
         let judged: Vec<&Run> = runs.iter().filter(|r| !r.noisy).collect();
@@ -343,14 +362,15 @@ fn print_result(res: &OpResult, runs: &[Run], rule: &Rule) {
             _ => "noise",
         };
         println!(
-            "    {what} {:.1} µs; {} overrun{} in {} run{}, where noise explains {:.3}; {} stretches: {}",
+            "    {what} {:.1} µs; {} overrun{} in {} run{} of {} stretches ({:.1} faults each), noise p={:.1e}: {}",
             f.longest_us,
             f.overruns,
             if f.overruns == 1 { "" } else { "s" },
             f.runs_with_overruns,
             if f.runs_with_overruns == 1 { "" } else { "s" },
-            f.noise_explains,
             f.stretches,
+            f.faults_per_stretch,
+            f.p_noise,
             f.place
         );
     }
@@ -428,7 +448,8 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
     let mut x = Gate {
         rule,
         pool: NoisePool::default(),
-        recorder: Recorder::new(crate::sys::thread_cpu_time, args.bound),
+        recorder: Recorder::new(crate::sys::thread_cpu_time, args.bound)
+            .with_fault_counter(crate::sys::thread_minor_faults),
         results: Vec::new(),
         args: args.clone(),
     };

@@ -13,11 +13,15 @@
 //!   is run again, and an operation that gets no [`Rule::runs`] judged runs within
 //!   [`Rule::noisy_retries`] more attempts fails as *too noisy to judge*, never passes.
 //! - In a judged run, a stretch longer than the bound plus the run's allowance is an
-//!   **overrun**. Noise puts overruns anywhere, at a rate the calibrations measure (all of
-//!   this gate's so far, at the run's threshold); code puts them at the same place run after
-//!   run. A place is **over** when its overruns came in two runs or more and are more than
-//!   noise explains: their count against a Poisson law whose mean is the place's number of
-//!   stretches times the noise rate times [`SAFETY`], below [`ALPHA`].
+//!   **overrun**. Noise puts overruns anywhere, at rates the calibrations measure (all of this
+//!   gate's so far): the share of their stretches at least as long as a given length, the
+//!   compute calibration's for any stretch, the first-touch calibration's scaled by the page
+//!   faults a place's stretches take (the thread's minor faults, counted per stretch). Code
+//!   puts overruns at the same place run after run. A place is **over** when its overruns came
+//!   in two runs or more and noise is too unlikely to have put them there: for each j, the
+//!   j-th longest of its overruns against a Poisson law whose mean is the place's number of
+//!   stretches times the noise rate at that length times [`SAFETY`]; the smallest of these
+//!   probabilities below [`ALPHA`].
 //! - A place whose overruns came in one run only, more than noise explains, is **lone**: the
 //!   operation runs again (up to [`Rule::extra_runs`] more judged runs) and the place is
 //!   judged with the new runs; one that never comes back is reported as seen once, not
@@ -68,6 +72,8 @@ pub struct Calibration {
     pub compute: Vec<u64>,
     /// First touches of fresh pages, one per step.
     pub touch: Vec<u64>,
+    /// The page faults those took.
+    pub touch_faults: u64,
 }
 
 impl Calibration {
@@ -84,6 +90,19 @@ impl Calibration {
 pub struct NoisePool {
     compute: Vec<u64>,
     touch: Vec<u64>,
+    touch_faults: u64,
+}
+
+/// The share of the stretches counted in `h` (1 µs buckets) that are `length` or longer,
+/// counted as if one more was (a rate is never zero); 0 for an empty histogram.
+fn share_at_least(h: &[u64], length: Duration) -> f64 {
+    let total: u64 = h.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    // Bucket i holds stretches of i µs (rounded down).
+    let over: u64 = h.iter().skip(length.as_micros() as usize).sum();
+    (over + 1) as f64 / (total + 1) as f64
 }
 
 impl NoisePool {
@@ -91,23 +110,22 @@ impl NoisePool {
     pub fn add(&mut self, c: &Calibration) {
         add_into(&mut self.compute, &c.compute);
         add_into(&mut self.touch, &c.touch);
+        self.touch_faults += c.touch_faults;
     }
 
-    /// The share of the machine's stretches of `threshold` or longer: the larger of the two
-    /// calibrations' (each counted as if one more stretch was over, so a rate is never zero
-    /// once there is a calibration).
-    pub fn rate_over(&self, threshold: Duration) -> f64 {
-        let rate = |h: &[u64]| {
-            let t = threshold.as_micros() as usize;
-            let total: u64 = h.iter().sum();
-            if total == 0 {
-                return 0.0;
-            }
-            // Bucket i holds stretches of i µs (rounded down).
-            let over: u64 = h.iter().skip(t).sum();
-            (over + 1) as f64 / (total + 1) as f64
+    /// The share of the machine's stretches `length` or longer, for stretches that take
+    /// `faults` page faults each on average: the compute calibration's, or the first-touch
+    /// calibration's scaled by those faults against its own per stretch, whichever is
+    /// larger.
+    pub fn rate(&self, length: Duration, faults: f64) -> f64 {
+        let touch_stretches: u64 = self.touch.iter().sum();
+        let per_stretch = self.touch_faults as f64 / touch_stretches.max(1) as f64;
+        let scale = if per_stretch > 0.0 {
+            (faults / per_stretch).min(1.0)
+        } else {
+            0.0
         };
-        rate(&self.compute).max(rate(&self.touch))
+        share_at_least(&self.compute, length).max(share_at_least(&self.touch, length) * scale)
     }
 
     /// Stretches counted.
@@ -216,21 +234,40 @@ impl Place {
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
     pub thread: Option<String>,
-    /// Stretches that ended there.
+    /// Stretches that ended there, and the page faults they took.
     pub count: u64,
-    /// Overruns (longer than their run's threshold), the runs they came in (0-based, judged
-    /// runs only), the longest.
+    pub faults: u64,
+    /// Overruns (longer than their run's threshold): how many, the runs they came in
+    /// (0-based, judged runs only), their lengths (those kept one by one), the longest.
     pub over: u64,
     pub runs_over: BTreeSet<usize>,
+    pub lengths: Vec<Duration>,
     pub longest: Duration,
-    /// The overruns noise explains there: stretches × noise rate × [`SAFETY`].
-    pub expected: f64,
+    /// The least probability, over j, that noise puts j overruns at least as long as the
+    /// j-th longest here (see the module's documentation); 1 without overruns.
+    pub p_noise: f64,
 }
 
 impl Tally {
-    /// The probability that noise alone puts this many overruns here.
-    pub fn p_noise(&self) -> f64 {
-        poisson_at_least(self.over, self.expected)
+    /// [`Tally::p_noise`], computed from `pool`; `threshold` stands for the lengths of
+    /// overruns not kept one by one.
+    fn judge(&mut self, pool: &NoisePool, threshold: Duration) {
+        self.lengths.sort_unstable_by(|a, b| b.cmp(a));
+        let faults = self.faults as f64 / self.count.max(1) as f64;
+        let n = self.count as f64;
+        let mut p = 1.0f64;
+        let mut j = 0u64;
+        for &y in &self.lengths {
+            j += 1;
+            p = p.min(poisson_at_least(j, n * pool.rate(y, faults) * SAFETY));
+        }
+        if self.over > j {
+            p = p.min(poisson_at_least(
+                self.over,
+                n * pool.rate(threshold, faults) * SAFETY,
+            ));
+        }
+        self.p_noise = p;
     }
 }
 
@@ -245,10 +282,11 @@ pub struct Judgement {
 /// The places' tallies over the judged runs of `runs` (noisy runs left out).
 pub fn tally(runs: &[Run], rule: &Rule, pool: &NoisePool) -> Judgement {
     let mut j = Judgement::default();
+    let mut lowest = Duration::MAX;
     for (i, run) in runs.iter().filter(|r| !r.noisy).enumerate() {
         j.runs += 1;
         let threshold = run.threshold(rule);
-        let rate = pool.rate_over(threshold) * SAFETY;
+        lowest = lowest.min(threshold);
         for r in &run.records {
             for (site, s) in &r.sites {
                 let t = j
@@ -262,7 +300,9 @@ pub fn tally(runs: &[Run], rule: &Rule, pool: &NoisePool) -> Judgement {
                     t.thread.clone_from(&r.thread);
                 }
                 t.count += s.count;
-                t.expected += s.count as f64 * rate;
+                t.faults += s.faults;
+                t.lengths
+                    .extend(s.kept.iter().copied().filter(|&d| d > threshold));
                 // Past the stretches kept one by one, those over the threshold in the same
                 // proportion.
                 let kept_over = s.kept.iter().filter(|&&d| d > threshold).count() as u64;
@@ -280,6 +320,9 @@ pub fn tally(runs: &[Run], rule: &Rule, pool: &NoisePool) -> Judgement {
                 }
             }
         }
+    }
+    for t in j.places.values_mut() {
+        t.judge(pool, lowest);
     }
     j
 }
@@ -303,7 +346,7 @@ impl Judgement {
             .iter()
             .filter(|(_, t)| t.over > 0)
             .map(|(p, t)| {
-                let pn = t.p_noise();
+                let pn = t.p_noise;
                 let f = if t.runs_over.len() >= 2 && pn < ALPHA {
                     Finding::Over
                 } else if t.runs_over.len() == 1 && pn < LONE_ALPHA {
@@ -415,6 +458,7 @@ mod tests {
                 longest: Duration::from_micros(40),
                 over: 0,
                 kept: Vec::new(),
+                faults: 0,
             },
         );
         let d = Duration::from_micros(once);
@@ -425,6 +469,7 @@ mod tests {
                 longest: d,
                 over: u64::from(once >= 100),
                 kept: if once >= 100 { vec![d] } else { Vec::new() },
+                faults: 0,
             },
         );
         Run {
@@ -461,6 +506,7 @@ mod tests {
         p.add(&Calibration {
             touch: compute.clone(),
             compute,
+            touch_faults: 2_500_000,
         });
         p
     }
@@ -534,9 +580,13 @@ mod tests {
         let mut compute = vec![0u64; 2001];
         compute[55] = 9_990;
         compute[130] = 10;
+        let mut touch = vec![0u64; 2001];
+        touch[60] = 900;
+        touch[700] = 100;
         let c = Calibration {
             compute,
-            touch: Vec::new(),
+            touch,
+            touch_faults: 25_000,
         };
         // The 99.9th percentile is 56 µs (bucket 55, rounded up): 6 µs over the interval.
         assert_eq!(
@@ -548,7 +598,54 @@ mod tests {
             p.add(&c);
             p
         };
-        // Over 100 µs: the 10 of 10,000, plus one.
-        assert!((p.rate_over(Duration::from_micros(100)) - 11.0 / 10_001.0).abs() < 1e-12);
+        let at = Duration::from_micros(100);
+        // Without faults: 10 of 10,000 compute stretches, plus one.
+        assert!((p.rate(at, 0.0) - 11.0 / 10_001.0).abs() < 1e-12);
+        // 25 faults a stretch, as the calibration's: 100 of 1,000 first-touch stretches.
+        assert!((p.rate(at, 25.0) - 101.0 / 1_001.0).abs() < 1e-12);
+        // 5 faults a stretch: a fifth of that.
+        assert!((p.rate(at, 5.0) - 101.0 / 1_001.0 / 5.0).abs() < 1e-12);
+        // Longer than any calibration showed: the floor of one in all.
+        assert!((p.rate(Duration::from_micros(1500), 25.0) - 1.0 / 1_001.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_long_overrun_in_every_run_at_a_place_that_touches_pages_is_the_codes() {
+        // Three runs, one stretch each at the place, 2 ms long: far beyond the calibrations.
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let mut r = run(2000, 1000, 20, false);
+            let s = r.records[0].sites.get_mut(&site(loc_a(), loc_b())).unwrap();
+            s.faults = 25;
+            runs.push(r);
+        }
+        let j = tally(&runs, &rule(), &pool());
+        assert_eq!(j.findings()[0].0, Finding::Over);
+        // 130 µs, within what first touches show: noise.
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let mut r = run(130, 1000, 20, false);
+            r.records[0]
+                .sites
+                .get_mut(&site(loc_a(), loc_b()))
+                .unwrap()
+                .faults = 25;
+            runs.push(r);
+        }
+        // A machine where one first-touch stretch in ten is over 400 µs.
+        let mut pool = NoisePool::default();
+        let mut compute = vec![0u64; 2001];
+        compute[50] = 99_990;
+        compute[300] = 10;
+        let mut touch = vec![0u64; 2001];
+        touch[50] = 900;
+        touch[400] = 100;
+        pool.add(&Calibration {
+            compute,
+            touch,
+            touch_faults: 25_000,
+        });
+        let j = tally(&runs, &rule(), &pool);
+        assert_eq!(j.findings()[0].0, Finding::Noise, "{:?}", j.findings());
     }
 }

@@ -132,6 +132,9 @@ enum Cmd {
         /// The compute calibration before each run, in milliseconds.
         #[arg(long, default_value_t = 200)]
         calibrate_ms: u64,
+        /// Only the operations whose name holds this text (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
         /// Points call sched_yield (default: points do nothing, the stretches are the same).
         #[arg(long)]
         yield_cpu: bool,
@@ -220,6 +223,7 @@ fn main() -> std::process::ExitCode {
             extra_runs,
             noisy_retries,
             calibrate_ms,
+            only,
             yield_cpu,
             json,
         } => bound::run(bound::BoundArgs {
@@ -240,6 +244,7 @@ fn main() -> std::process::ExitCode {
             noisy_retries,
             calibrate: Duration::from_millis(calibrate_ms),
             policy_yield: yield_cpu,
+            only,
         })
         .and_then(|(results, verdict)| {
             if let Some(p) = json {

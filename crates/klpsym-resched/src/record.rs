@@ -49,6 +49,9 @@ pub struct SiteStats {
     pub over: u64,
     /// Those stretches (the first [`KEPT_PER_SITE`]).
     pub kept: Vec<Duration>,
+    /// Page faults the thread took in them all, when the recorder counts them
+    /// ([`Recorder::with_fault_counter`]).
+    pub faults: u64,
 }
 
 /// What one driver recorded.
@@ -105,6 +108,7 @@ pub fn quantile(histogram: &[u64], share: f64) -> Option<Duration> {
 pub struct Recorder {
     shared: Arc<Mutex<Vec<DriverRecord>>>,
     clock: fn() -> Duration,
+    faults: Option<fn() -> u64>,
     keep_over: Duration,
 }
 
@@ -125,13 +129,26 @@ impl Recorder {
         Recorder {
             shared: Arc::default(),
             clock,
+            faults: None,
             keep_over,
         }
+    }
+
+    /// Also counts the page faults of each stretch with `faults`, a per-thread count (the
+    /// calling thread's minor faults, `getrusage(RUSAGE_THREAD)`), read at each point.
+    pub fn with_fault_counter(mut self, faults: fn() -> u64) -> Recorder {
+        self.faults = Some(faults);
+        self
     }
 
     /// The work clock.
     pub fn clock(&self) -> fn() -> Duration {
         self.clock
+    }
+
+    /// The fault counter, if any.
+    pub fn fault_counter(&self) -> Option<fn() -> u64> {
+        self.faults
     }
 
     /// Stretches this long or longer are kept one by one.
@@ -173,11 +190,12 @@ impl Recording {
         }
     }
 
-    pub(crate) fn add(&mut self, site: Site, stretch: Duration) {
+    pub(crate) fn add(&mut self, site: Site, stretch: Duration, faults: u64) {
         let us = (stretch.as_micros() as usize).min(HISTOGRAM_US);
         self.histogram[us] += 1;
         let s = self.sites.entry(site).or_default();
         s.count += 1;
+        s.faults += faults;
         s.longest = s.longest.max(stretch);
         if stretch >= self.recorder.keep_over {
             s.over += 1;

@@ -108,6 +108,8 @@ pub struct Resched {
     /// stretches also count time the thread spent preempted, which is not work.
     work_clock: Option<fn() -> Duration>,
     last_point_work: Duration,
+    /// The thread's page faults at the last point, when the recorder counts them.
+    last_point_faults: u64,
     /// The thread `last_point_work` was read on: the work clock is per thread, so a stretch
     /// measured on another thread starts from that thread's start (see [`Resched::sibling`]).
     work_thread: Option<ThreadId>,
@@ -154,6 +156,7 @@ impl Resched {
             last_point: now,
             work_clock: None,
             last_point_work: Duration::ZERO,
+            last_point_faults: 0,
             work_thread: None,
             last_seen_work: None,
             last_check: now,
@@ -229,6 +232,9 @@ impl Resched {
     /// for production.
     pub fn with_recorder(mut self, recorder: Recorder) -> Self {
         self = self.with_work_clock(recorder.clock());
+        if let Some(f) = recorder.fault_counter() {
+            self.last_point_faults = f();
+        }
         self.record = Some(Box::new(Recording::new(recorder, None)));
         self
     }
@@ -266,9 +272,18 @@ impl Resched {
             self.last_point_work = c();
             self.work_thread = Some(std::thread::current().id());
         }
+        self.last_point_faults = self.faults_now();
         self.last_seen_work = None;
         self.last_point_at = Some(Location::caller());
         self.phase_at_point = self.phase;
+    }
+
+    /// The thread's page faults now (0 without a counter).
+    fn faults_now(&self) -> u64 {
+        self.record
+            .as_ref()
+            .and_then(|r| r.recorder.fault_counter())
+            .map_or(0, |f| f())
     }
 
     /// The stretch since the last point on the work clock, read on this thread; with the
@@ -401,20 +416,24 @@ impl Resched {
     #[track_caller]
     fn run_point(&mut self, now: Instant) -> Result<(), Cancelled> {
         let here = Location::caller();
+        let mut faults = 0;
         let stretch = match self.work_clock {
             Some(c) => {
                 let (d, _, t) = self.work_since_point(c);
+                let f = self.faults_now();
                 if self.work_thread != Some(t) {
                     self.work_thread = Some(t);
+                    self.last_point_faults = 0;
                     if let Some(rec) = &mut self.record {
                         rec.thread = std::thread::current().name().map(str::to_string);
                     }
                 }
+                faults = f.saturating_sub(self.last_point_faults);
                 d
             }
             None => now.saturating_duration_since(self.last_point),
         };
-        self.note_stretch(stretch, Some(here));
+        self.note_stretch(stretch, Some(here), faults);
         self.last_point_at = Some(here);
         self.phase_at_point = self.phase;
         self.last_seen_work = None;
@@ -441,6 +460,7 @@ impl Resched {
         self.last_point = after;
         if let Some(c) = self.work_clock {
             self.last_point_work = c();
+            self.last_point_faults = self.faults_now();
         }
         self.last_check = after;
         result?;
@@ -450,8 +470,14 @@ impl Resched {
         Ok(())
     }
 
-    /// Counts a stretch that ended at `to` (`None`: the last one, at the driver's end).
-    fn note_stretch(&mut self, stretch: Duration, to: Option<&'static Location<'static>>) {
+    /// Counts a stretch that ended at `to` (`None`: the last one, at the driver's end), in
+    /// which the thread took `faults` page faults.
+    fn note_stretch(
+        &mut self,
+        stretch: Duration,
+        to: Option<&'static Location<'static>>,
+        faults: u64,
+    ) {
         if stretch > self.stats.longest_stretch {
             self.stats.longest_stretch = stretch;
             self.stats.longest_from = self.last_point_at;
@@ -464,7 +490,7 @@ impl Resched {
                 from_phase: self.phase_at_point,
                 to_phase: self.phase,
             };
-            rec.add(site, stretch);
+            rec.add(site, stretch, faults);
         }
     }
 }
@@ -483,7 +509,7 @@ impl Drop for Resched {
             } else {
                 Duration::ZERO
             };
-            self.note_stretch(w.saturating_sub(base), None);
+            self.note_stretch(w.saturating_sub(base), None, 0);
         }
         let mut stats = self.stats;
         stats.items += u64::from(self.stride - self.countdown);
@@ -525,6 +551,7 @@ impl std::future::Future for YieldNow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::DriverRecord;
 
     fn busy(ns: u64) {
         let start = Instant::now();
@@ -714,6 +741,37 @@ mod tests {
         assert_eq!(last.0.from.map(|l| l.file()), Some(file!()));
         assert_eq!(main.stretches(), 3);
         assert_eq!(main.stats.longest_stretch, Duration::from_micros(150));
+    }
+
+    std::thread_local! {
+        static FAULTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    fn faults() -> u64 {
+        FAULTS.with(std::cell::Cell::get)
+    }
+
+    #[test]
+    fn page_faults_are_counted_per_stretch_and_thread() {
+        let rec = Recorder::new(work, Duration::from_micros(100)).with_fault_counter(faults);
+        FAULTS.with(|f| f.set(1_000));
+        let mut r = Resched::none()
+            .with_interval(Duration::from_secs(3600))
+            .with_recorder(rec.clone());
+        FAULTS.with(|f| f.set(1_007));
+        r.point().unwrap();
+        let h = r.sibling();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut h = h;
+                // A fresh thread: its count starts at zero.
+                FAULTS.with(|f| f.set(3));
+                h.point().unwrap();
+            });
+        });
+        drop(r);
+        let got = rec.take();
+        let sum = |d: &DriverRecord| d.sites.values().map(|s| s.faults).sum::<u64>();
+        assert_eq!(got.iter().map(sum).collect::<Vec<_>>(), [3, 7]);
     }
 
     #[test]
