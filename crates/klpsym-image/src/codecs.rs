@@ -106,7 +106,6 @@ fn zstd_in_place(
     dctx.set_parameter(DParameter::StableOutBuffer(true))
         .map_err(|c| zerr("cannot keep the output buffer", c))?;
     let mut out: Vec<u8> = Vec::with_capacity(capacity);
-    klpsym_resched::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let end = consumed.saturating_add(ZSTD_IN_STEP).min(input.len());
@@ -206,7 +205,6 @@ fn lzma_stream(
 ) -> Result<Vec<u8>, ImageError> {
     let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;
@@ -244,7 +242,6 @@ fn read_all(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
     loop {
         let start = ctx.next_step(&mut out)?;
         let got = match reader.read(&mut out[start..]) {
@@ -294,7 +291,6 @@ fn lz4_legacy(
         return Err(ctx.err("missing legacy LZ4 magic 0x184c2102".into()));
     }
     let mut out: Vec<u8> = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
     let mut pos = 4;
     let mut blocks = 0usize;
     while let Some(size) = read_u32(pos) {

@@ -241,7 +241,11 @@ fn decode_binary(
                     exports,
                     arch,
                     ftrace,
-                    klp_structs: crate::loaded::klp_structs_of(bytes),
+                    klp_structs: resched
+                        .in_phase("vmlinux: klp structs from BTF", |rs| {
+                            crate::loaded::klp_structs_of(bytes, rs)
+                        })
+                        .map_err(klpsym_core::BuildError::from)?,
                     version: v.version.clone(),
                     format: Some(
                         "vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)"
@@ -288,7 +292,8 @@ fn decode_binary(
                 resched.set_phase("image: build the table");
                 image_table(
                     syms,
-                    crate::loaded::klp_structs_of(&d.data),
+                    crate::loaded::klp_structs_of(&d.data, resched)
+                        .map_err(klpsym_core::BuildError::from)?,
                     ftrace,
                     resched,
                 )?
@@ -317,7 +322,8 @@ fn image_symbols(
     let syms = klpsym_image::extract_decompressed(&d, resched)
         .map_err(|source| image_error(path, source))?;
     resched.set_phase("image: klp structs, ftrace sites");
-    let klp_structs = crate::loaded::klp_structs_of(&d.data);
+    let klp_structs =
+        crate::loaded::klp_structs_of(&d.data, resched).map_err(klpsym_core::BuildError::from)?;
     let ftrace = image_ftrace(&syms, &d.data, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
@@ -397,9 +403,13 @@ fn image_table(
         ],
         notes: syms.notes.clone(),
     };
-    // One heap string per symbol: dropped in steps.
+    // One heap string per symbol, and per export: dropped in steps.
     klpsym_core::bulk::free_with_points(syms.entries, resched)
         .map_err(klpsym_core::BuildError::from)?;
+    if let Some(crcs) = syms.crcs {
+        klpsym_core::bulk::free_each_with_points(crcs.into_iter(), resched)
+            .map_err(klpsym_core::BuildError::from)?;
+    }
     Ok(Decoded {
         kind: SourceKind::KernelImage,
         table: b
@@ -468,6 +478,8 @@ fn vmlinux_crcs(
             },
         );
     }
+    // A heap string per export: given back in steps.
+    klpsym_core::bulk::free_with_points(crcs, resched).map_err(klpsym_core::BuildError::from)?;
     Ok((!symbols.is_empty()).then(|| klpsym_sources::Exports {
         source: "the vmlinux's __crc_* symbols".into(),
         symbols,

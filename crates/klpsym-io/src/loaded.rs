@@ -141,10 +141,20 @@ impl SourceFacts {
 
 /// The structs of [`BTF_STRUCTS`] in a kernel's bytes, from their BTF (see
 /// [`SourceFacts::klp_structs`]): `None` without BTF, or when it does not decode.
-pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
-    let btf = klpsym_elf::btf::find_btf(bytes)?;
-    let found = klpsym_elf::btf::find_structs(btf, &BTF_STRUCTS).ok()?;
-    Some(
+/// Reaches reschedule points through `resched` (the BTF's type records are walked).
+pub(crate) fn klp_structs_of(
+    bytes: &[u8],
+    resched: &mut klpsym_core::Resched,
+) -> Result<Option<Vec<Option<StructFact>>>, klpsym_core::Cancelled> {
+    let Some(btf) = klpsym_elf::btf::find_btf_with(bytes, resched)? else {
+        return Ok(None);
+    };
+    let found = match klpsym_elf::btf::find_structs_with(btf, &BTF_STRUCTS, resched) {
+        Ok(f) => f,
+        Err(klpsym_elf::btf::BtfError::Cancelled) => return Err(klpsym_core::Cancelled),
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(
         found
             .into_iter()
             .map(|s| {
@@ -154,7 +164,7 @@ pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
                 })
             })
             .collect(),
-    )
+    ))
 }
 
 /// A loaded kernel symbol source.

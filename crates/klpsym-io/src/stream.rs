@@ -76,6 +76,9 @@ pub(crate) fn load(
             let bytes = crate::read::read_bounded(path, limit, rs)?;
             return crate::decode::from_bytes(path, bytes, t0.elapsed(), opts, rs);
         }
+        // Starting a thread is tens of microseconds of this thread's time (its stack is
+        // mapped): a point of its own.
+        rs.tick_step()?;
         // Owned here: returning early drops it, which ends a reader waiting to send.
         let rx = rx;
         let mut total = 0u64;
@@ -142,6 +145,16 @@ fn read_batches(mut file: File, tx: &mpsc::SyncSender<std::io::Result<Vec<u8>>>,
     let budget = rs.interval() / 2;
     let mut want = READ_MAX;
     let mut ns_per_byte = 0.0f64;
+    let stop = |tx: &mpsc::SyncSender<std::io::Result<Vec<u8>>>| {
+        let _ = tx.send(Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "operation cancelled",
+        )));
+    };
+    // The thread's start (its runtime's setup) is a stretch of its own.
+    if rs.tick_step().is_err() {
+        return stop(tx);
+    }
     loop {
         let t = Instant::now();
         let got = match file.read(&mut page[..want]) {
@@ -164,11 +177,7 @@ fn read_batches(mut file: File, tx: &mpsc::SyncSender<std::io::Result<Vec<u8>>>,
             return;
         }
         if rs.tick_step().is_err() {
-            let _ = tx.send(Err(std::io::Error::new(
-                std::io::ErrorKind::Interrupted,
-                "operation cancelled",
-            )));
-            return;
+            return stop(tx);
         }
     }
 }

@@ -103,6 +103,30 @@ pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), C
     resched.tick_step()
 }
 
+/// Drops what `items` yields one by one with reschedule points, as [`free_with_points`] drops
+/// a vector's elements: for the owning iterator of a map or a set (`map.into_iter()`), whose
+/// own buffer goes when the iterator is dropped at the end.
+#[track_caller]
+pub fn free_each_with_points<T>(
+    items: impl Iterator<Item = T>,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    const SETTLE_EVERY: usize = 4;
+    let mut dropped = 0usize;
+    for x in items {
+        drop(x);
+        dropped += 1;
+        if std::mem::needs_drop::<T>() && dropped.is_multiple_of(SETTLE_EVERY) {
+            settle_frees();
+            resched.tick_step()?;
+        } else {
+            resched.tick()?;
+        }
+    }
+    settle_frees();
+    resched.tick_step()
+}
+
 /// Requests and gives back a 4 KiB block: glibc merges its deferred small frees on such a
 /// request (see [`free_with_points`]).
 fn settle_frees() {
@@ -301,29 +325,6 @@ where
     Ok(out)
 }
 
-/// Asks the kernel to back the allocation of `buf` (its whole capacity) with transparent huge
-/// pages, where it grants them on request (`madvise` mode). A big buffer about to be filled
-/// then costs one page fault per 2 MiB instead of one per 4 KiB (a 66 MB read: 16,000 faults
-/// fewer, a quarter of its time here), and pages read before they are written share the huge
-/// zero page. Advice only: contents are unchanged, and a refusal changes nothing.
-pub fn huge_pages<T>(buf: &mut Vec<T>) {
-    advise_huge(
-        buf.as_mut_ptr() as usize,
-        buf.capacity().saturating_mul(std::mem::size_of::<T>()),
-    );
-}
-
-/// [`huge_pages`] for a block not held in a `Vec` (a C library's buffer, through its
-/// allocator hooks).
-pub fn huge_pages_region(region: &mut [std::mem::MaybeUninit<u8>]) {
-    advise_huge(region.as_mut_ptr() as usize, region.len());
-}
-
-/// MADV_HUGEPAGE on the whole 2 MiB pages inside `[start, start + len)`, which the caller owns.
-fn advise_huge(start: usize, len: usize) {
-    advise(start, len, 2 << 20, Advice::HugePages);
-}
-
 /// Asks the kernel to reclaim the whole pages inside `bytes` now (`MADV_PAGEOUT`, Linux 5.4+):
 /// a pass over a mapped file (a `-dbg` vmlinux's 250 MB `.debug_info`) leaves behind it pages
 /// it will not read again, which would otherwise count in the process's memory until it
@@ -333,11 +334,11 @@ pub fn release_pages(bytes: &[u8]) {
     advise(bytes.as_ptr() as usize, bytes.len(), 4096, Advice::PageOut);
 }
 
-/// The advice klpsym gives: none of it changes what memory holds.
+/// The advice klpsym gives: none of it changes what memory holds. (No huge pages: a buffer
+/// klpsym fills is first touched inside a bounded loop, and a huge page's first touch zeroes
+/// 2 MiB in one kernel entry, 270 µs and more on this project's VM.)
 #[derive(Clone, Copy)]
 enum Advice {
-    /// MADV_HUGEPAGE: back the range with huge pages where the kernel can.
-    HugePages,
     /// MADV_PAGEOUT: move the range out of memory now.
     PageOut,
 }
@@ -349,13 +350,12 @@ fn advise(start: usize, len: usize, unit: usize, advice: Advice) {
     let end = start.saturating_add(len);
     let (a, b) = (start.next_multiple_of(unit), end & !(unit - 1));
     let advice = match advice {
-        Advice::HugePages => libc::MADV_HUGEPAGE,
         Advice::PageOut => libc::MADV_PAGEOUT,
     };
     if b > a {
-        // SAFETY: [a, b) lies inside memory the caller can read; both advices change how the
-        // kernel backs those pages (huge pages, or none until read again), never their
-        // contents or their mapping.
+        // SAFETY: [a, b) lies inside memory the caller can read; the advice changes how the
+        // kernel backs those pages (none until read again), never their contents or their
+        // mapping.
         unsafe {
             libc::madvise(a as *mut libc::c_void, b - a, advice);
         }
