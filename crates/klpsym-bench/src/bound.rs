@@ -86,6 +86,8 @@ const VERDICT_NOISY: &str = "too noisy to judge";
 
 struct Gate {
     args: BoundArgs,
+    /// 64 MiB touched once, read at random by the memory calibration.
+    memory: Vec<u64>,
     rule: Rule,
     pool: NoisePool,
     recorder: Recorder,
@@ -113,7 +115,7 @@ impl Gate {
 
     /// The machine alone: `compute` of uniform 50 ns items, then `pages` first touches of
     /// fresh memory, one per step, both with points as klpsym's loops reach them.
-    fn calibrate(&self, compute: Duration, pages: usize) -> Result<Calibration, BoxError> {
+    fn calibrate(&self, compute_time: Duration, pages: usize) -> Result<Calibration, BoxError> {
         let rec = Recorder::new(crate::sys::thread_cpu_time, Duration::MAX)
             .with_fault_counter(crate::sys::thread_minor_faults);
         let histogram = |records: &[DriverRecord]| {
@@ -127,7 +129,7 @@ impl Gate {
                 .with_recorder(rec.clone());
             let mut acc = 0u64;
             let t0 = Instant::now();
-            while t0.elapsed() < compute {
+            while t0.elapsed() < compute_time {
                 for i in 0..64u64 {
                     acc =
                         std::hint::black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(i));
@@ -137,6 +139,25 @@ impl Gate {
             std::hint::black_box(acc);
         }
         let compute = histogram(&rec.take());
+        {
+            // Dependent loads at random over memory touched before (not measured): a cache
+            // and TLB miss each, four an item.
+            let mut r = Resched::new(self.policy())
+                .with_interval(self.args.interval)
+                .with_recorder(rec.clone());
+            let t0 = Instant::now();
+            let mem = &self.memory;
+            let mask = mem.len() - 1;
+            let mut at = 0usize;
+            while t0.elapsed() < compute_time / 2 {
+                for _ in 0..4 {
+                    at = (mem[at] as usize ^ at.wrapping_mul(0x9e37_79b9)) & mask;
+                }
+                r.tick()?;
+            }
+            std::hint::black_box(at);
+        }
+        let memory = histogram(&rec.take());
         {
             let mut v = Vec::<u8>::with_capacity(pages << 12);
             let mut r = Resched::new(self.policy())
@@ -160,6 +181,7 @@ impl Gate {
             .sum();
         Ok(Calibration {
             compute,
+            memory,
             touch,
             touch_faults,
         })
@@ -355,12 +377,19 @@ fn print_result(res: &OpResult, runs: &[Run], rule: &Rule) {
             allowances.join(", ")
         );
     }
-    for f in &res.findings {
-        let what = match f.kind.as_str() {
-            "over" => "OVER ",
-            "once" => "once ",
-            _ => "noise",
-        };
+    let noise: Vec<&FindingOut> = res.findings.iter().filter(|f| f.kind == "noise").collect();
+    if !noise.is_empty() {
+        println!(
+            "    noise: {} overrun{} at {} place{}, as the calibrations' noise explains (longest {:.1} µs)",
+            noise.iter().map(|f| f.overruns).sum::<u64>(),
+            if noise.iter().map(|f| f.overruns).sum::<u64>() == 1 { "" } else { "s" },
+            noise.len(),
+            if noise.len() == 1 { "" } else { "s" },
+            noise.iter().map(|f| f.longest_us).fold(0.0, f64::max)
+        );
+    }
+    for f in res.findings.iter().filter(|f| f.kind != "noise") {
+        let what = if f.kind == "over" { "OVER " } else { "once " };
         println!(
             "    {what} {:.1} µs; {} overrun{} in {} run{} of {} stretches ({:.1} faults each), noise p={:.1e}: {}",
             f.longest_us,
@@ -445,7 +474,11 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
         rule.noisy_retries,
         if args.policy_yield { "sched_yield" } else { "nothing (measure only)" }
     );
+    let memory: Vec<u64> = (0..8u64 << 20)
+        .map(|i| i.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 7)
+        .collect();
     let mut x = Gate {
+        memory,
         rule,
         pool: NoisePool::default(),
         recorder: Recorder::new(crate::sys::thread_cpu_time, args.bound)
@@ -459,11 +492,14 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
     x.pool.add(&first);
     let q = |h: &[u64], s: f64| us(klpsym_core::record::quantile(h, s).unwrap_or_default());
     println!(
-        "the machine alone ({:.1} s): compute stretches p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; first-touch stretches p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; allowance now {:.0} µs",
+        "the machine alone ({:.1} s): compute stretches p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; memory p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; first-touch p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; allowance now {:.0} µs",
         t0.elapsed().as_secs_f64(),
         q(&first.compute, 0.5),
         q(&first.compute, 0.999),
         q(&first.compute, 1.0),
+        q(&first.memory, 0.5),
+        q(&first.memory, 0.999),
+        q(&first.memory, 1.0),
         q(&first.touch, 0.5),
         q(&first.touch, 0.999),
         q(&first.touch, 1.0),
@@ -482,10 +518,11 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
         .map(|r| format!("{} ({})", r.op, r.verdict))
         .collect();
     println!(
-        "{} operations in {:.0} s ({} calibrated stretches in the noise pool)",
+        "{} operations in {:.0} s; the noise pool ({} calibrated stretches): {}",
         x.results.len(),
         t0.elapsed().as_secs_f64(),
-        x.pool.stretches()
+        x.pool.stretches(),
+        x.pool.describe()
     );
     let verdict = if bad.is_empty() {
         Ok(())

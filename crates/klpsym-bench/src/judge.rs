@@ -33,10 +33,10 @@ use std::time::Duration;
 
 use klpsym_core::record::{quantile, DriverRecord, Site};
 
-/// The factor on the noise expected at a place: the noise rate varies between calibrations
-/// of one gate run (measured: see docs/performance.md), and an overrun judged real must be
-/// more than that variation explains.
-pub const SAFETY: f64 = 3.0;
+/// The factor on the noise expected at a place: the machine's noise comes in bursts and
+/// varies over a gate run (measured: see docs/performance.md), and an overrun judged real
+/// must be more than that variation explains.
+pub const SAFETY: f64 = 10.0;
 
 /// How improbable a place's overruns must be as noise to be judged the code's.
 pub const ALPHA: f64 = 1e-4;
@@ -70,6 +70,9 @@ pub struct Rule {
 pub struct Calibration {
     /// Uniform 50 ns items.
     pub compute: Vec<u64>,
+    /// Items of dependent random loads over memory already touched (cache and TLB misses,
+    /// as index lookups and table walks make): the machine's noise hits them harder.
+    pub memory: Vec<u64>,
     /// First touches of fresh pages, one per step.
     pub touch: Vec<u64>,
     /// The page faults those took.
@@ -89,6 +92,7 @@ impl Calibration {
 #[derive(Debug, Clone, Default)]
 pub struct NoisePool {
     compute: Vec<u64>,
+    memory: Vec<u64>,
     touch: Vec<u64>,
     touch_faults: u64,
 }
@@ -109,14 +113,15 @@ impl NoisePool {
     /// Adds a calibration.
     pub fn add(&mut self, c: &Calibration) {
         add_into(&mut self.compute, &c.compute);
+        add_into(&mut self.memory, &c.memory);
         add_into(&mut self.touch, &c.touch);
         self.touch_faults += c.touch_faults;
     }
 
     /// The share of the machine's stretches `length` or longer, for stretches that take
-    /// `faults` page faults each on average: the compute calibration's, or the first-touch
-    /// calibration's scaled by those faults against its own per stretch, whichever is
-    /// larger.
+    /// `faults` page faults each on average: the compute or memory calibration's, or the
+    /// first-touch calibration's scaled by those faults against its own per stretch,
+    /// whichever is largest.
     pub fn rate(&self, length: Duration, faults: f64) -> f64 {
         let touch_stretches: u64 = self.touch.iter().sum();
         let per_stretch = self.touch_faults as f64 / touch_stretches.max(1) as f64;
@@ -125,12 +130,40 @@ impl NoisePool {
         } else {
             0.0
         };
-        share_at_least(&self.compute, length).max(share_at_least(&self.touch, length) * scale)
+        share_at_least(&self.compute, length)
+            .max(share_at_least(&self.memory, length))
+            .max(share_at_least(&self.touch, length) * scale)
+    }
+
+    /// The share of each calibration's stretches at least 100, 150, 200, 300 and 1000 µs.
+    pub fn describe(&self) -> String {
+        let lengths = [100u64, 150, 200, 300, 1000];
+        let row = |what: &str, h: &[u64]| {
+            let total: u64 = h.iter().sum();
+            let shares: Vec<String> = lengths
+                .iter()
+                .map(|&l| {
+                    let over: u64 = h.iter().skip(l as usize).sum();
+                    format!("{:.4}%", over as f64 * 100.0 / total.max(1) as f64)
+                })
+                .collect();
+            format!("{what} {}", shares.join("/"))
+        };
+        format!(
+            "share of stretches of 100/150/200/300/1000 µs and more: {}; {}; {}",
+            row("compute", &self.compute),
+            row("memory", &self.memory),
+            row("first touch", &self.touch)
+        )
     }
 
     /// Stretches counted.
     pub fn stretches(&self) -> u64 {
-        self.compute.iter().chain(&self.touch).sum()
+        self.compute
+            .iter()
+            .chain(&self.memory)
+            .chain(&self.touch)
+            .sum()
     }
 }
 
@@ -332,7 +365,8 @@ pub fn tally(runs: &[Run], rule: &Rule, pool: &NoisePool) -> Judgement {
 pub enum Finding {
     /// Overruns in two runs or more, more than noise explains: the code's.
     Over,
-    /// Overruns in one run, more than noise explains: to be run again.
+    /// Overruns noise is unlikely to explain (below [`LONE_ALPHA`]) but not yet judged the
+    /// code's (one run only, or not improbable enough): the operation runs again.
     Lone,
     /// Overruns noise explains.
     Noise,
@@ -349,7 +383,7 @@ impl Judgement {
                 let pn = t.p_noise;
                 let f = if t.runs_over.len() >= 2 && pn < ALPHA {
                     Finding::Over
-                } else if t.runs_over.len() == 1 && pn < LONE_ALPHA {
+                } else if pn < LONE_ALPHA {
                     Finding::Lone
                 } else {
                     Finding::Noise
@@ -505,6 +539,7 @@ mod tests {
         let mut p = NoisePool::default();
         p.add(&Calibration {
             touch: compute.clone(),
+            memory: Vec::new(),
             compute,
             touch_faults: 2_500_000,
         });
@@ -585,6 +620,7 @@ mod tests {
         touch[700] = 100;
         let c = Calibration {
             compute,
+            memory: Vec::new(),
             touch,
             touch_faults: 25_000,
         };
@@ -642,6 +678,7 @@ mod tests {
         touch[400] = 100;
         pool.add(&Calibration {
             compute,
+            memory: Vec::new(),
             touch,
             touch_faults: 25_000,
         });
