@@ -86,8 +86,8 @@ const VERDICT_NOISY: &str = "too noisy to judge";
 
 struct Gate {
     args: BoundArgs,
-    /// 64 MiB touched once, read at random by the memory calibration.
-    memory: Vec<u64>,
+    /// The saved kallsyms' table, walked by a calibration.
+    walk: SymbolTable,
     rule: Rule,
     pool: NoisePool,
     recorder: Recorder,
@@ -140,24 +140,27 @@ impl Gate {
         }
         let compute = histogram(&rec.take());
         {
-            // Dependent loads at random over memory touched before (not measured): a cache
-            // and TLB miss each, four an item.
+            // The table walked again and again, a tick per symbol.
             let mut r = Resched::new(self.policy())
                 .with_interval(self.args.interval)
                 .with_recorder(rec.clone());
             let t0 = Instant::now();
-            let mem = &self.memory;
-            let mask = mem.len() - 1;
-            let mut at = 0usize;
-            while t0.elapsed() < compute_time / 2 {
-                for _ in 0..4 {
-                    at = (mem[at] as usize ^ at.wrapping_mul(0x9e37_79b9)) & mask;
+            let mut h = 0xcbf2_9ce4_8422_2325u64;
+            'walk: loop {
+                for s in self.walk.iter() {
+                    for &b in s.name.as_bytes() {
+                        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+                    }
+                    h ^= s.addr;
+                    r.tick()?;
+                    if t0.elapsed() >= compute_time / 2 {
+                        break 'walk;
+                    }
                 }
-                r.tick()?;
             }
-            std::hint::black_box(at);
+            std::hint::black_box(h);
         }
-        let memory = histogram(&rec.take());
+        let walk = histogram(&rec.take());
         {
             let mut v = Vec::<u8>::with_capacity(pages << 12);
             let mut r = Resched::new(self.policy())
@@ -181,7 +184,7 @@ impl Gate {
             .sum();
         Ok(Calibration {
             compute,
-            memory,
+            walk,
             touch,
             touch_faults,
         })
@@ -271,7 +274,7 @@ impl Gate {
             .map(|(f, place, t)| FindingOut {
                 kind: match f {
                     Finding::Over => "over",
-                    Finding::Lone => "once",
+                    Finding::Lone => "unconfirmed",
                     Finding::Noise => "noise",
                 }
                 .to_string(),
@@ -389,14 +392,18 @@ fn print_result(res: &OpResult, runs: &[Run], rule: &Rule) {
         );
     }
     for f in res.findings.iter().filter(|f| f.kind != "noise") {
-        let what = if f.kind == "over" { "OVER " } else { "once " };
+        let what = if f.kind == "over" {
+            "OVER       "
+        } else {
+            "unconfirmed"
+        };
         println!(
-            "    {what} {:.1} µs; {} overrun{} in {} run{} of {} stretches ({:.1} faults each), noise p={:.1e}: {}",
+            "    {what} {:.1} µs; {} overrun{} in {} of {} runs, {} stretches ({:.1} faults each), noise p={:.1e}: {}",
             f.longest_us,
             f.overruns,
             if f.overruns == 1 { "" } else { "s" },
             f.runs_with_overruns,
-            if f.runs_with_overruns == 1 { "" } else { "s" },
+            res.runs_judged,
             f.stretches,
             f.faults_per_stretch,
             f.p_noise,
@@ -474,11 +481,8 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
         rule.noisy_retries,
         if args.policy_yield { "sched_yield" } else { "nothing (measure only)" }
     );
-    let memory: Vec<u64> = (0..8u64 << 20)
-        .map(|i| i.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 7)
-        .collect();
     let mut x = Gate {
-        memory,
+        walk: loaded(&args.kernel)?,
         rule,
         pool: NoisePool::default(),
         recorder: Recorder::new(crate::sys::thread_cpu_time, args.bound)
@@ -492,14 +496,14 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
     x.pool.add(&first);
     let q = |h: &[u64], s: f64| us(klpsym_core::record::quantile(h, s).unwrap_or_default());
     println!(
-        "the machine alone ({:.1} s): compute stretches p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; memory p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; first-touch p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; allowance now {:.0} µs",
+        "the machine alone ({:.1} s): compute stretches p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; table walk p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; first-touch p50 {:.0} µs, p99.9 {:.0} µs, longest {:.0} µs; allowance now {:.0} µs",
         t0.elapsed().as_secs_f64(),
         q(&first.compute, 0.5),
         q(&first.compute, 0.999),
         q(&first.compute, 1.0),
-        q(&first.memory, 0.5),
-        q(&first.memory, 0.999),
-        q(&first.memory, 1.0),
+        q(&first.walk, 0.5),
+        q(&first.walk, 0.999),
+        q(&first.walk, 1.0),
         q(&first.touch, 0.5),
         q(&first.touch, 0.999),
         q(&first.touch, 1.0),
@@ -699,7 +703,12 @@ fn loaders(x: &mut Gate, args: &BoundArgs) -> Result<(), BoxError> {
             &format!("scan the module tree {}", file_name(&dir)),
             Driver::Given,
             none,
-            |(), r| Ok(klpsym_io::ModuleTree::scan_with(&dir, r)?.len()),
+            |(), r| {
+                let tree = klpsym_io::ModuleTree::scan_with(&dir, r)?;
+                let n = tree.len();
+                tree.free_with(r)?;
+                Ok(n)
+            },
         )?;
         let tree = klpsym_io::ModuleTree::scan(&dir)?;
         let files: Vec<&Path> = tree.files().map(klpsym_io::ModuleFile::label).collect();

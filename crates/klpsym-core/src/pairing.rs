@@ -43,6 +43,9 @@ pub fn pair_definitions(
             }
             count += 1;
         }
+        // A name defined hundreds of times (`__func__.0`) costs that many steps per symbol:
+        // counted as such, so the stride learned on unique names does not run past them.
+        resched.tick_n(u32::try_from(total + count).unwrap_or(u32::MAX))?;
         out.push(if count == total { nth } else { None });
     }
     Ok(out)

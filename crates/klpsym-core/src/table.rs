@@ -812,6 +812,8 @@ impl SymbolTable {
             Ok(())
         };
         let mut helper_rs = resched.sibling();
+        // What came before is not the spawn's: the spawn is a stretch of its own.
+        resched.tick_step()?;
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("klpsym-index".into())

@@ -203,8 +203,11 @@ fn lzma_stream(
     ctx: &Ctx,
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
+    resched.tick_step()?;
     let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
+    resched.tick_step()?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
+    resched.tick_step()?;
     let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;

@@ -63,7 +63,8 @@ pub(crate) fn write_sidecar(
     let dir = entry.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        // 64 KiB a write(2): a call copies it all into the page cache at once.
+        let mut w = std::io::BufWriter::with_capacity(64 << 10, tmp.as_file_mut());
         w.write_all(&header)?;
         let mut written = header.len();
         for (_, data) in &sections {

@@ -368,7 +368,8 @@ fn image_table(
     let exports = match &syms.crcs {
         None => None,
         Some(c) => {
-            let mut symbols = klpsym_sources::ExportMap::with_capacity(c.len());
+            let mut symbols = klpsym_sources::ExportMap::with_capacity_with(c.len(), resched)
+                .map_err(klpsym_core::BuildError::from)?;
             for (n, &crc) in c {
                 resched.tick().map_err(klpsym_core::BuildError::from)?;
                 symbols.insert(
@@ -466,7 +467,8 @@ fn vmlinux_crcs(
     let Some(crcs) = klpsym_elf::vmlinux_crcs(bytes, resched)? else {
         return Ok(None);
     };
-    let mut symbols = klpsym_sources::ExportMap::with_capacity(crcs.len());
+    let mut symbols = klpsym_sources::ExportMap::with_capacity_with(crcs.len(), resched)
+        .map_err(klpsym_core::BuildError::from)?;
     for (name, crc) in &crcs {
         resched.tick()?;
         symbols.insert(

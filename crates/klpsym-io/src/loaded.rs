@@ -98,10 +98,8 @@ impl FtraceSites {
         rs: &mut klpsym_core::Resched,
     ) -> Result<Option<FtraceSites>, klpsym_core::Cancelled> {
         let (mut start, mut stop) = (None, None);
-        for (i, (name, addr)) in entries.enumerate() {
-            if i % 256 == 0 {
-                rs.tick()?;
-            }
+        for (name, addr) in entries {
+            rs.tick()?;
             match name {
                 "__start_mcount_loc" => start = Some(addr),
                 "__stop_mcount_loc" => stop = Some(addr),
@@ -234,6 +232,16 @@ impl LoadedKernel {
         self.table.free_with(resched)?;
         if let Some(m) = self.module {
             m.free_with_points(resched)?;
+        }
+        // A kernel's exports and ftrace sites: tens of thousands of records each.
+        if let Some(e) = self.facts.exports {
+            e.symbols.free_with(resched)?;
+        }
+        if let Some(f) = self.facts.ftrace {
+            klpsym_core::bulk::free_with_points(f.sites, resched)?;
+        }
+        if let Some(d) = self.debug {
+            d.free_with(resched)?;
         }
         Ok(())
     }

@@ -172,6 +172,13 @@ impl ModuleTree {
         ModuleTree::scan_with(dir, &mut Resched::none())
     }
 
+    /// Frees the tree in steps with reschedule points: a distribution's tree is thousands of
+    /// paths (a quarter of a millisecond to drop at once here).
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), klpsym_core::Cancelled> {
+        klpsym_core::bulk::free_each_with_points(self.by_name.into_iter(), resched)?;
+        klpsym_core::bulk::free_with_points(self.duplicates, resched)
+    }
+
     /// [`ModuleTree::scan`] with reschedule points.
     pub fn scan_with(dir: &Path, resched: &mut Resched) -> Result<ModuleTree, LoadError> {
         resched.set_phase("module tree: walk the folders");

@@ -68,6 +68,9 @@ pub(crate) fn load(
     let mut reader_rs = rs.sibling();
     reader_rs.set_phase("read /proc (the kernel formats the lines)");
     let phase = rs.set_phase("parse text");
+    // What came before (opening the file) is not the spawn's: the spawn is a stretch of its
+    // own.
+    rs.tick_step()?;
     let loaded = std::thread::scope(|s| {
         let reader = std::thread::Builder::new()
             .spawn_scoped(s, move || read_batches(file, &tx, &mut reader_rs));

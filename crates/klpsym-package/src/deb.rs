@@ -110,8 +110,11 @@ pub(crate) fn read(
         stopped_early: false,
     };
     let mut at = 8u64;
+    // Opening the package (its first buffer read) is a stretch of its own.
+    resched.tick_step()?;
     while let Some(h) = next_header(r, at)? {
-        resched.tick()?;
+        // A member is a step of bulk work (its header read, a buffer filled).
+        resched.tick_step()?;
         let place = format!("ar member {}", h.id);
         let mut body = Read::take(&mut *r, h.size);
         if h.id.starts_with("control.tar") {
@@ -154,8 +157,7 @@ fn control(
 ) -> Result<(), PackageError> {
     let dec = decoder(id, data, limit, resched)?;
     let mut tar = tar::Archive::new(dec);
-    let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
-    for e in entries {
+    for e in tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))? {
         let mut e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
         let path = String::from_utf8_lossy(&e.path_bytes()).into_owned();
         if path.trim_start_matches("./") != "control" {
@@ -176,6 +178,8 @@ fn control(
         }
         break;
     }
+    // The rest of the member is not read: its decoder's memory goes back in steps.
+    tar.into_inner().close()?;
     Ok(())
 }
 
@@ -193,9 +197,8 @@ fn data_tar(
     let dec = decoder(id, data, limit.saturating_mul(STREAM_FACTOR), resched)?;
     let mut tar = tar::Archive::new(dec);
     let mut col = Collector::new(want);
-    let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
     let mut early = false;
-    for e in entries {
+    for e in tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))? {
         let mut e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
         if !e.header().entry_type().is_file() {
             continue;
@@ -215,5 +218,6 @@ fn data_tar(
             break;
         }
     }
+    tar.into_inner().close()?;
     Ok((col.members, col.releases, early))
 }

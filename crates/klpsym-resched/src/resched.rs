@@ -33,10 +33,12 @@ use crate::record::{Recorder, Recording, Site};
 /// slower. See the README's "Never hog a CPU".
 pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(50);
 
-/// The most items counted between two clock reads. At ~25 ns a clock read, 256 items of a few
-/// nanoseconds each keep its cost around 2%; and when items suddenly get slower (cache misses,
-/// first touches of fresh memory: ~1 µs), the overshoot stays near 256 µs.
-const MAX_STRIDE: u64 = 256;
+/// The most items counted between two clock reads. At ~25 ns a clock read, 64 items of a few
+/// tens of nanoseconds each keep its cost around 1-2%; and when items suddenly get slower
+/// (cache misses, first touches of fresh memory: 1-2 µs each on this project's VM), the
+/// overshoot stays near 64-128 µs. (256 let a run of first touches go 250-500 µs without a
+/// clock read: `klpsym-bench resched` found it in an export map's first inserts.)
+const MAX_STRIDE: u64 = 64;
 
 /// Returned by a reschedule point when the operation was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
