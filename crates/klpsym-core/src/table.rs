@@ -357,12 +357,21 @@ impl SymbolTableBuilder {
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
         let (names, syms) = into_utf8_arena(self.names, self.syms, resched)?;
+        let source_files = match self.source_files {
+            Some((f, n, seen)) => {
+                // A -dbg vmlinux names thousands of files: the lookup map built on the way
+                // is given back in steps.
+                crate::bulk::free_each_with_points(seen.into_iter(), resched)?;
+                Some((f, n))
+            }
+            None => None,
+        };
         Ok(SymbolTable {
             names: Names::Owned(names),
             syms: Records::Owned(syms),
             objects: self.objects,
             source_sizes: self.source_sizes,
-            source_files: self.source_files.map(|(f, n, _)| (f, n)),
+            source_files,
             addr_width: self.addr_width,
             addresses_hidden: hidden,
             name_index: OnceLock::new(),

@@ -204,6 +204,9 @@ fn read(
                 behind.passed(unit_offset.0, resched)?;
                 let header = dwarf.debug_info.header_from_offset(unit_offset)?;
                 let unit = dwarf.unit(header)?;
+                // Parsing a unit (its abbreviations, its first entry) is tens to hundreds of
+                // microseconds: a step, not an item of the stride the entries taught.
+                resched.tick_step()?;
                 let Some(name) = unit.name else { continue };
                 let name = String::from_utf8_lossy(name.slice()).into_owned();
                 let i = out.paths.len() as u32;
@@ -313,6 +316,8 @@ fn read_lines(
             .debug_info
             .header_from_offset(gimli::DebugInfoOffset(off))?;
         let unit = dwarf.unit(header)?;
+        // A unit's parse is a step (see `read`).
+        resched.tick_step()?;
         let comp_dir = unit
             .comp_dir
             .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
