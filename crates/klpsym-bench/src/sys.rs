@@ -98,3 +98,16 @@ pub fn thread_cpu_time() -> Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
+
+/// Minor page faults the calling thread has taken: what the reschedule-bound gate counts per
+/// stretch, to judge a stretch of first touches against the machine's first-touch noise.
+pub fn thread_minor_faults() -> u64 {
+    // SAFETY: rusage is plain data (zeroed is valid); getrusage fills the live local.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+            return 0;
+        }
+        ru.ru_minflt as u64
+    }
+}

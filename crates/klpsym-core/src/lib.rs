@@ -32,10 +32,10 @@ pub use candidate::{
 pub use format::{address_text, write_kallsyms, KallsymsWriter};
 /// Reschedule points (re-exported from `klpsym-resched`, where every parser finds them
 /// without depending on the model).
-pub use klpsym_resched::{bulk, resched};
+pub use klpsym_resched::{bulk, record, resched};
 pub use klpsym_resched::{
-    merge_spans, yield_now, Cancelled, ChunkedFinder, Resched, ReschedPolicy, ReschedStats,
-    EVERYWHERE, SCAN_CHUNK, STRETCH_BUCKET_EDGES_US,
+    merge_spans, yield_now, Cancelled, ChunkedFinder, Recorder, Resched, ReschedPolicy,
+    ReschedStats, EVERYWHERE, SCAN_CHUNK, STRETCH_BUCKET_EDGES_US,
 };
 pub use lookup::{
     find_object_symbol, resolve_in_object, LookupOutcome, LookupRequest, LookupVerdict,

@@ -7,36 +7,23 @@
 //! The rule holds because both tables list vmlinux in kallsyms order (the lab checks that a
 //! `-dbg` vmlinux reproduces the booted kernel's `/proc/kallsyms` byte for byte).
 
-use rustc_hash::FxHashMap;
-
 use crate::object::ObjectId;
 use crate::resched::{Cancelled, Resched};
 use crate::table::{SymbolId, SymbolTable};
 
 /// For each symbol of `here` (indexed by its id), the same definition in `there`, or `None`
 /// (not a vmlinux symbol, or a name the two list a different number of times). One pass over
-/// each table, a tick per symbol.
+/// `here`, a tick per symbol, each answered through both tables' name indexes (built first
+/// when missing, with points): a symbol's rank among `here`'s definitions of its name, and
+/// the definition of that rank in `there`. (Three hash maps over both tables did the same in
+/// one pass each, but grew and were dropped in single stretches of milliseconds.)
 pub fn pair_definitions(
     here: &SymbolTable,
     there: &SymbolTable,
     resched: &mut Resched,
 ) -> Result<Vec<Option<SymbolId>>, Cancelled> {
-    let mut defs: FxHashMap<&[u8], Vec<SymbolId>> = FxHashMap::default();
-    for s in there.iter() {
-        resched.tick()?;
-        if s.object == ObjectId::VMLINUX {
-            defs.entry(s.name.as_bytes()).or_default().push(s.id);
-        }
-    }
-    // How often `here` lists each name, counted once.
-    let mut total: FxHashMap<&[u8], u32> = FxHashMap::default();
-    for s in here.iter() {
-        resched.tick()?;
-        if s.object == ObjectId::VMLINUX {
-            *total.entry(s.name.as_bytes()).or_default() += 1;
-        }
-    }
-    let mut seen: FxHashMap<&[u8], u32> = FxHashMap::default();
+    here.build_name_index(resched)?;
+    there.build_name_index(resched)?;
     let mut out = Vec::with_capacity(here.len());
     for s in here.iter() {
         resched.tick()?;
@@ -44,14 +31,22 @@ pub fn pair_definitions(
             out.push(None);
             continue;
         }
-        let name = s.name.as_bytes();
-        let n = seen.entry(name).or_default();
-        let paired = defs
-            .get(name)
-            .filter(|v| Some(&(v.len() as u32)) == total.get(name))
-            .map(|v| v[*n as usize]);
-        out.push(paired);
-        *n += 1;
+        let (mut rank, mut total) = (0usize, 0usize);
+        for i in here.ids_by_name_in(s.name, ObjectId::VMLINUX) {
+            rank += usize::from(i < s.id.0);
+            total += 1;
+        }
+        let (mut count, mut nth) = (0usize, None);
+        for i in there.ids_by_name_in(s.name, ObjectId::VMLINUX) {
+            if count == rank {
+                nth = Some(SymbolId(i));
+            }
+            count += 1;
+        }
+        // A name defined hundreds of times (`__func__.0`) costs that many steps per symbol:
+        // counted as such, so the stride learned on unique names does not run past them.
+        resched.tick_n(u32::try_from(total + count).unwrap_or(u32::MAX))?;
+        out.push(if count == total { nth } else { None });
     }
     Ok(out)
 }

@@ -91,7 +91,12 @@ struct WalkDriver<'t> {
 
 impl<'t> WalkDriver<'t> {
     fn take(slot: &'t std::sync::Mutex<Option<Resched>>) -> Self {
-        let driver = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut driver = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // It sat in its slot since its last work (on this thread or another): that wait is
+        // not a stretch of its own.
+        if let Some(r) = &mut driver {
+            r.resume();
+        }
         WalkDriver { slot, driver }
     }
 
@@ -352,12 +357,21 @@ impl SymbolTableBuilder {
                 absolute.clone().next().is_some() && absolute.all(|r| r.addr == 0)
             };
         let (names, syms) = into_utf8_arena(self.names, self.syms, resched)?;
+        let source_files = match self.source_files {
+            Some((f, n, seen)) => {
+                // A -dbg vmlinux names thousands of files: the lookup map built on the way
+                // is given back in steps.
+                crate::bulk::free_each_with_points(seen.into_iter(), resched)?;
+                Some((f, n))
+            }
+            None => None,
+        };
         Ok(SymbolTable {
             names: Names::Owned(names),
             syms: Records::Owned(syms),
             objects: self.objects,
             source_sizes: self.source_sizes,
-            source_files: self.source_files.map(|(f, n, _)| (f, n)),
+            source_files,
             addr_width: self.addr_width,
             addresses_hidden: hidden,
             name_index: OnceLock::new(),
@@ -807,10 +821,16 @@ impl SymbolTable {
             Ok(())
         };
         let mut helper_rs = resched.sibling();
+        // What came before is not the spawn's: the spawn is a stretch of its own.
+        resched.tick_step()?;
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("klpsym-index".into())
-                .spawn_scoped(scope, move || addrs(&mut helper_rs));
+                .spawn_scoped(scope, move || {
+                    // The thread's start is a stretch of its own, apart from the build's.
+                    helper_rs.tick_step()?;
+                    addrs(&mut helper_rs)
+                });
             match helper {
                 Ok(h) => {
                     // Starting a thread is tens of microseconds of this thread's time (its

@@ -6,6 +6,9 @@
 //! members is decoded; every record is bounds-checked and unknown kinds stop the walk with an
 //! error (their length is unknown). No I/O.
 
+use klpsym_resched::resched::{Cancelled, Resched};
+use klpsym_resched::ChunkedFinder;
+
 /// Why BTF could not give the layouts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BtfError {
@@ -15,6 +18,15 @@ pub enum BtfError {
     /// A struct or member the kernel always has is missing (CONFIG_LIVEPATCH off?).
     #[error("BTF has no {0} (is CONFIG_LIVEPATCH enabled on the target?)")]
     Missing(String),
+    /// A reschedule point was cancelled.
+    #[error("operation cancelled")]
+    Cancelled,
+}
+
+impl From<Cancelled> for BtfError {
+    fn from(_: Cancelled) -> Self {
+        BtfError::Cancelled
+    }
 }
 
 const BTF_MAGIC: u16 = 0xeb9f;
@@ -62,6 +74,17 @@ impl BtfStruct {
 
 /// Finds the structs named in `wanted` (first definition of each).
 pub fn find_structs(btf: &[u8], wanted: &[&str]) -> Result<Vec<Option<BtfStruct>>, BtfError> {
+    find_structs_with(btf, wanted, &mut Resched::none())
+}
+
+/// [`find_structs`] reaching a reschedule point through `resched` per type record (a
+/// kernel's BTF has over a hundred thousand: a millisecond and more in one stretch
+/// otherwise); a cancelled point ends it with [`BtfError::Cancelled`].
+pub fn find_structs_with(
+    btf: &[u8],
+    wanted: &[&str],
+    resched: &mut Resched,
+) -> Result<Vec<Option<BtfStruct>>, BtfError> {
     if btf.len() < 24 {
         return Err(BtfError::Malformed("shorter than its header".into()));
     }
@@ -102,6 +125,7 @@ pub fn find_structs(btf: &[u8], wanted: &[&str]) -> Result<Vec<Option<BtfStruct>
     let mut found: Vec<Option<BtfStruct>> = vec![None; wanted.len()];
     let mut at = ts;
     while at + 12 <= te {
+        resched.tick()?;
         let name_off = r.u32(at)?;
         let info = r.u32(at + 4)?;
         let size = r.u32(at + 8)?;
@@ -150,17 +174,33 @@ pub fn find_structs(btf: &[u8], wanted: &[&str]) -> Result<Vec<Option<BtfStruct>
 /// (magic 0xeB9F little-endian, version 1, 24-byte header) whose sections fit the data (an
 /// arm64 Image has no section headers). `None` when there is none.
 pub fn find_btf(data: &[u8]) -> Option<&[u8]> {
+    match find_btf_with(data, &mut Resched::none()) {
+        Ok(b) => b,
+        Err(Cancelled) => unreachable!("a driver without a cancel flag never cancels"),
+    }
+}
+
+/// [`find_btf`] reaching reschedule points through `resched` while it searches data without
+/// section headers (tens of megabytes of an arm64 Image: milliseconds of `memmem`).
+pub fn find_btf_with<'d>(
+    data: &'d [u8],
+    resched: &mut Resched,
+) -> Result<Option<&'d [u8]>, Cancelled> {
     use object::{Object, ObjectSection};
     if let Ok(f) = object::File::parse(data) {
         if let Some(s) = f.section_by_name(".BTF") {
-            return s.data().ok().filter(|d| !d.is_empty());
+            return Ok(s.data().ok().filter(|d| !d.is_empty()));
         }
     }
+    resched.tick_step()?;
     const HEAD: [u8; 8] = [0x9f, 0xeb, 1, 0, 24, 0, 0, 0];
     let u32_at = |d: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?))
     };
-    for at in memchr::memmem::find_iter(data, &HEAD) {
+    let finder = ChunkedFinder::new(&HEAD);
+    let mut from = 0;
+    while let Some(at) = finder.find_from(data, from, resched)? {
+        from = at + 1;
         let (Some(toff), Some(tlen), Some(soff), Some(slen)) = (
             u32_at(data, at + 8),
             u32_at(data, at + 12),
@@ -175,8 +215,8 @@ pub fn find_btf(data: &[u8]) -> Option<&[u8]> {
             .unwrap_or(0)
             + 24;
         if toff == 0 && tlen > 0 && slen > 0 && (at as u64 + end) <= data.len() as u64 {
-            return data.get(at..at + end as usize);
+            return Ok(data.get(at..at + end as usize));
         }
     }
-    None
+    Ok(None)
 }

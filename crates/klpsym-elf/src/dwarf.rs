@@ -47,11 +47,11 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     };
     let mut behind = Behind::new(&sections);
     let result = read(&dwarf, &mut behind, resched);
-    behind.release_all(&sections, resched)?;
+    let released = behind.release_all(&sections, resched);
     match result {
-        Ok(r) => Ok(r),
+        Ok(r) => released.map(|()| r),
         Err(Stop::Cancelled) => Err(Cancelled),
-        Err(Stop::Dwarf) => Ok(None),
+        Err(Stop::Dwarf) => released.map(|()| None),
     }
 }
 
@@ -66,8 +66,12 @@ struct Behind<'d> {
 }
 
 impl<'d> Behind<'d> {
-    /// Released in steps of this many bytes.
+    /// Released once this many bytes are passed.
     const STEP: usize = 16 << 20;
+
+    /// Bytes released per `madvise` call, with a reschedule point after each: reclaiming
+    /// 16 MiB of mapped file pages at once took 1.2-1.3 ms here (`klpsym-bench resched`).
+    const CALL: usize = 256 << 10;
 
     fn new(sections: &DebugSections<'d>) -> Behind<'d> {
         Behind {
@@ -80,25 +84,33 @@ impl<'d> Behind<'d> {
     fn passed(&mut self, off: usize, resched: &mut Resched) -> Result<(), Cancelled> {
         if let Some(done) = self.info.and_then(|i| i.get(self.released..off)) {
             if done.len() >= Self::STEP {
-                klpsym_resched::bulk::release_pages_with(done, resched)?;
+                release_in_steps(done, resched)?;
                 self.released = off;
             }
         }
         Ok(())
     }
 
-    /// The pass is over: every borrowed section it read leaves memory (in steps: hundreds of
-    /// megabytes at once were 5-6 ms in the kernel).
+    /// The pass is over: every borrowed section it read leaves memory.
     fn release_all(
         self,
         sections: &DebugSections<'d>,
         resched: &mut Resched,
     ) -> Result<(), Cancelled> {
         for bytes in sections.mapped() {
-            klpsym_resched::bulk::release_pages_with(bytes, resched)?;
+            release_in_steps(bytes, resched)?;
         }
         Ok(())
     }
+}
+
+/// [`klpsym_resched::bulk::release_pages`] of `bytes`, [`Behind::CALL`] bytes a step.
+fn release_in_steps(bytes: &[u8], resched: &mut Resched) -> Result<(), Cancelled> {
+    for c in bytes.chunks(Behind::CALL) {
+        klpsym_resched::bulk::release_pages(c);
+        resched.tick_step()?;
+    }
+    Ok(())
 }
 
 /// A little-endian ELF's `.debug_*` sections, decompressed when compressed (`SHF_COMPRESSED`,
@@ -192,6 +204,9 @@ fn read(
                 behind.passed(unit_offset.0, resched)?;
                 let header = dwarf.debug_info.header_from_offset(unit_offset)?;
                 let unit = dwarf.unit(header)?;
+                // Parsing a unit (its abbreviations, its first entry) is tens to hundreds of
+                // microseconds: a step, not an item of the stride the entries taught.
+                resched.tick_step()?;
                 let Some(name) = unit.name else { continue };
                 let name = String::from_utf8_lossy(name.slice()).into_owned();
                 let i = out.paths.len() as u32;
@@ -258,9 +273,9 @@ pub fn decl_lines(
     };
     let mut behind = Behind::new(&sections);
     let result = read_lines(&dwarf, addrs, &mut out, &mut behind, resched);
-    behind.release_all(&sections, resched)?;
+    let released = behind.release_all(&sections, resched);
     match result {
-        Ok(()) | Err(Stop::Dwarf) => Ok(out),
+        Ok(()) | Err(Stop::Dwarf) => released.map(|()| out),
         Err(Stop::Cancelled) => Err(Cancelled),
     }
 }
@@ -301,6 +316,8 @@ fn read_lines(
             .debug_info
             .header_from_offset(gimli::DebugInfoOffset(off))?;
         let unit = dwarf.unit(header)?;
+        // A unit's parse is a step (see `read`).
+        resched.tick_step()?;
         let comp_dir = unit
             .comp_dir
             .map(|d| String::from_utf8_lossy(d.slice()).into_owned());

@@ -16,8 +16,9 @@ use klpsym_resched::resched::{Cancelled, Resched};
 /// The call sites of the `__mcount_loc` table at `[start, stop)` (the addresses of
 /// `__start_mcount_loc` and `__stop_mcount_loc`) in the x86_64 ELF `bytes` (a vmlinux, or the
 /// ELF payload of a bzImage), sorted, zero entries left out. `None` when `bytes` are not an
-/// x86_64 ELF file, or no loaded segment holds the whole range in the file. A tick per 512
-/// entries.
+/// x86_64 ELF file, or no loaded segment holds the whole range in the file. 512 entries
+/// counted at once, every 512 (`tick_n`: a batch ticked as one item would let the stride
+/// learned on cheap items run 512 times too long between clock reads).
 pub fn mcount_sites(
     bytes: &[u8],
     start: u64,
@@ -54,7 +55,7 @@ pub fn mcount_sites(
     let mut sites = Vec::with_capacity(table.len() / 8);
     for (i, e) in table.chunks_exact(8).enumerate() {
         if i % 512 == 0 {
-            resched.tick()?;
+            resched.tick_n(512)?;
         }
         let site = u64::from_le_bytes(e.try_into().expect("chunks of 8"));
         if site != 0 {
@@ -64,7 +65,7 @@ pub fn mcount_sites(
     // Sorted by the build since 6.1; at boot before (ftrace_process_locs()).
     if !sites.is_sorted() {
         resched.tick_step()?;
-        sites.sort_unstable();
+        klpsym_resched::bulk::sort_by_u64_key_with_points(&mut sites, |&s| s, resched)?;
     }
     Ok(Some(sites))
 }
@@ -116,13 +117,16 @@ pub struct SiteFacts {
 /// The call sites of an x86_64 module (`__mcount_loc`'s relocations: section, offset), or
 /// `None` when the object is not one this models (another machine). A module without
 /// `__mcount_loc` has no site (built without `-pg -mfentry`, or nothing traceable).
-pub(crate) fn module_sites(raw: &crate::raw::RawElf<'_>) -> Option<Vec<(u32, u64)>> {
+pub(crate) fn module_sites(
+    raw: &crate::raw::RawElf<'_>,
+    resched: &mut Resched,
+) -> Result<Option<Vec<(u32, u64)>>, Cancelled> {
     use crate::raw::EM_X86_64;
     if raw.machine != EM_X86_64 || !raw.is_64 || !raw.little_endian {
-        return None;
+        return Ok(None);
     }
     if !raw.sections.iter().any(|s| s.name == "__mcount_loc") {
-        return Some(Vec::new());
+        return Ok(Some(Vec::new()));
     }
     const SHT_RELA: u32 = 4;
     const R_X86_64_64: u32 = 1;
@@ -133,8 +137,11 @@ pub(crate) fn module_sites(raw: &crate::raw::RawElf<'_>) -> Option<Vec<(u32, u64
         }
         let Some(data) = s.data else { continue };
         for e in data.chunks_exact(24) {
-            let info = u64::from_le_bytes(e[8..16].try_into().ok()?);
-            let addend = i64::from_le_bytes(e[16..24].try_into().ok()?);
+            resched.tick()?;
+            let (Ok(info), Ok(addend)) = (e[8..16].try_into(), e[16..24].try_into()) else {
+                return Ok(None);
+            };
+            let (info, addend) = (u64::from_le_bytes(info), i64::from_le_bytes(addend));
             let (sym, typ) = ((info >> 32) as usize, info as u32);
             if typ != R_X86_64_64 {
                 continue;
@@ -149,8 +156,13 @@ pub(crate) fn module_sites(raw: &crate::raw::RawElf<'_>) -> Option<Vec<(u32, u64
             sites.push((section, at));
         }
     }
-    sites.sort_unstable();
-    Some(sites)
+    sort_pairs(&mut sites, resched)?;
+    Ok(Some(sites))
+}
+
+/// Sorts (section, address) pairs in steps (a big module has tens of thousands of sites).
+fn sort_pairs(v: &mut Vec<(u32, u64)>, resched: &mut Resched) -> Result<(), Cancelled> {
+    klpsym_resched::bulk::sort_by_with_points(v, |a, b| a.cmp(b), resched)
 }
 
 /// [`SiteFacts`] of every entry of `entries` (a module's kallsyms lines, section-relative),
@@ -160,14 +172,18 @@ pub(crate) fn site_facts(
     entries: &crate::symbol::KallsymTable,
     sites: &[(u32, u64)],
     sizes: &dyn Fn(u32) -> u64,
-) -> Vec<SiteFacts> {
+    resched: &mut Resched,
+) -> Result<Vec<SiteFacts>, Cancelled> {
     const MCOUNT_INSN_SIZE: u64 = 5;
     // Each section's entry starts, sorted: the next symbol bounds an extent.
-    let mut starts: Vec<(u32, u64)> = entries
-        .iter()
-        .filter_map(|e| Some((e.section_index?, e.addr)))
-        .collect();
-    starts.sort_unstable();
+    let mut starts: Vec<(u32, u64)> = Vec::with_capacity(entries.len());
+    for e in entries.iter() {
+        resched.tick()?;
+        if let Some(sec) = e.section_index {
+            starts.push((sec, e.addr));
+        }
+    }
+    sort_pairs(&mut starts, resched)?;
     starts.dedup();
     let any = |sec: u32, lo: u64, hi: u64| {
         let from = sites.partition_point(|&(s, a)| (s, a) < (sec, lo));
@@ -177,21 +193,23 @@ pub(crate) fn site_facts(
             .next()
             .is_some()
     };
-    entries
-        .iter()
-        .map(|e| {
-            let Some(sec) = e.section_index else {
-                return SiteFacts::default();
-            };
-            let start = e.addr;
-            let next = starts
-                .get(starts.partition_point(|&(s, a)| (s, a) <= (sec, start)))
-                .filter(|&&(s, _)| s == sec)
-                .map_or(sizes(sec), |&(_, a)| a);
-            SiteFacts {
-                at_start: any(sec, start.saturating_sub(MCOUNT_INSN_SIZE - 1), start),
-                within: next > start && any(sec, start, next - 1),
-            }
-        })
-        .collect()
+    let mut out = Vec::with_capacity(entries.len());
+    for e in entries.iter() {
+        resched.tick()?;
+        let Some(sec) = e.section_index else {
+            out.push(SiteFacts::default());
+            continue;
+        };
+        let start = e.addr;
+        let next = starts
+            .get(starts.partition_point(|&(s, a)| (s, a) <= (sec, start)))
+            .filter(|&&(s, _)| s == sec)
+            .map_or(sizes(sec), |&(_, a)| a);
+        out.push(SiteFacts {
+            at_start: any(sec, start.saturating_sub(MCOUNT_INSN_SIZE - 1), start),
+            within: next > start && any(sec, start, next - 1),
+        });
+    }
+    klpsym_resched::bulk::free_with_points(starts, resched)?;
+    Ok(out)
 }

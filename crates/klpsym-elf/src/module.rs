@@ -298,12 +298,21 @@ fn module_from_raw(
             align: s.align,
         });
     }
-    let loading_symbols = raw.symbols.iter().filter(|s| s.shndx != SHN_UNDEF).count() as u32;
+    let mut loading_symbols = 0u32;
+    for s in &raw.symbols {
+        resched.tick()?;
+        loading_symbols += u32::from(s.shndx != SHN_UNDEF);
+    }
     let entries = entries.finish();
-    let ftrace = crate::ftrace::module_sites(raw).map(|sites| {
-        let size = |i: u32| raw.sections.get(i as usize).map_or(0, |s| s.size);
-        crate::ftrace::site_facts(&entries, &sites, &size)
-    });
+    let ftrace = match crate::ftrace::module_sites(raw, resched)? {
+        Some(sites) => {
+            let size = |i: u32| raw.sections.get(i as usize).map_or(0, |s| s.size);
+            let facts = crate::ftrace::site_facts(&entries, &sites, &size, resched)?;
+            free_with_points(sites, resched)?;
+            Some(facts)
+        }
+        None => None,
+    };
     let build_id = build_id_note(raw);
     Ok(ModuleSymbols {
         build_id,

@@ -106,7 +106,6 @@ fn zstd_in_place(
     dctx.set_parameter(DParameter::StableOutBuffer(true))
         .map_err(|c| zerr("cannot keep the output buffer", c))?;
     let mut out: Vec<u8> = Vec::with_capacity(capacity);
-    klpsym_resched::bulk::huge_pages(&mut out);
     let mut consumed = 0usize;
     loop {
         let end = consumed.saturating_add(ZSTD_IN_STEP).min(input.len());
@@ -204,9 +203,11 @@ fn lzma_stream(
     ctx: &Ctx,
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
+    resched.tick_step()?;
     let mut dec = crate::xz::Decoder::new(kind).map_err(|e| ctx.err(e))?;
+    resched.tick_step()?;
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
+    resched.tick_step()?;
     let mut consumed = 0usize;
     loop {
         let start = ctx.next_step(&mut out)?;
@@ -244,7 +245,6 @@ fn read_all(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, ImageError> {
     let mut out = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
     loop {
         let start = ctx.next_step(&mut out)?;
         let got = match reader.read(&mut out[start..]) {
@@ -294,7 +294,6 @@ fn lz4_legacy(
         return Err(ctx.err("missing legacy LZ4 magic 0x184c2102".into()));
     }
     let mut out: Vec<u8> = Vec::with_capacity(capacity.min(ctx.limit + 1));
-    klpsym_resched::bulk::huge_pages(&mut out);
     let mut pos = 4;
     let mut blocks = 0usize;
     while let Some(size) = read_u32(pos) {

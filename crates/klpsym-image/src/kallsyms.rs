@@ -1,6 +1,7 @@
 //! `find_kallsyms`: tries every table layout era on the located token table, keeps the
 //! candidates that pass every cross-check, and decodes the one that remains.
 
+use klpsym_resched::bulk::free_with_points;
 use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::container::is_arm64_image;
@@ -119,7 +120,7 @@ pub fn find_kallsyms_with(
             }
         }
     }
-    let Some((tokens, names, cand)) = pick(cands)? else {
+    let Some((tokens, names, cand)) = pick(cands, resched)? else {
         let t = &all_tokens[0];
         return Err(ImageError::NoKallsyms {
             detail: format!(
@@ -155,8 +156,11 @@ pub fn find_kallsyms_with(
         });
     }
     // Megabytes of intermediate tables: given back in steps.
-    klpsym_resched::bulk::free_with_points(decoded, resched)?;
-    klpsym_resched::bulk::free_with_points(cand.addrs, resched)?;
+    free_with_points(decoded, resched)?;
+    free_with_points(cand.addrs, resched)?;
+    if let Some(s) = cand.seqs {
+        free_with_points(s, resched)?;
+    }
     let version = find_version(vmlinux, &spans, resched)?;
     let text = entries.iter().find(|e| e.name == "_text").map(|e| e.addr);
     let map = match (&ctx.elf, text) {
@@ -189,11 +193,27 @@ pub fn find_kallsyms_with(
     })
 }
 
-/// Keeps one candidate; identical decodings found twice (e.g. both alignments) count once.
+/// Keeps one candidate; identical decodings found twice in a row (e.g. both alignments)
+/// count once. Addresses are compared, and duplicates freed, in steps.
 fn pick(
-    mut cands: Vec<(Tokens, Names, Candidate)>,
+    all: Vec<(Tokens, Names, Candidate)>,
+    resched: &mut Resched,
 ) -> Result<Option<(Tokens, Names, Candidate)>, ImageError> {
-    cands.dedup_by(|a, b| a.1.start == b.1.start && a.2.addrs == b.2.addrs);
+    let mut cands: Vec<(Tokens, Names, Candidate)> = Vec::with_capacity(all.len());
+    for c in all {
+        let dup = match cands.last() {
+            Some(last) => last.1.start == c.1.start && same(&last.2.addrs, &c.2.addrs, resched)?,
+            None => false,
+        };
+        if dup {
+            free_with_points(c.2.addrs, resched)?;
+            if let Some(s) = c.2.seqs {
+                free_with_points(s, resched)?;
+            }
+        } else {
+            cands.push(c);
+        }
+    }
     match cands.len() {
         0 => Ok(None),
         1 => Ok(cands.pop()),
@@ -206,6 +226,27 @@ fn pick(
                 .join("; "),
         }),
     }
+}
+
+/// `a == b`, compared 4,096 elements a step.
+fn same(a: &[u64], b: &[u64], resched: &mut Resched) -> Result<bool, Cancelled> {
+    if a.len() != b.len() {
+        return Ok(false);
+    }
+    for (x, y) in a.chunks(4096).zip(b.chunks(4096)) {
+        if x != y {
+            return Ok(false);
+        }
+        resched.tick_step()?;
+    }
+    Ok(true)
+}
+
+/// A copy of `v`, made in steps.
+fn copied(v: &[u32], resched: &mut Resched) -> Result<Vec<u32>, Cancelled> {
+    let mut out = Vec::new();
+    klpsym_resched::bulk::extend_from_slice(&mut out, v, resched)?;
+    Ok(out)
 }
 
 fn layout(
@@ -268,8 +309,13 @@ fn after_index(
         if let Some(rb) = u64_at(ctx.data, rb_at).filter(|&v| plausible_kernel_address(v)) {
             let addressing = relative(&offs, rb, resched)?;
             let addrs = addresses(&offs, addressing, resched)?;
-            if sorted(&addrs, resched)? {
-                if let Some(seqs) = read_seqs(ctx.data, rb_at + 8, n, resched)? {
+            let seqs = if sorted(&addrs, resched)? {
+                read_seqs(ctx.data, rb_at + 8, n, resched)?
+            } else {
+                None
+            };
+            match seqs {
+                Some(seqs) => {
                     let offsets = TableOffsets {
                         relative_base: Some(rb_at),
                         seqs_of_names: Some(rb_at + 8),
@@ -282,6 +328,8 @@ fn after_index(
                         notes: Vec::new(),
                     });
                 }
+                // A table of a hundred thousand addresses: given back in steps.
+                None => free_with_points(addrs, resched)?,
             }
         }
         // 2026+: place-relative offsets, seqs right after them.
@@ -317,8 +365,12 @@ fn after_index(
                     seqs: Some(seqs),
                     notes,
                 });
+            } else {
+                free_with_points(addrs, resched)?;
+                free_with_points(seqs, resched)?;
             }
         }
+        free_with_points(offs, resched)?;
     }
     Ok(out)
 }
@@ -366,18 +418,25 @@ fn before_num_syms(
                         .all(|&b| b == 0);
                     let addressing = relative(&offs, rb, resched)?;
                     let addrs = addresses(&offs, addressing, resched)?;
+                    free_with_points(offs, resched)?;
                     if gap_ok && sorted(&addrs, resched)? {
                         let offsets = TableOffsets {
                             addresses: off_at,
                             relative_base: Some(rb_at),
                             ..base_offsets
                         };
+                        let seqs = match &seqs {
+                            Some(s) => Some(copied(s, resched)?),
+                            None => None,
+                        };
                         out.push(Candidate {
                             layout: layout(era, names, addressing, offsets),
                             addrs,
-                            seqs: seqs.clone(),
+                            seqs,
                             notes: Vec::new(),
                         });
+                    } else {
+                        free_with_points(addrs, resched)?;
                     }
                 }
             }

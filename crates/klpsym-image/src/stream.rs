@@ -140,6 +140,16 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
     pub fn produced(&self) -> u64 {
         self.produced
     }
+
+    /// Ends the stream here, read to its end or not, giving the decoder's memory back in
+    /// steps (an XZ dictionary is megabytes: dropped, it is freed at once).
+    pub fn close(self) -> Result<(), klpsym_resched::Cancelled> {
+        let StreamDecoder { inner, resched, .. } = self;
+        if let Inner::Xz { dec: Some(d), .. } = inner {
+            d.finish(resched)?;
+        }
+        Ok(())
+    }
 }
 
 impl Read for StreamDecoder<'_, '_> {

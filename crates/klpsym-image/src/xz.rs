@@ -47,15 +47,9 @@ extern "C" fn heap_alloc(opaque: *mut c_void, nmemb: usize, size: usize) -> *mut
     };
     // SAFETY: the layout has a nonzero size.
     let p = unsafe { std::alloc::alloc(layout) };
-    if !p.is_null() && layout.size() >= 2 << 20 {
-        // The dictionary (32 MiB for a kernel's XZ): filled once, so huge pages save
-        // thousands of page faults.
-        // SAFETY: `p` is a fresh block of `layout.size()` bytes, not yet shared with liblzma.
-        let block = unsafe {
-            std::slice::from_raw_parts_mut(p.cast::<std::mem::MaybeUninit<u8>>(), layout.size())
-        };
-        klpsym_resched::bulk::huge_pages_region(block);
-    }
+    // No huge pages for the dictionary (32 MiB for a kernel's XZ): liblzma first touches it
+    // while it decodes, and a huge page's first touch zeroes 2 MiB in one kernel entry
+    // (270 µs and more on this project's VM: over the reschedule bound every time).
     if !p.is_null() {
         // SAFETY: `opaque` is the `Heap` the stream was set up with, alive for the stream's
         // whole life (see `Decoder`), and liblzma calls its allocator from the calling thread

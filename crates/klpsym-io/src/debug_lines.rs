@@ -63,6 +63,7 @@ pub(crate) fn write_sidecar(
     let dir = entry.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     {
+        // 64 KiB a write(2): a call copies it all into the page cache at once.
         let mut w = std::io::BufWriter::with_capacity(64 << 10, tmp.as_file_mut());
         w.write_all(&header)?;
         let mut written = header.len();

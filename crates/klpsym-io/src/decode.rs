@@ -126,10 +126,12 @@ fn decode(
     if kind != Detected::Text {
         let decoded = decode_binary(path, kind, &bytes, opts, limit, resched)?;
         // Hundreds of MiB of input given back in steps, not in one munmap.
+        resched.set_phase("free the input");
         klpsym_core::bulk::free_with_points(bytes, resched)
             .map_err(klpsym_core::BuildError::from)?;
         return Ok(decoded);
     }
+    resched.set_phase("parse text");
     let parsed = parse_text(bytes, resched).map_err(|source| LoadError::Text {
         path: path.to_path_buf(),
         source,
@@ -167,19 +169,26 @@ fn decode_binary(
 ) -> Result<Decoded, LoadError> {
     match kind {
         Detected::Text => unreachable!("text is decoded by decode"),
-        Detected::ElfRelocatable => module_table(path, bytes, None, resched),
-        Detected::ElfExecutable => match klpsym_elf::vmlinux_kallsyms_with(
-            bytes,
-            klpsym_elf::VmlinuxOptions {
-                kallsyms_all: opts.kallsyms_all,
-                ..klpsym_elf::VmlinuxOptions::default()
-            },
-            resched,
-        ) {
+        Detected::ElfRelocatable => {
+            resched.set_phase("module: ELF to symbols");
+            module_table(path, bytes, None, resched)
+        }
+        Detected::ElfExecutable => match resched.in_phase("vmlinux: .symtab to kallsyms", |rs| {
+            klpsym_elf::vmlinux_kallsyms_with(
+                bytes,
+                klpsym_elf::VmlinuxOptions {
+                    kallsyms_all: opts.kallsyms_all,
+                    ..klpsym_elf::VmlinuxOptions::default()
+                },
+                rs,
+            )
+        }) {
             Ok(v) => {
                 // Source paths from DWARF (a -dbg vmlinux), else the STT_FILE basenames.
+                resched.set_phase("vmlinux: DWARF compilation units");
                 let cus =
                     klpsym_elf::cu_paths(bytes, resched).map_err(klpsym_core::BuildError::from)?;
+                resched.set_phase("vmlinux: build the table");
                 let mut b =
                     SymbolTableBuilder::with_capacity(v.entries.len(), v.entries.name_bytes());
                 for e in &v.entries {
@@ -203,6 +212,7 @@ fn decode_binary(
                     .unwrap_or_default();
                 // In the loaded data only: a -dbg vmlinux is mostly DWARF, and searching it all
                 // would touch every page of it.
+                resched.set_phase("vmlinux: vermagic, CRCs, build id");
                 let spans = klpsym_elf::loaded_spans(bytes);
                 let vermagic = klpsym_image::find_vermagic(bytes, &spans, release, resched)
                     .map_err(klpsym_core::BuildError::from)?;
@@ -217,6 +227,7 @@ fn decode_binary(
                         a => format!("{a:?}").to_lowercase(),
                     }
                 });
+                resched.set_phase("vmlinux: ftrace sites");
                 let ftrace = crate::loaded::FtraceSites::read(
                     v.entries.iter().map(|e| (e.name, e.addr)),
                     bytes,
@@ -230,7 +241,11 @@ fn decode_binary(
                     exports,
                     arch,
                     ftrace,
-                    klp_structs: crate::loaded::klp_structs_of(bytes),
+                    klp_structs: resched
+                        .in_phase("vmlinux: klp structs from BTF", |rs| {
+                            crate::loaded::klp_structs_of(bytes, rs)
+                        })
+                        .map_err(klpsym_core::BuildError::from)?,
                     version: v.version.clone(),
                     format: Some(
                         "vmlinux ELF with .symtab (kallsyms derived by scripts/kallsyms rules)"
@@ -247,6 +262,7 @@ fn decode_binary(
                         v.kallsyms_all_source
                     ),
                 ));
+                resched.set_phase("vmlinux: free the entries");
                 v.entries
                     .free_with_points(resched)
                     .map_err(klpsym_core::BuildError::from)?;
@@ -261,22 +277,29 @@ fn decode_binary(
             Err(source) => Err(elf_error(path, source)),
         },
         Detected::Compressed(codec) => {
+            resched.set_phase("decompress");
             let d = klpsym_image::decompress_image_with(bytes, limit, resched)
                 .map_err(|source| image_error(path, source))?;
             let decoded = if detect(&d.data) == Detected::ElfRelocatable {
+                resched.set_phase("module: ELF to symbols");
                 module_table(path, &d.data, Some(codec), resched)?
             } else {
+                resched.set_phase("image: kallsyms tables");
                 let syms = klpsym_image::extract_decompressed(&d, resched)
                     .map_err(|source| image_error(path, source))?;
+                resched.set_phase("image: ftrace sites");
                 let ftrace = image_ftrace(&syms, &d.data, resched)?;
+                resched.set_phase("image: build the table");
                 image_table(
                     syms,
-                    crate::loaded::klp_structs_of(&d.data),
+                    crate::loaded::klp_structs_of(&d.data, resched)
+                        .map_err(klpsym_core::BuildError::from)?,
                     ftrace,
                     resched,
                 )?
             };
             if let std::borrow::Cow::Owned(v) = d.data {
+                resched.set_phase("free the decompressed payload");
                 klpsym_core::bulk::free_with_points(v, resched)
                     .map_err(klpsym_core::BuildError::from)?;
             }
@@ -292,16 +315,22 @@ fn image_symbols(
     limit: usize,
     resched: &mut Resched,
 ) -> Result<Decoded, LoadError> {
+    resched.set_phase("image: decompress the payload");
     let d = klpsym_image::decompress_image_with(bytes, limit, resched)
         .map_err(|source| image_error(path, source))?;
+    resched.set_phase("image: kallsyms tables");
     let syms = klpsym_image::extract_decompressed(&d, resched)
         .map_err(|source| image_error(path, source))?;
-    let klp_structs = crate::loaded::klp_structs_of(&d.data);
+    resched.set_phase("image: klp structs, ftrace sites");
+    let klp_structs =
+        crate::loaded::klp_structs_of(&d.data, resched).map_err(klpsym_core::BuildError::from)?;
     let ftrace = image_ftrace(&syms, &d.data, resched)?;
     // Tens of megabytes of decompressed kernel: freed in steps, not in one munmap.
     if let std::borrow::Cow::Owned(v) = d.data {
+        resched.set_phase("image: free the payload");
         klpsym_core::bulk::free_with_points(v, resched).map_err(klpsym_core::BuildError::from)?;
     }
+    resched.set_phase("image: build the table");
     image_table(syms, klp_structs, ftrace, resched)
 }
 
@@ -339,7 +368,8 @@ fn image_table(
     let exports = match &syms.crcs {
         None => None,
         Some(c) => {
-            let mut symbols = klpsym_sources::ExportMap::with_capacity(c.len());
+            let mut symbols = klpsym_sources::ExportMap::with_capacity_with(c.len(), resched)
+                .map_err(klpsym_core::BuildError::from)?;
             for (n, &crc) in c {
                 resched.tick().map_err(klpsym_core::BuildError::from)?;
                 symbols.insert(
@@ -374,9 +404,13 @@ fn image_table(
         ],
         notes: syms.notes.clone(),
     };
-    // One heap string per symbol: dropped in steps.
+    // One heap string per symbol, and per export: dropped in steps.
     klpsym_core::bulk::free_with_points(syms.entries, resched)
         .map_err(klpsym_core::BuildError::from)?;
+    if let Some(crcs) = syms.crcs {
+        klpsym_core::bulk::free_each_with_points(crcs.into_iter(), resched)
+            .map_err(klpsym_core::BuildError::from)?;
+    }
     Ok(Decoded {
         kind: SourceKind::KernelImage,
         table: b
@@ -433,7 +467,8 @@ fn vmlinux_crcs(
     let Some(crcs) = klpsym_elf::vmlinux_crcs(bytes, resched)? else {
         return Ok(None);
     };
-    let mut symbols = klpsym_sources::ExportMap::with_capacity(crcs.len());
+    let mut symbols = klpsym_sources::ExportMap::with_capacity_with(crcs.len(), resched)
+        .map_err(klpsym_core::BuildError::from)?;
     for (name, crc) in &crcs {
         resched.tick()?;
         symbols.insert(
@@ -445,6 +480,8 @@ fn vmlinux_crcs(
             },
         );
     }
+    // A heap string per export: given back in steps.
+    klpsym_core::bulk::free_with_points(crcs, resched).map_err(klpsym_core::BuildError::from)?;
     Ok((!symbols.is_empty()).then(|| klpsym_sources::Exports {
         source: "the vmlinux's __crc_* symbols".into(),
         symbols,

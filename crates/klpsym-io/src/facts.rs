@@ -130,7 +130,8 @@ pub fn read_btf(
         what: format!("no BTF found ({what}); expected /sys/kernel/btf/vmlinux, a vmlinux or a kernel image built with CONFIG_DEBUG_INFO_BTF"),
     }
     };
-    if let Some(b) = klpsym_elf::btf::find_btf(raw) {
+    let cancelled = |_| LoadError::Cancelled;
+    if let Some(b) = klpsym_elf::btf::find_btf_with(raw, resched).map_err(cancelled)? {
         return Ok(b.to_vec());
     }
     if matches!(
@@ -140,7 +141,7 @@ pub fn read_btf(
         let limit = usize::try_from(opts.max_decompressed_size).unwrap_or(usize::MAX);
         let d = klpsym_image::decompress_image_with(raw, limit, resched)
             .map_err(|source| crate::error::image_error(path, source))?;
-        if let Some(b) = klpsym_elf::btf::find_btf(&d.data) {
+        if let Some(b) = klpsym_elf::btf::find_btf_with(&d.data, resched).map_err(cancelled)? {
             return Ok(b.to_vec());
         }
         return Err(not_found("the decompressed image holds none"));

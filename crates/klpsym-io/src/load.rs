@@ -66,6 +66,7 @@ pub fn load(
     // A stripped vmlinux needs only its data: without a cache, and with one when its
     // identity is known or is its build id (a content hash would need every byte, so then
     // the file is read whole).
+    resched.set_phase("read the file");
     let mut sparse = crate::sparse::read_stripped_vmlinux(path, opts.max_input_size, resched)?;
     let mut content = known;
     let mut proven_here = false;
@@ -90,6 +91,7 @@ pub fn load(
     }
     let mut k = from_bytes(path, bytes, t0.elapsed(), opts, resched)?;
     if let (Some(c), Some(h), Some(m)) = (cache, content, input_meta) {
+        resched.set_phase("cache: write the entry");
         if let Err(e) = c.put(path, &m, h, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
         }
@@ -120,6 +122,7 @@ fn debug_vmlinux(
         return Ok(None);
     }
     let t0 = Instant::now();
+    resched.set_phase("debug vmlinux: read in place");
     let file = crate::read::in_place(path, opts, resched)?;
     let bytes: &[u8] = (*file.bytes).as_ref();
     let read_time = t0.elapsed();
@@ -136,6 +139,7 @@ fn debug_vmlinux(
     });
     k.elf = Some(crate::loaded::ElfBytes(file.bytes.clone()));
     if let (Some(c), Some(id)) = (cache, id) {
+        resched.set_phase("cache: write the entry");
         if let Err(e) = c.put(path, meta, id, &k, opts, resched) {
             k.facts.notes.push(format!("not cached: {e}"));
         }

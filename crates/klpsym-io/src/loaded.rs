@@ -98,10 +98,8 @@ impl FtraceSites {
         rs: &mut klpsym_core::Resched,
     ) -> Result<Option<FtraceSites>, klpsym_core::Cancelled> {
         let (mut start, mut stop) = (None, None);
-        for (i, (name, addr)) in entries.enumerate() {
-            if i % 256 == 0 {
-                rs.tick()?;
-            }
+        for (name, addr) in entries {
+            rs.tick()?;
             match name {
                 "__start_mcount_loc" => start = Some(addr),
                 "__stop_mcount_loc" => stop = Some(addr),
@@ -141,10 +139,20 @@ impl SourceFacts {
 
 /// The structs of [`BTF_STRUCTS`] in a kernel's bytes, from their BTF (see
 /// [`SourceFacts::klp_structs`]): `None` without BTF, or when it does not decode.
-pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
-    let btf = klpsym_elf::btf::find_btf(bytes)?;
-    let found = klpsym_elf::btf::find_structs(btf, &BTF_STRUCTS).ok()?;
-    Some(
+/// Reaches reschedule points through `resched` (the BTF's type records are walked).
+pub(crate) fn klp_structs_of(
+    bytes: &[u8],
+    resched: &mut klpsym_core::Resched,
+) -> Result<Option<Vec<Option<StructFact>>>, klpsym_core::Cancelled> {
+    let Some(btf) = klpsym_elf::btf::find_btf_with(bytes, resched)? else {
+        return Ok(None);
+    };
+    let found = match klpsym_elf::btf::find_structs_with(btf, &BTF_STRUCTS, resched) {
+        Ok(f) => f,
+        Err(klpsym_elf::btf::BtfError::Cancelled) => return Err(klpsym_core::Cancelled),
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(
         found
             .into_iter()
             .map(|s| {
@@ -154,7 +162,7 @@ pub(crate) fn klp_structs_of(bytes: &[u8]) -> Option<Vec<Option<StructFact>>> {
                 })
             })
             .collect(),
-    )
+    ))
 }
 
 /// A loaded kernel symbol source.
@@ -224,6 +232,16 @@ impl LoadedKernel {
         self.table.free_with(resched)?;
         if let Some(m) = self.module {
             m.free_with_points(resched)?;
+        }
+        // A kernel's exports and ftrace sites: tens of thousands of records each.
+        if let Some(e) = self.facts.exports {
+            e.symbols.free_with(resched)?;
+        }
+        if let Some(f) = self.facts.ftrace {
+            klpsym_core::bulk::free_with_points(f.sites, resched)?;
+        }
+        if let Some(d) = self.debug {
+            d.free_with(resched)?;
         }
         Ok(())
     }

@@ -28,6 +28,13 @@ pub fn is_package(path: &Path) -> bool {
         .is_ok_and(|n| klpsym_package::detect(&head[..n]).is_some())
 }
 
+/// The buffer between a package's file and its decoder, and between the decoder and a spilled
+/// member's file: one `read(2)` or `write(2)` each time it runs dry or fills, all of it copied
+/// by the kernel in that call. 1 MiB took 0.6-3 ms a call here (`klpsym-bench resched`);
+/// 64 KiB stays well inside the bound, for 16 times the calls (a few milliseconds over a
+/// gigabyte-sized -dbg package).
+const IO_BUF: usize = 64 << 10;
+
 fn want(opts: &LoadOptions) -> Want {
     Want {
         image: true,
@@ -79,7 +86,7 @@ impl klpsym_package::Spill for TempSpill<'_> {
         let f = crate::entry::private_temp_file(self.cache)?;
         let w = self
             .file
-            .insert(std::io::BufWriter::with_capacity(1 << 20, f));
+            .insert(std::io::BufWriter::with_capacity(IO_BUF, f));
         Ok(Some(w))
     }
 }
@@ -122,7 +129,7 @@ pub fn debug_modules_of(
         path: path.to_path_buf(),
         source,
     })?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let mut r = std::io::BufReader::with_capacity(IO_BUF, f);
     let want = Want {
         debug_modules: true,
         ..Want::default()
@@ -186,7 +193,8 @@ pub(crate) fn read_file(
         source,
     };
     let f = std::fs::File::open(path).map_err(io_err)?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let mut r = std::io::BufReader::with_capacity(IO_BUF, f);
+    rs.set_phase("package: stream the members out");
     let mut spill = TempSpill {
         file: None,
         cache: opts.cache.as_ref(),
@@ -398,6 +406,7 @@ fn package_kernel(
         Some(pkg.members.remove(i))
     };
     let mut k = if let Some(m) = take(pkg, MemberKind::Image) {
+        rs.set_phase("package: the image");
         from_bytes(&label(path, &m.path), m.data, Duration::ZERO, opts, rs)?
     } else if let Some(m) = take(pkg, MemberKind::Vmlinux) {
         // Kept for the declaration lines (see `PackageParts::elf`): mapped, or in memory.
@@ -405,6 +414,7 @@ fn package_kernel(
             (true, Some(b)) => b,
             _ => std::sync::Arc::new(m.data),
         };
+        rs.set_phase("package: the debug vmlinux");
         let mut k = from_binary(&label(path, &m.path), (*elf).as_ref(), opts, rs)?;
         k.elf = Some(ElfBytes(elf));
         k
@@ -421,6 +431,7 @@ fn package_kernel(
         release: pkg.release().map(str::to_string),
         ..PackageParts::default()
     };
+    rs.set_phase("package: config, Module.symvers, modules");
     add_parts(&mut parts, path, pkg, opts, rs)?;
     k.package = Some(parts);
     k.facts.notes.push(described(path, pkg));

@@ -55,8 +55,9 @@ pub(crate) fn read_stripped_vmlinux(
     };
     // Zeroed memory that is never touched costs nothing: untouched pages read as the shared
     // zero page.
+    // No huge pages: the sections are read into it in steps, and a huge page's first touch
+    // zeroes 2 MiB in one kernel entry (over the reschedule bound).
     let mut buf = vec![0u8; len];
-    klpsym_core::bulk::huge_pages(&mut buf);
     let mut file = Filler {
         f: &mut f,
         buf: &mut buf,

@@ -111,8 +111,11 @@ pub(crate) fn read(
         stopped_early: false,
     };
     let mut at = 8u64;
+    // Opening the package (its first buffer read) is a stretch of its own.
+    resched.tick_step()?;
     while let Some(h) = next_header(r, at)? {
-        resched.tick()?;
+        // A member is a step of bulk work (its header read, a buffer filled).
+        resched.tick_step()?;
         let place = format!("ar member {}", h.id);
         let mut body = Read::take(&mut *r, h.size);
         if h.id.starts_with("control.tar") {
@@ -185,8 +188,7 @@ fn control(
 ) -> Result<(), PackageError> {
     let (dec, _) = decoder(id, data, limit, resched)?;
     let mut tar = tar::Archive::new(dec);
-    let entries = tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))?;
-    for e in entries {
+    for e in tar.entries().map_err(|e| io_error(FORMAT, id.into(), e))? {
         let mut e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
         let path = String::from_utf8_lossy(&e.path_bytes()).into_owned();
         if path.trim_start_matches("./") != "control" {
@@ -207,6 +209,8 @@ fn control(
         }
         break;
     }
+    // The rest of the member is not read: its decoder's memory goes back in steps.
+    tar.into_inner().close()?;
     Ok(())
 }
 
@@ -278,7 +282,11 @@ fn data_tar(
             let e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
             last_end = entry_end(&e);
         }
-        let mut dec = tar.into_inner();
+    } else {
+        drop(entries);
+    }
+    let mut dec = tar.into_inner();
+    if to_end {
         // The tar crate stops at the first zero block, or at the stream's end without one.
         if dec.produced() < last_end.saturating_add(512) {
             return Err(malformed(
@@ -288,6 +296,8 @@ fn data_tar(
         }
         decode_to_end(FORMAT, id, &mut dec)?;
     }
+    // Read to its end or not, the decoder's memory goes back in steps.
+    dec.close()?;
     Ok(DataTar {
         members: col.members,
         releases: col.releases,

@@ -4,7 +4,9 @@
 //! of milliseconds, `vec![x; n]` writes (and page-faults) megabytes at once, `String::from_utf8`
 //! validates a whole 5 MB file, and dropping a `Vec<String>` frees every string in one go. Each
 //! function here does the same work in bounded steps and ticks the caller's [`Resched`] between
-//! them, so the reschedule bound also holds inside these operations.
+//! them, so the reschedule bound also holds inside these operations. Each is `#[track_caller]`:
+//! an instrumented driver ([`crate::Recorder`]) names the caller's line as the point, not a
+//! line of this file.
 
 use std::cmp::Ordering;
 
@@ -24,6 +26,7 @@ fn step_of<T>() -> usize {
 const RUN: usize = 64;
 
 /// `vec![value; n]`, written in steps.
+#[track_caller]
 pub fn filled_vec<T: Clone>(
     n: usize,
     value: T,
@@ -39,6 +42,7 @@ pub fn filled_vec<T: Clone>(
 }
 
 /// Appends `src` to `dst` in steps.
+#[track_caller]
 pub fn extend_from_slice<T: Clone>(
     dst: &mut Vec<T>,
     src: &[T],
@@ -63,6 +67,7 @@ pub fn extend_from_slice<T: Clone>(
 /// back, making that merge happen in small batches, each followed by a point; and the buffer
 /// of heap-owning elements shrinks 32 KiB at a time, below that 64 KiB threshold. With other
 /// allocators this costs a malloc/free pair per batch.
+#[track_caller]
 pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
     if !std::mem::needs_drop::<T>() {
         // Plain values: only the buffer, 256 KiB (64 pages) a step.
@@ -98,6 +103,30 @@ pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), C
     resched.tick_step()
 }
 
+/// Drops what `items` yields one by one with reschedule points, as [`free_with_points`] drops
+/// a vector's elements: for the owning iterator of a map or a set (`map.into_iter()`), whose
+/// own buffer goes when the iterator is dropped at the end.
+#[track_caller]
+pub fn free_each_with_points<T>(
+    items: impl Iterator<Item = T>,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    const SETTLE_EVERY: usize = 4;
+    let mut dropped = 0usize;
+    for x in items {
+        drop(x);
+        dropped += 1;
+        if std::mem::needs_drop::<T>() && dropped.is_multiple_of(SETTLE_EVERY) {
+            settle_frees();
+            resched.tick_step()?;
+        } else {
+            resched.tick()?;
+        }
+    }
+    settle_frees();
+    resched.tick_step()
+}
+
 /// Requests and gives back a 4 KiB block: glibc merges its deferred small frees on such a
 /// request (see [`free_with_points`]).
 fn settle_frees() {
@@ -105,6 +134,7 @@ fn settle_frees() {
 }
 
 /// `bytes` is UTF-8; the check runs in steps. `Ok(Err(offset))` names the first invalid byte.
+#[track_caller]
 pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), usize>, Cancelled> {
     const CHUNK: usize = 64 << 10;
     let mut at = 0;
@@ -136,6 +166,7 @@ pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), u
 /// Sorts `v` stably by `cmp`: short runs first, then pairwise merges, a tick per merged
 /// element; runs already in order are copied in steps. Kernel tables are mostly sorted
 /// already, so the common case is close to linear.
+#[track_caller]
 pub fn sort_by_with_points<T, F>(
     v: &mut Vec<T>,
     mut cmp: F,
@@ -205,6 +236,7 @@ fn merge<T: Copy, F: FnMut(&T, &T) -> Ordering>(
 /// in which the keys differ (kernel addresses share their top bytes, so usually four or five
 /// passes), each pass cut into steps. Linear in `v.len()`: several times faster than a
 /// comparison sort for big batches of addresses.
+#[track_caller]
 pub fn sort_by_u64_key_with_points<T: Copy>(
     v: &mut Vec<T>,
     key: impl Fn(&T) -> u64,
@@ -258,6 +290,7 @@ pub fn sort_by_u64_key_with_points<T: Copy>(
 
 /// Sorts `v` stably by `cmp` without cloning elements: sorts indexes, then moves each element
 /// once. For elements that own heap memory (strings).
+#[track_caller]
 pub fn sort_owned_by_with_points<T, F>(
     v: Vec<T>,
     mut cmp: F,
@@ -292,29 +325,6 @@ where
     Ok(out)
 }
 
-/// Asks the kernel to back the allocation of `buf` (its whole capacity) with transparent huge
-/// pages, where it grants them on request (`madvise` mode). A big buffer about to be filled
-/// then costs one page fault per 2 MiB instead of one per 4 KiB (a 66 MB read: 16,000 faults
-/// fewer, a quarter of its time here), and pages read before they are written share the huge
-/// zero page. Advice only: contents are unchanged, and a refusal changes nothing.
-pub fn huge_pages<T>(buf: &mut Vec<T>) {
-    advise_huge(
-        buf.as_mut_ptr() as usize,
-        buf.capacity().saturating_mul(std::mem::size_of::<T>()),
-    );
-}
-
-/// [`huge_pages`] for a block not held in a `Vec` (a C library's buffer, through its
-/// allocator hooks).
-pub fn huge_pages_region(region: &mut [std::mem::MaybeUninit<u8>]) {
-    advise_huge(region.as_mut_ptr() as usize, region.len());
-}
-
-/// MADV_HUGEPAGE on the whole 2 MiB pages inside `[start, start + len)`, which the caller owns.
-fn advise_huge(start: usize, len: usize) {
-    advise(start, len, 2 << 20, Advice::HugePages);
-}
-
 /// Asks the kernel to reclaim the whole pages inside `bytes` now (`MADV_PAGEOUT`, Linux 5.4+):
 /// a pass over a mapped file (a `-dbg` vmlinux's 250 MB `.debug_info`) leaves behind it pages
 /// it will not read again, which would otherwise count in the process's memory until it
@@ -324,11 +334,12 @@ pub fn release_pages(bytes: &[u8]) {
     advise(bytes.as_ptr() as usize, bytes.len(), 4096, Advice::PageOut);
 }
 
-/// [`release_pages`] in steps of 2 MiB with a reschedule point before each: a whole debug
+/// [`release_pages`] in steps of 256 KiB with a reschedule point before each: a whole debug
 /// section (hundreds of megabytes) in one call is milliseconds in the kernel with no point
-/// (5-6 ms for a 6.1 `-dbg` vmlinux's sections, measured by `klpsym-bench resched`).
+/// (5-6 ms for a 6.1 `-dbg` vmlinux's sections; 16 MiB at once 1.2-1.3 ms, measured by
+/// `klpsym-bench resched`).
 pub fn release_pages_with(bytes: &[u8], resched: &mut Resched) -> Result<(), Cancelled> {
-    const STEP: usize = 2 << 20;
+    const STEP: usize = 256 << 10;
     let end = (bytes.as_ptr() as usize).saturating_add(bytes.len());
     let mut at = bytes.as_ptr() as usize;
     while at < end {
@@ -342,11 +353,11 @@ pub fn release_pages_with(bytes: &[u8], resched: &mut Resched) -> Result<(), Can
     Ok(())
 }
 
-/// The advice klpsym gives: none of it changes what memory holds.
+/// The advice klpsym gives: none of it changes what memory holds. (No huge pages: a buffer
+/// klpsym fills is first touched inside a bounded loop, and a huge page's first touch zeroes
+/// 2 MiB in one kernel entry, 270 µs and more on this project's VM.)
 #[derive(Clone, Copy)]
 enum Advice {
-    /// MADV_HUGEPAGE: back the range with huge pages where the kernel can.
-    HugePages,
     /// MADV_PAGEOUT: move the range out of memory now.
     PageOut,
 }
@@ -358,13 +369,12 @@ fn advise(start: usize, len: usize, unit: usize, advice: Advice) {
     let end = start.saturating_add(len);
     let (a, b) = (start.next_multiple_of(unit), end & !(unit - 1));
     let advice = match advice {
-        Advice::HugePages => libc::MADV_HUGEPAGE,
         Advice::PageOut => libc::MADV_PAGEOUT,
     };
     if b > a {
-        // SAFETY: [a, b) lies inside memory the caller can read; both advices change how the
-        // kernel backs those pages (huge pages, or none until read again), never their
-        // contents or their mapping.
+        // SAFETY: [a, b) lies inside memory the caller can read; the advice changes how the
+        // kernel backs those pages (none until read again), never their contents or their
+        // mapping.
         unsafe {
             libc::madvise(a as *mut libc::c_void, b - a, advice);
         }

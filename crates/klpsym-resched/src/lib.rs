@@ -26,9 +26,11 @@
 //! ```
 
 pub mod bulk;
+pub mod record;
 pub mod resched;
 mod scan;
 
+pub use record::{DriverRecord, Recorder, Site, SiteStats};
 pub use resched::{
     yield_now, Cancelled, Resched, ReschedPolicy, ReschedStats, STRETCH_BUCKET_EDGES_US,
 };

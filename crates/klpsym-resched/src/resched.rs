@@ -19,7 +19,10 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
+
+use crate::record::{Recorder, Recording, Site};
 
 /// The default interval between reschedule points.
 ///
@@ -30,10 +33,12 @@ use std::time::{Duration, Instant};
 /// slower. See the README's "Never hog a CPU".
 pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(50);
 
-/// The most items counted between two clock reads. At ~25 ns a clock read, 256 items of a few
-/// nanoseconds each keep its cost around 2%; and when items suddenly get slower (cache misses,
-/// first touches of fresh memory: ~1 µs), the overshoot stays near 256 µs.
-const MAX_STRIDE: u64 = 256;
+/// The most items counted between two clock reads. At ~25 ns a clock read, 64 items of a few
+/// tens of nanoseconds each keep its cost around 1-2%; and when items suddenly get slower
+/// (cache misses, first touches of fresh memory: 1-2 µs each on this project's VM), the
+/// overshoot stays near 64-128 µs. (256 let a run of first touches go 250-500 µs without a
+/// clock read: `klpsym-bench resched` found it in an export map's first inserts.)
+const MAX_STRIDE: u64 = 64;
 
 /// Returned by a reschedule point when the operation was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -105,9 +110,22 @@ pub struct Resched {
     /// stretches also count time the thread spent preempted, which is not work.
     work_clock: Option<fn() -> Duration>,
     last_point_work: Duration,
+    /// The thread's page faults at the last point, when the recorder counts them.
+    last_point_faults: u64,
+    /// The thread `last_point_work` was read on: the work clock is per thread, so a stretch
+    /// measured on another thread starts from that thread's start (see [`Resched::sibling`]).
+    work_thread: Option<ThreadId>,
+    /// The work clock at the last clock check after the last point, and its thread: where a
+    /// dropped driver's last stretch ends.
+    last_seen_work: Option<(ThreadId, Duration)>,
     last_check: Instant,
     /// Where the last point ran (for attributing long stretches).
     last_point_at: Option<&'static Location<'static>>,
+    /// The phase now, and when the last point ran (see [`Resched::set_phase`]).
+    phase: &'static str,
+    phase_at_point: &'static str,
+    /// Every stretch by site, when instrumented with a [`Recorder`].
+    record: Option<Box<Recording>>,
     stats: ReschedStats,
 }
 
@@ -140,8 +158,14 @@ impl Resched {
             last_point: now,
             work_clock: None,
             last_point_work: Duration::ZERO,
+            last_point_faults: 0,
+            work_thread: None,
+            last_seen_work: None,
             last_check: now,
             last_point_at: None,
+            phase: "",
+            phase_at_point: "",
+            record: None,
             stats: ReschedStats::default(),
         }
     }
@@ -154,6 +178,13 @@ impl Resched {
     /// A driver for a helper thread of the same operation: the same interval and cancel flag,
     /// and the same policy when it is `Nothing` or `Yield`; a callback belongs to the thread
     /// that set it, so the helper's points do nothing but check cancellation.
+    ///
+    /// An instrumented driver's sibling is instrumented too: the same work clock and
+    /// [`Recorder`] (its record names where it was made), the same phase. Its first stretch
+    /// on a thread other than this one is measured from that thread's start, exact for a
+    /// thread spawned for it; a driver kept for later work on any thread is
+    /// [`resume`](Resched::resume)d when that work starts.
+    #[track_caller]
     pub fn sibling(&self) -> Resched {
         let policy = match self.policy {
             ReschedPolicy::Yield => ReschedPolicy::Yield,
@@ -161,6 +192,17 @@ impl Resched {
         };
         let mut r = Resched::new(policy).with_interval(self.interval);
         r.cancel = self.cancel.clone();
+        if let Some(c) = self.work_clock {
+            r = r.with_work_clock(c);
+        }
+        if let Some(rec) = &self.record {
+            r.record = Some(Box::new(Recording::new(
+                rec.recorder.clone(),
+                Some(Location::caller()),
+            )));
+        }
+        r.phase = self.phase;
+        r.phase_at_point = self.phase;
         r
     }
 
@@ -180,8 +222,84 @@ impl Resched {
     /// time) instead of the wall clock. Points are still scheduled by the wall clock.
     pub fn with_work_clock(mut self, clock: fn() -> Duration) -> Self {
         self.last_point_work = clock();
+        self.work_thread = Some(std::thread::current().id());
         self.work_clock = Some(clock);
         self
+    }
+
+    /// Instruments the driver: stretches are measured with the recorder's work clock and
+    /// recorded by site ([`Site`]: the points around them and the phases there), and when the
+    /// driver is dropped its record joins `recorder`'s, as do those of its
+    /// [`sibling`](Resched::sibling)s. A clock read per clock check: for measurements, not
+    /// for production.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self = self.with_work_clock(recorder.clock());
+        if let Some(f) = recorder.fault_counter() {
+            self.last_point_faults = f();
+        }
+        self.record = Some(Box::new(Recording::new(recorder, None)));
+        self
+    }
+
+    /// Names the phase of the work from here on (a loader's step: "decompress", "parse the
+    /// ELF symbol table"...): an instrumented driver records the phases a stretch began and
+    /// ended in. A pointer store; returns the previous phase.
+    pub fn set_phase(&mut self, phase: &'static str) -> &'static str {
+        std::mem::replace(&mut self.phase, phase)
+    }
+
+    /// Runs `f` in `phase`, then restores the phase before it.
+    pub fn in_phase<T>(&mut self, phase: &'static str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let before = self.set_phase(phase);
+        let out = f(self);
+        self.phase = before;
+        out
+    }
+
+    /// The phase now (see [`set_phase`](Resched::set_phase)).
+    pub fn phase(&self) -> &'static str {
+        self.phase
+    }
+
+    /// Starts a new stretch here, for a driver that was idle (kept for later work, as a
+    /// table keeps the driver its walks and late index builds reach): the time it sat
+    /// unused, on this or another thread, is not its work. No point runs and nothing is
+    /// counted.
+    #[track_caller]
+    pub fn resume(&mut self) {
+        let now = Instant::now();
+        self.last_point = now;
+        self.last_check = now;
+        if let Some(c) = self.work_clock {
+            self.last_point_work = c();
+            self.work_thread = Some(std::thread::current().id());
+        }
+        self.last_point_faults = self.faults_now();
+        self.last_seen_work = None;
+        self.last_point_at = Some(Location::caller());
+        self.phase_at_point = self.phase;
+    }
+
+    /// The thread's page faults now (0 without a counter).
+    fn faults_now(&self) -> u64 {
+        self.record
+            .as_ref()
+            .and_then(|r| r.recorder.fault_counter())
+            .map_or(0, |f| f())
+    }
+
+    /// The stretch since the last point on the work clock, read on this thread; with the
+    /// clock's value and the thread. A thread other than the one of the last point starts
+    /// from zero: its clock counts its work since it started.
+    fn work_since_point(&self, c: fn() -> Duration) -> (Duration, Duration, ThreadId) {
+        let w = c();
+        let t = std::thread::current().id();
+        let base = if self.work_thread == Some(t) {
+            self.last_point_work
+        } else {
+            Duration::ZERO
+        };
+        (w.saturating_sub(base), w, t)
     }
 
     /// The configured interval.
@@ -194,7 +312,7 @@ impl Resched {
         let mut s = self.stats;
         s.items += u64::from(self.stride - self.countdown);
         let running = match self.work_clock {
-            Some(c) => c().saturating_sub(self.last_point_work),
+            Some(c) => self.work_since_point(c).0,
             None => self.last_point.elapsed(),
         };
         if running > s.longest_stretch {
@@ -290,6 +408,9 @@ impl Resched {
         if since_point + since_check >= self.interval {
             self.run_point(now)
         } else {
+            if let Some(c) = self.work_clock {
+                self.last_seen_work = Some((std::thread::current().id(), c()));
+            }
             Ok(())
         }
     }
@@ -297,21 +418,27 @@ impl Resched {
     #[track_caller]
     fn run_point(&mut self, now: Instant) -> Result<(), Cancelled> {
         let here = Location::caller();
+        let mut faults = 0;
         let stretch = match self.work_clock {
             Some(c) => {
-                let w = c();
-                let d = w.saturating_sub(self.last_point_work);
-                self.last_point_work = w;
+                let (d, _, t) = self.work_since_point(c);
+                let f = self.faults_now();
+                if self.work_thread != Some(t) {
+                    self.work_thread = Some(t);
+                    self.last_point_faults = 0;
+                    if let Some(rec) = &mut self.record {
+                        rec.thread = std::thread::current().name().map(str::to_string);
+                    }
+                }
+                faults = f.saturating_sub(self.last_point_faults);
                 d
             }
             None => now.saturating_duration_since(self.last_point),
         };
-        if stretch > self.stats.longest_stretch {
-            self.stats.longest_stretch = stretch;
-            self.stats.longest_from = self.last_point_at;
-            self.stats.longest_to = Some(here);
-        }
+        self.note_stretch(stretch, Some(here), faults);
         self.last_point_at = Some(here);
+        self.phase_at_point = self.phase;
+        self.last_seen_work = None;
         let us = stretch.as_micros() as u64;
         let bucket = STRETCH_BUCKET_EDGES_US
             .iter()
@@ -335,6 +462,7 @@ impl Resched {
         self.last_point = after;
         if let Some(c) = self.work_clock {
             self.last_point_work = c();
+            self.last_point_faults = self.faults_now();
         }
         self.last_check = after;
         result?;
@@ -342,6 +470,54 @@ impl Resched {
             return Err(Cancelled);
         }
         Ok(())
+    }
+
+    /// Counts a stretch that ended at `to` (`None`: the last one, at the driver's end), in
+    /// which the thread took `faults` page faults.
+    fn note_stretch(
+        &mut self,
+        stretch: Duration,
+        to: Option<&'static Location<'static>>,
+        faults: u64,
+    ) {
+        if stretch > self.stats.longest_stretch {
+            self.stats.longest_stretch = stretch;
+            self.stats.longest_from = self.last_point_at;
+            self.stats.longest_to = to;
+        }
+        if let Some(rec) = &mut self.record {
+            let site = Site {
+                from: self.last_point_at,
+                to,
+                from_phase: self.phase_at_point,
+                to_phase: self.phase,
+            };
+            rec.add(site, stretch, faults);
+        }
+    }
+}
+
+impl Drop for Resched {
+    /// An instrumented driver hands its record to its [`Recorder`], with its last stretch as
+    /// far as its last clock read (what ran after it, if anything, is not seen: a driver
+    /// dropped long after its work ended must not count the wait).
+    fn drop(&mut self) {
+        if self.record.is_none() {
+            return;
+        }
+        if let Some((t, w)) = self.last_seen_work.take() {
+            let base = if self.work_thread == Some(t) {
+                self.last_point_work
+            } else {
+                Duration::ZERO
+            };
+            self.note_stretch(w.saturating_sub(base), None, 0);
+        }
+        let mut stats = self.stats;
+        stats.items += u64::from(self.stride - self.countdown);
+        if let Some(rec) = self.record.take() {
+            rec.finish(stats);
+        }
     }
 }
 
@@ -377,6 +553,7 @@ impl std::future::Future for YieldNow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::DriverRecord;
 
     fn busy(ns: u64) {
         let start = Instant::now();
@@ -476,6 +653,143 @@ mod tests {
         assert_eq!(r.stats().points, before + 1, "{:?}", r.stats());
         let s = r.stats();
         assert!(s.longest_to.is_some() && s.buckets.iter().sum::<u64>() == s.points);
+    }
+
+    std::thread_local! {
+        /// A per-thread work clock the tests advance by hand.
+        static WORK: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+    }
+    fn work() -> Duration {
+        WORK.with(std::cell::Cell::get)
+    }
+    fn spend(us: u64) {
+        WORK.with(|w| w.set(w.get() + Duration::from_micros(us)));
+    }
+
+    #[test]
+    fn a_recorder_gets_every_drivers_stretches_by_site_and_phase() {
+        let rec = Recorder::new(work, Duration::from_micros(100));
+        // Points only when asked: the wall clock never decides one here.
+        let mut r = Resched::none()
+            .with_interval(Duration::from_secs(3600))
+            .with_recorder(rec.clone());
+        r.set_phase("first");
+        spend(30);
+        r.point().unwrap();
+        spend(150);
+        r.set_phase("second");
+        r.point().unwrap();
+        // The main thread's clock is far ahead: the helper's stretch counts from its start.
+        spend(10_000);
+        let made_at = line!() + 1;
+        let helper = r.sibling();
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("helper-x".into())
+                .spawn_scoped(s, move || {
+                    let mut h = helper;
+                    assert_eq!(h.phase(), "second");
+                    spend(120);
+                    h.point().unwrap();
+                    spend(7);
+                    h.tick_step().unwrap();
+                    // Not seen: after the last clock read.
+                    spend(1_000);
+                })
+                .unwrap();
+        });
+        r.resume();
+        spend(40);
+        r.tick_step().unwrap();
+        drop(r);
+        let got = rec.take();
+        assert!(rec.take().is_empty());
+        assert_eq!(got.len(), 2, "{got:?}");
+        let (helper, main) = (&got[0], &got[1]);
+        assert_eq!(
+            helper.origin.map(|l| (l.file(), l.line())),
+            Some((file!(), made_at))
+        );
+        assert_eq!(helper.thread.as_deref(), Some("helper-x"));
+        let mut hs: Vec<_> = helper
+            .sites
+            .iter()
+            .map(|(s, v)| (s.to.is_some(), v.longest))
+            .collect();
+        hs.sort();
+        assert_eq!(
+            hs,
+            [
+                (false, Duration::from_micros(7)),
+                (true, Duration::from_micros(120))
+            ]
+        );
+        assert_eq!(helper.sites.values().map(|v| v.over).sum::<u64>(), 1);
+        assert_eq!(main.origin, None);
+        let long = main
+            .sites
+            .iter()
+            .find(|(_, v)| v.longest == Duration::from_micros(150))
+            .expect("the 150 µs stretch");
+        assert_eq!((long.0.from_phase, long.0.to_phase), ("first", "second"));
+        assert_eq!(long.1.kept, [Duration::from_micros(150)]);
+        // After resume: 40 µs from the resume, not the 10 ms the thread did meanwhile.
+        let last = main
+            .sites
+            .iter()
+            .find(|(s, _)| s.to.is_none())
+            .expect("last stretch");
+        assert_eq!(last.1.longest, Duration::from_micros(40));
+        assert_eq!(last.0.from.map(|l| l.file()), Some(file!()));
+        assert_eq!(main.stretches(), 3);
+        assert_eq!(main.stats.longest_stretch, Duration::from_micros(150));
+    }
+
+    std::thread_local! {
+        static FAULTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    fn faults() -> u64 {
+        FAULTS.with(std::cell::Cell::get)
+    }
+
+    #[test]
+    fn page_faults_are_counted_per_stretch_and_thread() {
+        let rec = Recorder::new(work, Duration::from_micros(100)).with_fault_counter(faults);
+        FAULTS.with(|f| f.set(1_000));
+        let mut r = Resched::none()
+            .with_interval(Duration::from_secs(3600))
+            .with_recorder(rec.clone());
+        FAULTS.with(|f| f.set(1_007));
+        r.point().unwrap();
+        let h = r.sibling();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut h = h;
+                // A fresh thread: its count starts at zero.
+                FAULTS.with(|f| f.set(3));
+                h.point().unwrap();
+            });
+        });
+        drop(r);
+        let got = rec.take();
+        let sum = |d: &DriverRecord| d.sites.values().map(|s| s.faults).sum::<u64>();
+        assert_eq!(got.iter().map(sum).collect::<Vec<_>>(), [3, 7]);
+    }
+
+    #[test]
+    fn an_unused_instrumented_driver_records_no_stretch() {
+        let rec = Recorder::new(work, Duration::from_micros(100));
+        let r = Resched::none().with_recorder(rec.clone());
+        let s = r.sibling();
+        spend(5_000);
+        drop(s);
+        drop(r);
+        let got = rec.take();
+        assert_eq!(got.len(), 2);
+        assert!(
+            got.iter().all(|g| g.sites.is_empty() && g.stretches() == 0),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -187,6 +187,33 @@ impl ExportMap {
         }
     }
 
+    /// [`ExportMap::with_capacity`] with its slots written now, in steps with reschedule
+    /// points: left to the inserts, their first touches (a page each, at random) come
+    /// hundreds in a row between two clock reads.
+    pub fn with_capacity_with(n: usize, resched: &mut Resched) -> Result<Self, Cancelled> {
+        Ok(ExportMap {
+            text: Vec::new(),
+            recs: Vec::with_capacity(n),
+            slots: klpsym_core::bulk::filled_vec(slots_for(n), 0, resched)?,
+            mapped: None,
+        })
+    }
+
+    /// Frees the map in steps with reschedule points (its text, records and slots are
+    /// megabytes for a kernel's exports).
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        let ExportMap {
+            text,
+            recs,
+            slots,
+            mapped,
+        } = self;
+        drop(mapped);
+        klpsym_core::bulk::free_with_points(text, resched)?;
+        klpsym_core::bulk::free_with_points(recs, resched)?;
+        klpsym_core::bulk::free_with_points(slots, resched)
+    }
+
     /// How many symbols.
     pub fn len(&self) -> usize {
         match &self.mapped {

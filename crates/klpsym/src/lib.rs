@@ -119,7 +119,7 @@ pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions
 pub use trace::{Trace, TraceLine};
 
 /// Reschedule points, for callers that drive the lower layers themselves.
-pub use klpsym_core::{Cancelled, Resched, ReschedPolicy};
+pub use klpsym_core::{Cancelled, Recorder, Resched, ReschedPolicy};
 /// The kernel's lookup verdicts, symbolization outcomes, symbol tables and patterns.
 pub use klpsym_core::{
     FileMatch, LookupVerdict, NamePattern, ObjectId, ObjectInfo, ObjectKind, Symbol, SymbolId,

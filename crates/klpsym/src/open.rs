@@ -185,7 +185,11 @@ fn scan_in_background(dir: &Path, load: &LoadOptions, rs: &Resched) -> Backgroun
     let (d, o, mut helper_rs) = (dir.to_path_buf(), load.clone(), rs.sibling());
     let thread = std::thread::Builder::new()
         .name("klpsym-modules".into())
-        .spawn(move || checked_tree(&d, &o, &mut helper_rs))
+        .spawn(move || {
+            // Starting the thread is its own stretch, apart from the walk's first.
+            helper_rs.tick_step()?;
+            checked_tree(&d, &o, &mut helper_rs)
+        })
         .ok();
     BackgroundScan {
         dir: dir.to_path_buf(),
@@ -454,12 +458,13 @@ impl Kernel {
             ))),
         }
         let paired = klpsym_core::pair_definitions(&k.table, &d.table, rs)?;
-        let files: Vec<Option<&str>> = paired
-            .iter()
-            .map(|p| p.and_then(|id| d.table.file(id)))
-            .collect();
+        let mut files: Vec<Option<&str>> = Vec::with_capacity(paired.len());
+        for p in &paired {
+            rs.tick()?;
+            files.push(p.and_then(|id| d.table.file(id)));
+        }
         k.table.attach_files(|id| files[id.0 as usize], rs)?;
-        drop(files);
+        klpsym_core::bulk::free_with_points(files, rs)?;
         self.paired = Some(paired);
         k.debug = Some(Box::new(d));
         Ok(())

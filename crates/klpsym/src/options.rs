@@ -131,6 +131,11 @@ pub struct Options {
     pub queries: Queries,
     /// Called as kernels open.
     pub progress: Option<ProgressFn>,
+    /// Measures the work between reschedule points: every driver these options make, and
+    /// every helper thread's, records its stretches here (thread CPU time by the recorder's
+    /// clock; see [`Recorder`](klpsym_core::Recorder)). For measurements (`klpsym-bench
+    /// resched`): a clock read per clock check.
+    pub recorder: Option<klpsym_core::Recorder>,
     /// The modules of a patch's objects, read from a package when it is opened (see
     /// [`Options::for_patch`]); a check reads them itself when they were not.
     pub(crate) package_module_names: Option<Vec<String>>,
@@ -153,6 +158,7 @@ impl std::fmt::Debug for Options {
             .field("cancel", &self.cancel.is_some())
             .field("queries", &self.queries)
             .field("progress", &self.progress.is_some())
+            .field("recorder", &self.recorder.is_some())
             .field("package_module_names", &self.package_module_names)
             .finish()
     }
@@ -175,6 +181,7 @@ impl Default for Options {
             cancel: None,
             queries: Queries::Many,
             progress: None,
+            recorder: None,
             package_module_names: None,
         }
     }
@@ -264,6 +271,9 @@ impl Options {
         let mut r = Resched::new(policy).with_interval(self.interval);
         if let Some(c) = &self.cancel {
             r = r.with_cancel_flag(Arc::clone(c));
+        }
+        if let Some(rec) = &self.recorder {
+            r = r.with_recorder(rec.clone());
         }
         r
     }
