@@ -9,7 +9,7 @@ use super::walk::{reference, Stop};
 use super::Slice;
 
 /// Which units name which functions, and which units refer to entries of other units: made
-/// from one walk of all of `.debug_info` ([`DebugLines::copies_index`]), kept by the caller
+/// from one walk of all of `.debug_info` ([`crate::DebugLines::copies_index`]), kept by the caller
 /// ([`CopiesIndex::encode`]). Flat (a few buffers), so it is freed in steps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CopiesIndex {
