@@ -5,19 +5,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-/// A kind's JSON name (`accepted`, `symbol_not_found`, ...): what Python sees.
-pub(crate) fn kind_name<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| match v {
-            serde_json::Value::String(s) => Some(s),
-            serde_json::Value::Object(m) => {
-                m.get("status").and_then(|s| s.as_str()).map(str::to_string)
-            }
-            _ => None,
-        })
-        .unwrap_or_default()
-}
+use crate::kinds::kind_name;
 
 pub fn notes(n: &[klpsym::Note]) -> Vec<(String, String)> {
     n.iter()

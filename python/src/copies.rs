@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use crate::answers::kind_name;
+use crate::kinds::kind_name;
 
 /// One place a function's code lives; in a check's coverage, whether the patch replaces it.
 #[pyclass(module = "klpsym", name = "Copy", frozen, get_all)]

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 mod answers;
 mod copies;
 mod errors;
+mod kinds;
 
 use answers::*;
 use errors::{py_err, Interrupt};

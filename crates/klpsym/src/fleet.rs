@@ -29,12 +29,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
-use klpsym_io::FolderEntry;
-
 use crate::check::{pick_release, BuiltFor, CheckOptions, KernelCheck, KernelFailure, Patch};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
 use crate::options::Options;
+use crate::sources::expand_dirs;
 
 /// The sources of one kernel, or of the few kernels one package set holds: a file alone, or
 /// the packages of one version and architecture (an image with its `-dbg`, headers and
@@ -100,67 +99,6 @@ pub fn kernel_units(sources: &[PathBuf]) -> Result<(Vec<KernelUnit>, Vec<Note>)>
         }
     }
     Ok((units.into_iter().map(|(_, u)| u).collect(), x.notes))
-}
-
-/// Sources with their folders expanded: [`expand_dirs`].
-pub(crate) struct Expanded {
-    /// Each source, in order, or the source that yields nothing with why.
-    pub(crate) sources: Vec<std::result::Result<PathBuf, (PathBuf, Error)>>,
-    /// The files of folders passed over, each with why.
-    pub(crate) notes: Vec<Note>,
-}
-
-/// Every source with a folder replaced by its kernel parts (in name order), and a note for
-/// each file of a folder passed over. A source named directly is always kept: reading it
-/// says what is wrong with it. A folder that holds no kernel part (empty, or nothing but
-/// files passed over), a folder that cannot be listed and a link in a folder that leads
-/// nowhere are each a failure of their own, in their place: the other sources still answer.
-pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Expanded {
-    let mut out = Vec::new();
-    let mut notes = Vec::new();
-    for p in paths {
-        if !p.is_dir() {
-            out.push(Ok(p.clone()));
-            continue;
-        }
-        let files = match klpsym_io::scan_folder(p) {
-            Ok(f) => f,
-            Err(e) => {
-                out.push(Err((p.clone(), Error::from(e).context(p.display()))));
-                continue;
-            }
-        };
-        let mut found = false;
-        for (f, what) in files {
-            match what {
-                FolderEntry::PassedOver(why) => {
-                    notes.push(Note::info(format!("passed over {}: {why}", f.display())))
-                }
-                FolderEntry::Unreadable(why) => {
-                    let e = Error::new(ErrorKind::Io, format!("{}: {why}", f.display()));
-                    out.push(Err((f, e)));
-                }
-                FolderEntry::Package | FolderEntry::Source => {
-                    found = true;
-                    out.push(Ok(f));
-                }
-            }
-        }
-        if !found {
-            let e = Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "{}: the folder holds no kernel source files (symbol tables, images, vmlinux files, modules or kernel packages)",
-                    p.display()
-                ),
-            );
-            out.push(Err((p.clone(), e)));
-        }
-    }
-    Expanded {
-        sources: out,
-        notes,
-    }
 }
 
 /// The version and architecture a package's file name gives, with its folder: packages of

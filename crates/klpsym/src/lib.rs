@@ -84,6 +84,7 @@ mod open;
 mod options;
 mod query;
 pub mod render;
+mod sources;
 mod stack_entry;
 mod status;
 mod symbolize;

@@ -233,7 +233,7 @@ fn open_kernels(
     let placement = placement_kernel
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
-    let expanded = crate::fleet::expand_dirs(&paths);
+    let expanded = crate::sources::expand_dirs(&paths);
     let notes = expanded.notes;
     // A source that yields no kernel (an empty folder, a link to nothing) is a failure in its
     // place; the others are opened.
