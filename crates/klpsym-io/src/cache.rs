@@ -18,41 +18,20 @@
 //! sets the entry's mtime (at most once an hour): the cache is pruned least recently used
 //! first ([`Cache::max_bytes`], `cache_list.rs`).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::SymbolTable;
-use xxhash_rust::xxh3::xxh3_128;
 
+use crate::cache_dir::Cache;
 use crate::entry::{hash_in_steps, map_entry, split, take_str, u32_at, u64_at, CACHE_FORMAT};
 use crate::error::LoadError;
+use crate::file_stamp::{Proof, Stamp};
 use crate::loaded::{LoadedKernel, PackageParts, SourceFacts, SourceKind};
 use crate::options::LoadOptions;
-use crate::stamp::{Proof, Stamp};
 
 pub(crate) const MAGIC: &[u8; 8] = b"KLPSYMC\0";
-/// Entry file suffix.
-pub const SUFFIX: &str = ".klpc";
-
-/// The size the cache is kept under unless told otherwise ([`Cache::max_bytes`]): 4 GiB
-/// holds the lab's whole set (eight kernels' images, five `-dbg` packages with their debug
-/// sections, module trees, Module.symvers: about 2.5 GB) with room to spare; one `-dbg`
-/// kernel takes 0.25-0.35 GB, an image's entry 6-10 MB.
-pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
-
-/// Where entries live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cache {
-    /// The cache folder.
-    pub dir: PathBuf,
-    /// The size the folder is kept under: after writing an entry, entries are removed,
-    /// those whose input is gone or changed first, then the least recently used, until all
-    /// files of the folder (entries, debug sections, stamp records) take no more than this.
-    /// The entry just written is kept even when it alone is larger. `u64::MAX`: no bound.
-    pub max_bytes: u64,
-}
 
 /// One entry as `klpsym cache` lists it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -163,48 +142,6 @@ pub(crate) enum Lookup {
 }
 
 impl Cache {
-    /// A cache in `dir`, kept under [`DEFAULT_MAX_BYTES`].
-    pub fn new(dir: PathBuf) -> Cache {
-        Cache {
-            dir,
-            max_bytes: DEFAULT_MAX_BYTES,
-        }
-    }
-
-    /// `$XDG_CACHE_HOME/klpsym`, else `$HOME/.cache/klpsym`.
-    pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(|h| PathBuf::from(h).join(".cache"))
-            })?;
-        Some(base.join("klpsym"))
-    }
-
-    /// True for inputs worth caching: regular files outside /proc and /sys.
-    pub fn applies_to(path: &Path) -> bool {
-        !(path.starts_with("/proc") || path.starts_with("/sys"))
-            && std::fs::metadata(path).is_ok_and(|m| m.is_file())
-    }
-
-    /// True when the folder is ours alone: owned by this process's user and writable by no
-    /// one else. Entries carry no signature; a folder others can write (a shared /tmp
-    /// directory) could hold forged ones, so such a folder is not used at all.
-    pub(crate) fn private(&self) -> bool {
-        let Ok(me) = std::fs::metadata("/proc/self") else {
-            return false;
-        };
-        std::fs::metadata(&self.dir)
-            .is_ok_and(|m| m.is_dir() && m.uid() == me.uid() && m.mode() & 0o022 == 0)
-    }
-
-    pub(crate) fn entry_path(&self, key: &[u8]) -> PathBuf {
-        self.dir.join(format!("{:032x}{SUFFIX}", xxh3_128(key)))
-    }
-
     /// The identity of the input at `path` (whose metadata is `meta`): from its stamp
     /// record when it is trusted (nothing of the input read), else proven by reading the
     /// input (and recorded). `None` when the input changed while it was read, or when no
@@ -263,7 +200,7 @@ impl Cache {
         }
         // A package is read streaming and never refused for its size (its members are
         // bounded instead), so its entry is not either: only a file read whole has a limit.
-        let limit = if crate::package::is_package(path) {
+        let limit = if crate::detect::is_package(path) {
             u64::MAX
         } else {
             opts.max_input_size
@@ -483,9 +420,13 @@ fn parse_body(body: &[u8]) -> Option<(Vec<u8>, Parsed<'_>)> {
     ))
 }
 
-/// [`encode_sites`] undone: `count` addresses, or `None` when the bytes do not hold exactly
-/// that many (the entry is then ignored).
-fn decode_sites(bytes: &[u8], count: u64, rs: &mut Resched) -> Result<Option<Vec<u64>>, Cancelled> {
+/// `encode_sites` (`cache_put.rs`) undone: `count` addresses, or `None` when the bytes do not
+/// hold exactly that many (the entry is then ignored).
+pub(crate) fn decode_sites(
+    bytes: &[u8],
+    count: u64,
+    rs: &mut Resched,
+) -> Result<Option<Vec<u64>>, Cancelled> {
     let Ok(count) = usize::try_from(count) else {
         return Ok(None);
     };
@@ -579,32 +520,5 @@ pub(crate) fn touch(entry: &Path) {
         .and_then(|t| now.duration_since(t).ok());
     if since.is_some_and(|d| d > Duration::from_secs(3600)) {
         let _ = f.set_modified(now);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn call_sites_survive_their_encoding() {
-        let rs = &mut Resched::none();
-        let sites = [
-            0xffff_ffff_8100_0000u64,
-            0xffff_ffff_8100_0005,
-            0xffff_ffff_8100_0085,
-            0xffff_ffff_8300_0000,
-        ];
-        let e = crate::cache_put::encode_sites(&sites, rs).unwrap();
-        assert!(e.len() < 8 * sites.len());
-        assert_eq!(
-            decode_sites(&e, 4, rs).unwrap().as_deref(),
-            Some(&sites[..])
-        );
-        // Another count, a cut encoding, an over-long varint: refused, never misread.
-        assert_eq!(decode_sites(&e, 3, rs).unwrap(), None);
-        assert_eq!(decode_sites(&e[..e.len() - 1], 4, rs).unwrap(), None);
-        assert_eq!(decode_sites(&[0xff; 11], 1, rs).unwrap(), None);
-        assert_eq!(decode_sites(&[], 0, rs).unwrap(), Some(vec![]));
     }
 }

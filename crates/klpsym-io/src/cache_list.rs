@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::cache::{Cache, EntryInfo, SUFFIX};
+use crate::cache::EntryInfo;
+use crate::cache_dir::{Cache, SUFFIX};
 
 /// What to remove from the cache ([`Cache::prune`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -147,7 +148,7 @@ impl Cache {
                 found.push((info(p, m.len(), "temporary file", age < 86_400, age), None));
                 continue;
             }
-            if let Some(entry) = name.strip_suffix(crate::debug_lines::SUFFIX) {
+            if let Some(entry) = name.strip_suffix(crate::debug_sidecar::SUFFIX) {
                 // Counted with its entry when that is there.
                 if !Path::new(entry).exists() {
                     let e = info(p, m.len(), "debug sections", false, age(m));
@@ -267,7 +268,7 @@ impl Cache {
 fn remove(e: &EntryInfo) -> std::io::Result<u64> {
     gone(std::fs::remove_file(&e.file))?;
     if e.kind == "kernel" {
-        gone(std::fs::remove_file(crate::debug_lines::sidecar_of(
+        gone(std::fs::remove_file(crate::debug_sidecar::sidecar_of(
             &e.file,
         )))?;
     }
@@ -355,7 +356,7 @@ fn describe_entry(
             None => info(p, m.len(), "package parts", false, age),
         }
     } else {
-        let debug = std::fs::metadata(crate::debug_lines::sidecar_of(p)).map_or(0, |m| m.len());
+        let debug = std::fs::metadata(crate::debug_sidecar::sidecar_of(p)).map_or(0, |m| m.len());
         match crate::cache::describe(bytes) {
             Some(d) => {
                 let e = with_identity("kernel", d.source, d.source_bytes, d.identity);

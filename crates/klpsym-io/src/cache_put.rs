@@ -3,12 +3,13 @@
 //! encodings, a check's named modules, and for a `-dbg` vmlinux its declaration lines and
 //! debug sections; then the folder kept under its bound.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use klpsym_core::resched::{Cancelled, Resched};
 
-use crate::cache::{entry_key, Cache, Meta, PackageMeta, MAGIC};
+use crate::cache::{entry_key, Meta, PackageMeta, MAGIC};
+use crate::cache_dir::Cache;
 use crate::entry::{hash_in_steps, put_str, CACHE_FORMAT};
 use crate::loaded::{ElfBytes, LoadedKernel, SourceFacts, SourceKind};
 use crate::options::LoadOptions;
@@ -186,7 +187,7 @@ impl Cache {
         // A debug package's vmlinux: its DWARF beside the entry, for file:line without
         // reading the package again (a vmlinux file is mapped again instead).
         if let (Some(elf), true) = (elf, k.package.is_some()) {
-            crate::debug_lines::write_sidecar(&entry, content, elf, rs)
+            crate::debug_sidecar::write_sidecar(&entry, content, elf, rs)
                 .map_err(|e| format!("debug sections: {e}"))?;
         }
         self.keep_bounded(&entry, rs);
@@ -197,27 +198,8 @@ impl Cache {
     /// its debug sections): made from bytes that changed while they were read.
     pub(crate) fn forget(&self, identity: u128, opts: &LoadOptions) {
         let entry = self.entry_path(&entry_key(identity, opts));
-        let _ = std::fs::remove_file(crate::debug_lines::sidecar_of(&entry));
+        let _ = std::fs::remove_file(crate::debug_sidecar::sidecar_of(&entry));
         let _ = std::fs::remove_file(entry);
-    }
-
-    /// Creates the folder when it is missing (readable by this user alone); refuses a folder
-    /// that is not private.
-    pub(crate) fn ready(&self) -> Result<(), String> {
-        if !self.dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.dir)
-                .map_err(|e| format!("{}: {e}", self.dir.display()))?;
-        }
-        if !self.private() {
-            return Err(format!(
-                "{}: not used as a cache: it must be owned by this user and writable by no one else",
-                self.dir.display()
-            ));
-        }
-        Ok(())
     }
 
     /// Writes the entry of `key` (made whole, then renamed into place), creating the folder
@@ -275,4 +257,32 @@ pub(crate) fn encode_exports(
     let mut out = Vec::new();
     put_str(&mut out, &e.source);
     Ok(e.symbols.encode(&mut out, rs)?.then_some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::decode_sites;
+
+    #[test]
+    fn call_sites_survive_their_encoding() {
+        let rs = &mut Resched::none();
+        let sites = [
+            0xffff_ffff_8100_0000u64,
+            0xffff_ffff_8100_0005,
+            0xffff_ffff_8100_0085,
+            0xffff_ffff_8300_0000,
+        ];
+        let e = encode_sites(&sites, rs).unwrap();
+        assert!(e.len() < 8 * sites.len());
+        assert_eq!(
+            decode_sites(&e, 4, rs).unwrap().as_deref(),
+            Some(&sites[..])
+        );
+        // Another count, a cut encoding, an over-long varint: refused, never misread.
+        assert_eq!(decode_sites(&e, 3, rs).unwrap(), None);
+        assert_eq!(decode_sites(&e[..e.len() - 1], 4, rs).unwrap(), None);
+        assert_eq!(decode_sites(&[0xff; 11], 1, rs).unwrap(), None);
+        assert_eq!(decode_sites(&[], 0, rs).unwrap(), Some(vec![]));
+    }
 }

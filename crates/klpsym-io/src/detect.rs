@@ -1,5 +1,7 @@
 //! Telling a source's kind from its first bytes.
 
+use std::path::Path;
+
 /// What the first bytes of a file say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detected {
@@ -50,6 +52,15 @@ pub fn detect(bytes: &[u8]) -> Detected {
     } else {
         Detected::Image
     }
+}
+
+/// True when `path` is a .deb or an RPM (by its first bytes).
+pub fn is_package(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 24];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .is_ok_and(|n| klpsym_package::detect(&head[..n]).is_some())
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ pub fn read_btf(
     resched: &mut Resched,
 ) -> Result<Vec<u8>, LoadError> {
     // A package: its image (or debug vmlinux) holds the BTF.
-    let held = if crate::package::is_package(path) {
+    let held = if crate::detect::is_package(path) {
         crate::package::kernel_file_of(path, opts, resched)?
     } else {
         std::sync::Arc::new(read_bounded(path, opts.max_input_size, resched)?)

@@ -6,23 +6,27 @@
 //! vmlinux reader, package, decoders); `package.rs` groups packages into kernels;
 //! `folder.rs` tells a folder's kernel parts from what it also holds; `cache_list.rs` lists
 //! and prunes every kind of cache entry; `cache.rs` (with `cache_put.rs`), `parts_cache.rs`,
-//! `tree_cache.rs` and
-//! `symvers_cache.rs` keep one kind each; `stamp.rs` proves inputs unchanged by their stamps;
-//! `decode.rs` turns bytes into a kernel; `facts.rs` finds what a module loader checks
-//! against; `modules.rs` reads module trees; `entry.rs`, `read.rs`, `map.rs`, `loaded.rs`
-//! and `error.rs` are what all of them stand on.
+//! `tree_cache.rs` and `symvers_cache.rs` keep one kind each; `debug_lines.rs` gives
+//! `file:line` and declaration lines; `stamp.rs` proves inputs unchanged by their stamps
+//! (`file_stamp.rs`); `decode.rs` turns bytes into a kernel; `facts.rs` finds what a module
+//! loader checks against; `modules.rs` reads module trees; `debug_sidecar.rs`, `lines.rs`,
+//! `cache_dir.rs` (the cache's folder), `detect.rs`, `entry.rs`, `read.rs`, `map.rs`,
+//! `loaded.rs` and `error.rs` are what all of them stand on.
 
 mod cache;
+mod cache_dir;
 mod cache_list;
 mod cache_put;
 mod config;
 mod copies_index;
 mod debug_lines;
+mod debug_sidecar;
 mod decode;
 mod detect;
 mod entry;
 mod error;
 mod facts;
+mod file_stamp;
 mod folder;
 mod lines;
 pub use lines::LineIndex;
@@ -43,12 +47,13 @@ mod symvers_cache;
 mod sysfs;
 mod tree_cache;
 
-pub use cache::{Cache, EntryInfo, DEFAULT_MAX_BYTES};
+pub use cache::EntryInfo;
+pub use cache_dir::{Cache, DEFAULT_MAX_BYTES};
 pub use cache_list::{Listing, Prune};
 pub use config::{parse_config, read_config};
 pub use debug_lines::{find_module_file, host_debug_modules_dir, module_lines_from_file};
 pub use decode::module_symbols_table;
-pub use detect::{detect, Detected};
+pub use detect::{detect, is_package, Detected};
 pub use entry::{content_hash, input_identity, CACHE_FORMAT};
 pub use error::LoadError;
 pub use facts::{
@@ -70,7 +75,7 @@ pub use modules::{
 };
 pub use options::{is_debug_package, LoadOptions};
 pub use output::{write_atomically, write_atomically_with, write_module, ModuleCompression};
-pub use package::{debug_modules_of, is_package, load_packages, package_release, PackageKernel};
+pub use package::{debug_modules_of, load_packages, package_release, PackageKernel};
 pub use read::{decompressed, read_bounded};
 pub use symvers::{parse_symvers, read_symvers};
 pub use symvers_cache::read_symvers_cached;

@@ -1,58 +1,13 @@
-//! Declaration lines from DWARF: read from the vmlinux with debug info at hand (the kernel
-//! itself, or the `-dbg` vmlinux it was paired with), whose bytes may sit in a package.
+//! The declaration lines of a debug vmlinux's functions, made once from its DWARF and kept
+//! with its cache entry (reading them where no index is kept: `debug_lines.rs`).
 
 use klpsym_core::resched::Resched;
 
 use crate::error::LoadError;
-use crate::loaded::{LoadedKernel, SourceKind};
-
-impl LoadedKernel {
-    /// The DWARF declaration line (`fs/inode.c:432`) of the functions at `addrs` in the
-    /// vmlinux with debug info at hand: this kernel when it is one, else its `debug` vmlinux
-    /// (the caller gives addresses there). `None` where an address is `None` or DWARF does not
-    /// tell. Only the compilation units holding the functions are read.
-    pub fn decl_lines_at(
-        &self,
-        addrs: &[Option<u64>],
-        limit: u64,
-        resched: &mut Resched,
-    ) -> Result<Vec<Option<klpsym_elf::DeclLine>>, LoadError> {
-        let none = vec![None; addrs.len()];
-        let elf_kernel = if self.kind == SourceKind::VmlinuxElf {
-            self
-        } else {
-            match self.debug.as_deref() {
-                Some(d) => d,
-                None => return Ok(none),
-            }
-        };
-        if addrs.iter().all(Option::is_none) {
-            return Ok(none);
-        }
-        // Kept with a cached -dbg package's table: no need to read the package again.
-        if let Some(index) = &elf_kernel.lines {
-            return Ok(addrs.iter().map(|a| a.and_then(|a| index.get(a))).collect());
-        }
-        let bytes = match &elf_kernel.elf {
-            Some(b) => b.clone(),
-            None => crate::package::elf_of(&elf_kernel.path, &opts_for(limit), resched)?,
-        };
-        let bytes = bytes.bytes();
-        // Only known addresses are looked up.
-        let wanted: Vec<u64> = addrs.iter().flatten().copied().collect();
-        let mut lines = klpsym_elf::decl_lines(bytes, &wanted, resched)
-            .map_err(klpsym_core::BuildError::from)?
-            .into_iter();
-        Ok(addrs
-            .iter()
-            .map(|a| a.and_then(|_| lines.next().flatten()))
-            .collect())
-    }
-}
 
 /// The declaration line of every function of a debug vmlinux, made once from its DWARF and
 /// kept in the cache beside its table ([`crate::Cache`]): a warm run answers
-/// [`LoadedKernel::decl_lines_at`] without decompressing the `-dbg` package again. The
+/// [`LoadedKernel::decl_lines_at`](crate::LoadedKernel::decl_lines_at) without decompressing the `-dbg` package again. The
 /// answers are those of [`klpsym_elf::decl_lines`] for the table's text symbols.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LineIndex {
@@ -112,14 +67,5 @@ impl LineIndex {
     /// True when it knows none.
     pub fn is_empty(&self) -> bool {
         self.at.is_empty()
-    }
-}
-
-/// Load options with one limit for input and decompressed sizes.
-fn opts_for(limit: u64) -> crate::LoadOptions {
-    crate::LoadOptions {
-        max_input_size: limit,
-        max_decompressed_size: limit,
-        ..crate::LoadOptions::default()
     }
 }

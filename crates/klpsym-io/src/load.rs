@@ -9,10 +9,10 @@ use klpsym_core::resched::Resched;
 use crate::cache::Lookup;
 use crate::decode::from_bytes;
 use crate::error::LoadError;
+use crate::file_stamp::Proof;
 use crate::loaded::LoadedKernel;
 use crate::options::LoadOptions;
 use crate::read::read_bounded;
-use crate::stamp::Proof;
 
 /// Reads `path` (a regular file or a /proc file), tells its kind from the content, and turns it
 /// into a symbol table, reaching reschedule points through `resched`: from the cache when an
@@ -31,7 +31,7 @@ pub fn load(
     // A package streams from its file (a -dbg package is a gigabyte): never read whole. Its
     // kernel is looked up in the cache there.
     if input_meta.as_ref().is_some_and(std::fs::Metadata::is_file)
-        && crate::package::is_package(path)
+        && crate::detect::is_package(path)
     {
         let t0 = Instant::now();
         let mut sole = opts.clone();
@@ -156,8 +156,12 @@ fn debug_vmlinux(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache_dir::Cache;
+    use crate::file_stamp::Stamp;
     use crate::loaded::SourceKind;
+    use crate::stamp::{decode, encode, record_path, Record};
     use std::io::Write;
+    use std::time::{Duration, SystemTime};
 
     #[test]
     fn loads_text_and_names_the_file_on_error() {
@@ -212,5 +216,65 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with(&format!("{}: ", random.display())), "{e}");
+    }
+
+    /// A trusted record is all a warm run reads of its input: forged to name another
+    /// package's identity, it makes the run answer with that package's entry (so the input
+    /// itself was not read). The same record under a changed stamp is never consulted.
+    #[test]
+    fn a_trusted_record_is_taken_without_reading_the_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().join("cache"));
+        let opts = LoadOptions {
+            cache: Some(cache.clone()),
+            ..LoadOptions::default()
+        };
+        let doc = vec![b'x'; 1 << 20];
+        let pkg = |v| {
+            klpsym_testkit::packages::image_deb(300, v, 128 << 10, &[("./usr/share/doc/x", &doc)])
+        };
+        let (a, b) = (dir.path().join("a.deb"), dir.path().join("b.deb"));
+        std::fs::write(&a, pkg(1)).unwrap();
+        std::fs::write(&b, pkg(2)).unwrap();
+        let rs = &mut Resched::none();
+        let has = |k: &LoadedKernel, name: &str| k.table.iter().any(|s| s.name == name);
+        let ka = load(&a, &opts, rs).unwrap();
+        let kb = load(&b, &opts, rs).unwrap();
+        assert!(has(&ka, "fn_variant_001") && has(&kb, "fn_variant_002"));
+        let identity_of = |p: &Path| {
+            let r = std::fs::read(record_path(&cache, &Stamp::now(p).unwrap())).unwrap();
+            decode(&r).unwrap()
+        };
+        let (ra, rb) = (identity_of(&a), identity_of(&b));
+        assert_ne!(ra.identity, rb.identity);
+        // Just written: not trusted yet, so a run proves the input (and finds its entry).
+        assert!(!ra.trusted());
+        let forge = |identity| {
+            let r = Record {
+                identity,
+                // As if proven an hour later.
+                began: SystemTime::now() + Duration::from_secs(3600),
+                ..ra.clone()
+            };
+            assert!(r.trusted());
+            std::fs::write(record_path(&cache, &ra.stamp), encode(&r)).unwrap();
+        };
+        forge(ra.identity);
+        let warm = load(&a, &opts, rs).unwrap();
+        assert!(warm.cached.is_some() && has(&warm, "fn_variant_001"));
+        forge(rb.identity);
+        let fooled = load(&a, &opts, rs).unwrap();
+        assert!(
+            has(&fooled, "fn_variant_002"),
+            "the trusted record was not used: the input was read"
+        );
+        // Rewritten with the same bytes: another ctime, so another stamp; the forged record
+        // is not its record, and the input is proven again.
+        while Stamp::now(&a) == Some(ra.stamp) {
+            std::thread::sleep(Duration::from_millis(2));
+            std::fs::write(&a, pkg(1)).unwrap();
+        }
+        let k = load(&a, &opts, rs).unwrap();
+        assert!(k.cached.is_some() && has(&k, "fn_variant_001"));
     }
 }

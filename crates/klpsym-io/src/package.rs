@@ -11,22 +11,14 @@ use klpsym_package::{MemberKind, Package, Want};
 use crate::cache::Lookup;
 use crate::config::parse_config;
 use crate::decode::{from_binary, from_bytes};
+use crate::detect::is_package;
 use crate::error::LoadError;
+use crate::file_stamp::{Proof, Stamp};
 use crate::loaded::{ElfBytes, LoadedKernel, PackageParts};
 use crate::modules::ModuleTree;
 use crate::options::LoadOptions;
 use crate::parts_cache::Adds;
-use crate::stamp::{Proof, Stamp};
 use crate::symvers::parse_symvers;
-
-/// True when `path` is a .deb or an RPM (by its first bytes).
-pub fn is_package(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 24];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .is_ok_and(|n| klpsym_package::detect(&head[..n]).is_some())
-}
 
 /// The buffer between a package's file and its decoder, and between the decoder and a spilled
 /// member's file: one `read(2)` or `write(2)` each time it runs dry or fills, all of it copied

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use klpsym_core::resched::Resched;
 
-use crate::cache::Cache;
+use crate::cache_dir::Cache;
 use crate::entry::{
     hash_in_steps, map_entry, put_str, split, take_str, u32_at, u64_at, CACHE_FORMAT,
 };

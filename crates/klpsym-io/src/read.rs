@@ -109,7 +109,7 @@ pub(crate) struct InPlaceFile {
     guard: Option<std::sync::Arc<crate::map::InPlace>>,
     /// The file, open, and its stamp when it was mapped.
     file: std::fs::File,
-    stamp: crate::stamp::Stamp,
+    stamp: crate::file_stamp::Stamp,
 }
 
 impl std::fmt::Debug for InPlaceFile {
@@ -131,7 +131,7 @@ impl InPlaceFile {
             .file
             .metadata()
             .ok()
-            .map(|m| crate::stamp::Stamp::of(&m));
+            .map(|m| crate::file_stamp::Stamp::of(&m));
         if now == Some(self.stamp) && !self.guard.as_ref().is_some_and(|g| g.damaged()) {
             return Ok(());
         }
@@ -156,7 +156,7 @@ pub(crate) fn in_place(
         source,
     };
     let file = std::fs::File::open(path).map_err(io_err)?;
-    let stamp = crate::stamp::Stamp::of(&file.metadata().map_err(io_err)?);
+    let stamp = crate::file_stamp::Stamp::of(&file.metadata().map_err(io_err)?);
     resched.tick_step()?;
     if let Some(m) = crate::map::map_in_place(&file, path).map_err(io_err)? {
         let guard = std::sync::Arc::new(m);

@@ -1,6 +1,6 @@
-//! Input stamps: what the file system says about an input (device, inode, size, mtime,
-//! ctime), and the records that let a warm run trust the identity an input was proven to
-//! have without reading it again.
+//! Stamp records: what lets a warm run trust the identity an input was proven to have
+//! without reading it again, by the input's stamp (what the file system says about it:
+//! `file_stamp.rs`).
 //!
 //! A kernel entry is named by its input's identity ([`crate::input_identity`]: the hash of
 //! every byte, or an ELF's build id), so an input is found in the cache only once that
@@ -14,122 +14,35 @@
 //! a few milliseconds (coarse; 1-2 s on some file systems). A write made after the proof
 //! began therefore gives the file another ctime, unless it falls in the same tick as the
 //! ctime the proof saw. So a record is trusted only when the input's ctime was at least
-//! [`SETTLED`] older than the moment its proof began: then no write in the tick of that
-//! ctime can come after the proof. A record of an input changed just before it was proven
-//! (a package downloaded a moment ago) is not trusted: the next run hashes the input again,
-//! and records it again, settled by then. A file replaced by another (rename, copy) has
-//! another inode, size or ctime; one truncated and rewritten in place keeps its inode and
-//! can keep its size and mtime (`touch -r`), never its ctime.
+//! [`SETTLED`](crate::file_stamp::SETTLED) older than the moment its proof began: then no
+//! write in the tick of that ctime can come after the proof. A record of an input changed
+//! just before it was proven (a package downloaded a moment ago) is not trusted: the next
+//! run hashes the input again, and records it again, settled by then. A file replaced by
+//! another (rename, copy) has another inode, size or ctime; one truncated and rewritten in
+//! place keeps its inode and can keep its size and mtime (`touch -r`), never its ctime.
 //!
 //! What a stamp cannot tell: bytes changed without the kernel seeing a write (a device
 //! written under a mounted file system; a shared writable mapping whose pages stay dirty,
 //! whose later stores set no time), a clock set back to the very nanosecond of a ctime, and
-//! a file system whose clock is skewed by more than [`SETTLED`] from this machine's (a
-//! network file system's server sets its times). Proofs rest on the first two never
-//! happening; with skew, a server clock ahead of this one only makes records untrusted.
+//! a file system whose clock is skewed by more than [`SETTLED`](crate::file_stamp::SETTLED)
+//! from this machine's (a network file system's server sets its times). Proofs rest on the
+//! first two never happening; with skew, a server clock ahead of this one only makes records
+//! untrusted.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use klpsym_core::resched::Resched;
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::cache::Cache;
+use crate::cache_dir::Cache;
 use crate::entry::{put_str, split, take_str, u32_at, u64_at, CACHE_FORMAT};
+use crate::file_stamp::{Proof, Stamp};
 
 /// The first bytes of a stamp record.
 const MAGIC: &[u8; 8] = b"KLPSYMS\0";
 /// A stamp record's file name ends so.
 pub(crate) const SUFFIX: &str = ".klps";
-/// How much older than its proof an input's ctime must be for its record to be trusted:
-/// above every file system's timestamp tick (FAT's 2 s is the coarsest kept by Linux).
-pub(crate) const SETTLED: Duration = Duration::from_secs(3);
-
-/// What the file system says about an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    pub(crate) dev: u64,
-    pub(crate) ino: u64,
-    pub(crate) size: u64,
-    pub(crate) mtime: (i64, i64),
-    pub(crate) ctime: (i64, i64),
-}
-
-impl Stamp {
-    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// The stamp of the file at `path` now (through symbolic links).
-    pub(crate) fn now(path: &Path) -> Option<Stamp> {
-        std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
-    }
-
-    pub(crate) fn put(&self, out: &mut Vec<u8>) {
-        for v in [
-            self.dev,
-            self.ino,
-            self.size,
-            self.mtime.0 as u64,
-            self.mtime.1 as u64,
-            self.ctime.0 as u64,
-            self.ctime.1 as u64,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-
-    pub(crate) fn take(b: &mut &[u8]) -> Option<Stamp> {
-        let mut v = [0u64; 7];
-        for x in &mut v {
-            *x = u64_at(b)?;
-        }
-        Some(Stamp {
-            dev: v[0],
-            ino: v[1],
-            size: v[2],
-            mtime: (v[3] as i64, v[4] as i64),
-            ctime: (v[5] as i64, v[6] as i64),
-        })
-    }
-
-    /// True when the ctime is at least [`SETTLED`] before `t` (a ctime before 1970 never is).
-    pub(crate) fn settled_before(&self, t: SystemTime) -> bool {
-        let Ok(secs) = u64::try_from(self.ctime.0) else {
-            return false;
-        };
-        let ctime = Duration::new(secs, self.ctime.1.clamp(0, 999_999_999) as u32);
-        ctime
-            .checked_add(SETTLED)
-            .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
-            .is_some_and(|c| c <= t)
-    }
-}
-
-/// The start of a proof of an input's identity: its stamp, taken before its first byte is
-/// read, and the time.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Proof {
-    pub(crate) stamp: Stamp,
-    pub(crate) began: SystemTime,
-}
-
-impl Proof {
-    /// Begins a proof of the input whose metadata (taken now) is `meta`.
-    pub(crate) fn begin(meta: &std::fs::Metadata) -> Proof {
-        Proof {
-            stamp: Stamp::of(meta),
-            began: SystemTime::now(),
-        }
-    }
-}
 
 /// What a stamp record holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,7 +158,7 @@ fn named(path: &Path) -> PathBuf {
 
 /// Magic, format, stamp, identity, when the proof began (seconds, nanoseconds), the input's
 /// path, then the xxh3-128 of everything before it.
-fn encode(r: &Record) -> Vec<u8> {
+pub(crate) fn encode(r: &Record) -> Vec<u8> {
     let mut out = Vec::with_capacity(160);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
@@ -295,6 +208,7 @@ pub(crate) fn is_record(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_stamp::SETTLED;
 
     fn stamp(ctime: i64) -> Stamp {
         Stamp {
@@ -355,65 +269,5 @@ mod tests {
         s.ctime.1 += 1;
         assert_ne!(a, record_path(&c, &s));
         assert!(is_record(&a.to_string_lossy()));
-    }
-
-    /// A trusted record is all a warm run reads of its input: forged to name another
-    /// package's identity, it makes the run answer with that package's entry (so the input
-    /// itself was not read). The same record under a changed stamp is never consulted.
-    #[test]
-    fn a_trusted_record_is_taken_without_reading_the_input() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::new(dir.path().join("cache"));
-        let opts = crate::LoadOptions {
-            cache: Some(cache.clone()),
-            ..crate::LoadOptions::default()
-        };
-        let doc = vec![b'x'; 1 << 20];
-        let pkg = |v| {
-            klpsym_testkit::packages::image_deb(300, v, 128 << 10, &[("./usr/share/doc/x", &doc)])
-        };
-        let (a, b) = (dir.path().join("a.deb"), dir.path().join("b.deb"));
-        std::fs::write(&a, pkg(1)).unwrap();
-        std::fs::write(&b, pkg(2)).unwrap();
-        let rs = &mut Resched::none();
-        let has = |k: &crate::LoadedKernel, name: &str| k.table.iter().any(|s| s.name == name);
-        let ka = crate::load(&a, &opts, rs).unwrap();
-        let kb = crate::load(&b, &opts, rs).unwrap();
-        assert!(has(&ka, "fn_variant_001") && has(&kb, "fn_variant_002"));
-        let identity_of = |p: &Path| {
-            let r = std::fs::read(record_path(&cache, &Stamp::now(p).unwrap())).unwrap();
-            decode(&r).unwrap()
-        };
-        let (ra, rb) = (identity_of(&a), identity_of(&b));
-        assert_ne!(ra.identity, rb.identity);
-        // Just written: not trusted yet, so a run proves the input (and finds its entry).
-        assert!(!ra.trusted());
-        let forge = |identity| {
-            let r = Record {
-                identity,
-                // As if proven an hour later.
-                began: SystemTime::now() + Duration::from_secs(3600),
-                ..ra.clone()
-            };
-            assert!(r.trusted());
-            std::fs::write(record_path(&cache, &ra.stamp), encode(&r)).unwrap();
-        };
-        forge(ra.identity);
-        let warm = crate::load(&a, &opts, rs).unwrap();
-        assert!(warm.cached.is_some() && has(&warm, "fn_variant_001"));
-        forge(rb.identity);
-        let fooled = crate::load(&a, &opts, rs).unwrap();
-        assert!(
-            has(&fooled, "fn_variant_002"),
-            "the trusted record was not used: the input was read"
-        );
-        // Rewritten with the same bytes: another ctime, so another stamp; the forged record
-        // is not its record, and the input is proven again.
-        while Stamp::now(&a) == Some(ra.stamp) {
-            std::thread::sleep(Duration::from_millis(2));
-            std::fs::write(&a, pkg(1)).unwrap();
-        }
-        let k = crate::load(&a, &opts, rs).unwrap();
-        assert!(k.cached.is_some() && has(&k, "fn_variant_001"));
     }
 }

@@ -24,15 +24,15 @@ use std::sync::Arc;
 use klpsym_core::resched::{Cancelled, Resched};
 use klpsym_core::Backing;
 
-use crate::cache::Cache;
+use crate::cache_dir::Cache;
 use crate::entry::{
     content_hash, hash_in_steps, map_entry, put_str, split, take_str, u32_at, u64_at,
     verified_body, CACHE_FORMAT,
 };
 use crate::error::LoadError;
+use crate::file_stamp::Stamp;
 use crate::options::LoadOptions;
 use crate::read::read_bounded;
-use crate::stamp::Stamp;
 use crate::symvers::{parse_symvers, read_symvers, symvers_text};
 use klpsym_sources::{ExportMap, Exports};
 

@@ -24,13 +24,13 @@ use std::time::{Duration, SystemTime};
 use klpsym_core::resched::{Cancelled, Resched};
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::cache::Cache;
+use crate::cache_dir::Cache;
 use crate::entry::{split, u32_at, u64_at, CACHE_FORMAT};
 use crate::error::LoadError;
-use crate::modules::{walk, DirStamp, ModuleFile, ModuleTree};
 /// How much older than the walk every directory must be for its listing to be kept (the
 /// stamp records' margin: see `stamp.rs`).
-use crate::stamp::SETTLED;
+use crate::file_stamp::SETTLED;
+use crate::modules::{walk, DirStamp, ModuleFile, ModuleTree};
 
 /// The first bytes of a listing entry (a kernel's entry starts otherwise).
 const MAGIC: &[u8; 8] = b"KLPSYMT\0";

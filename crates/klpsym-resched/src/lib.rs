@@ -29,6 +29,7 @@ pub mod bulk;
 pub mod record;
 pub mod resched;
 mod scan;
+mod stats;
 
 pub use record::{DriverRecord, Recorder, Site, SiteStats};
 pub use resched::{

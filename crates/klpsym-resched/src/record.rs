@@ -13,7 +13,7 @@ use std::panic::Location;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::resched::ReschedStats;
+use crate::stats::ReschedStats;
 
 /// Stretch lengths are counted in 1 µs buckets up to this many microseconds; longer ones share
 /// the last bucket.
