@@ -282,8 +282,6 @@ fn data_tar(
             let e = e.map_err(|e| io_error(FORMAT, id.into(), e))?;
             last_end = entry_end(&e);
         }
-    } else {
-        drop(entries);
     }
     let mut dec = tar.into_inner();
     if to_end {
