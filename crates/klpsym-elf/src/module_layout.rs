@@ -37,6 +37,18 @@ pub struct ModuleLayout {
     pub text: Option<(u64, u64)>,
     /// The init text alike (`mem[MOD_INIT_TEXT]`).
     pub init_text: Option<(u64, u64)>,
+    /// Where the functions of a livepatch module's init text that have an ftrace call site
+    /// start, sorted: the functions ftrace keeps the names of when the loader frees the init
+    /// memory. `do_init_module()` calls `ftrace_free_mem()` for the init text, which saves
+    /// the function holding each ftrace record there (`save_ftrace_mod_rec()`: its start and
+    /// its size as kallsyms gave them then) whenever an ftrace user is registered
+    /// (`ftrace_ops_list` not empty), and `kallsyms_lookup()` asks that map last
+    /// (`ftrace_mod_address_lookup()`, kernel/trace/ftrace.c, 4.16+), so `%pS` of an address
+    /// in such a function still prints its name after init. A livepatch module registers its
+    /// own patch's ftrace user during its init (`klp_enable_patch()`), so it always has one;
+    /// an ordinary module has one only if something else traced then, which a file cannot
+    /// tell: empty for it (its init symbols are not in its core kallsyms either).
+    pub traced_init: Vec<u64>,
 }
 
 impl ModuleLayout {
@@ -172,11 +184,29 @@ pub fn module_layout(
         Some(b.wrapping_add(t))
     };
     let text = |init: bool| Some((*base.get(&(init, 0))?, text_end(init)?));
+    let livepatch = m.modinfo.iter().any(|(k, v)| k == "livepatch" && v == "Y");
+    let mut traced_init = Vec::new();
+    if let (true, Some(sites)) = (livepatch, &m.ftrace) {
+        for (e, site) in m.entries.iter().zip(sites) {
+            if !(site.at_start || site.within) {
+                continue;
+            }
+            let Some(&(true, part, off)) = e.section_index.and_then(|i| offset.get(&i)) else {
+                continue;
+            };
+            if let Some(&b) = base.get(&(true, part)) {
+                traced_init.push(b.wrapping_add(off).wrapping_add(e.addr));
+            }
+        }
+        traced_init.sort_unstable();
+        traced_init.dedup();
+    }
     ModuleLayout {
         core: parts.iter().filter_map(|&p| region(false, p)).collect(),
         text_end: text_end(false),
         text: text(false),
         init_text: text(true),
+        traced_init,
     }
 }
 

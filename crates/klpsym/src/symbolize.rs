@@ -293,10 +293,9 @@ impl Kernel {
     /// the number.
     fn symbolize_in_module(&self, addr: u64) -> Option<SymbolizeOutcome<'_>> {
         let k = &self.inner;
-        let i = k
-            .module_layouts
-            .iter()
-            .position(|(_, l)| l.contains(addr))?;
+        let Some(i) = k.module_layouts.iter().position(|(_, l)| l.contains(addr)) else {
+            return self.symbolize_in_freed_init(addr);
+        };
         let layout = &k.module_layouts[i].1;
         let t = &k.table;
         let syms = &self.module_symbols()[i];
@@ -330,6 +329,46 @@ impl Kernel {
             size: next.wrapping_sub(best.addr),
             module: Some(t.object_info(best.object).name.as_str()),
         }))
+    }
+
+    /// `%pS` of an address in a placed livepatch module's init text once the loader has
+    /// freed it: the name ftrace kept for a function there with an ftrace call site
+    /// ([`klpsym_elf::ModuleLayout::traced_init`]: `ftrace_mod_address_lookup()`), its
+    /// offset, and the size kallsyms gave it while the init text was live (the next symbol
+    /// of the module above it, at most the init text's end: `find_kallsyms_symbol()` then).
+    /// `None` elsewhere (the kernel finds no module there and prints the number).
+    fn symbolize_in_freed_init(&self, addr: u64) -> Option<SymbolizeOutcome<'_>> {
+        let k = &self.inner;
+        let (i, (base, end)) = k
+            .module_layouts
+            .iter()
+            .enumerate()
+            .find_map(|(i, (_, l))| {
+                l.init_text
+                    .filter(|&(b, e)| b <= addr && addr < e && !l.traced_init.is_empty())
+                    .map(|r| (i, r))
+            })?;
+        let layout = &k.module_layouts[i].1;
+        let syms = &self.module_symbols()[i];
+        let upto = syms.partition_point(|&(a, _)| a <= addr);
+        let &(best_addr, _) = upto.checked_sub(1).map(|u| &syms[u])?;
+        if best_addr < base || layout.traced_init.binary_search(&best_addr).is_err() {
+            return None;
+        }
+        let first = syms.partition_point(|&(a, _)| a < best_addr);
+        let t = &k.table;
+        let best = t.symbol(syms[first].1);
+        let next = syms.get(upto).map_or(end, |&(a, _)| a.min(end));
+        let size = next.wrapping_sub(best.addr);
+        // ftrace answers within the function only: [start, start + size).
+        (addr - best.addr < size).then(|| {
+            SymbolizeOutcome::Found(klpsym_core::Symbolized {
+                symbol: best,
+                offset: addr - best.addr,
+                size,
+                module: Some(t.object_info(best.object).name.as_str()),
+            })
+        })
     }
 
     /// How this kernel bounds a module symbol, by its version and stable sublevel (the
