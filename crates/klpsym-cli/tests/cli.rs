@@ -764,6 +764,24 @@ fn a_broken_kernel_among_good_ones_gets_its_error_and_the_others_answer() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"].as_array().unwrap().len(), 1);
+    // Every key docs/json.md gives a result (a key dropped from the JSON view went unseen:
+    // the copies' `coverage`).
+    for key in [
+        "kernel",
+        "unchecked",
+        "open",
+        "report",
+        "resolution_cost",
+        "bindings",
+        "coverage",
+        "modules",
+    ] {
+        assert!(
+            v["results"][0].get(key).is_some(),
+            "no {key} in {}",
+            v["results"][0]
+        );
+    }
     assert!(v["failed"][0]["kernel"]
         .as_str()
         .unwrap()

@@ -133,6 +133,7 @@ impl Serialize for KernelCheck {
             report: &'a CheckReport,
             resolution_cost: &'a ResolutionCost,
             bindings: &'a [Binding],
+            coverage: &'a [super::FunctionCoverage],
             modules: &'a [ModuleComparison],
         }
         View {
@@ -142,6 +143,7 @@ impl Serialize for KernelCheck {
             report: &self.report,
             resolution_cost: &self.resolution_cost,
             bindings: &self.bindings,
+            coverage: &self.coverage,
             modules: &self.modules,
         }
         .serialize(s)
