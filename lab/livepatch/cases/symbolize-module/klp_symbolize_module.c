@@ -54,9 +54,10 @@ static const struct kernel_param_ops klp_show_ops = {
 };
 module_param_cb(show, &klp_show_ops, NULL, 0444);
 
-/* Six lines of up to ~100 characters each: a buffer that truncated the last one cut a line
- * in two (seen on every lab kernel with 512 bytes). */
-static char klp_init_buf[1024];
+/* Six lines of up to ~200 characters each (6.12+ names the __pfx_ padding in two columns):
+ * a buffer that truncated the last one cut a line in two (512 bytes on every lab kernel,
+ * 1024 on 6.12 and 7.2). */
+static char klp_init_buf[2048];
 
 static int klp_init_get(char *buf, const struct kernel_param *kp)
 {
