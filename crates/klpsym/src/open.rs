@@ -289,7 +289,7 @@ fn open_kernels(
             kernel.attach_debug(d, rs)?;
         }
         if !loaded.is_empty() {
-            let version = crate::kernel::release_version(kernel.release().as_deref());
+            let version = kernel.series();
             let k = &mut kernel.inner;
             let (table, layouts) = klpsym_io::compose_with_layouts(
                 &k.table,

@@ -112,6 +112,12 @@ pub struct Options {
     pub debug_vmlinux: Option<PathBuf>,
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF when it cannot be read from the image.
     pub kallsyms_all: Option<bool>,
+    /// The kernel version whose rules apply, with its stable sublevel where a stable series
+    /// took a change (`6.1.192`): for every answer that depends on it (the module symbol
+    /// sizes of `%pS`, a check's or conversion's rules). Default: the source's banner, else
+    /// a package's name, else a pasted trace's own header line; when nothing tells it, an
+    /// answer that depends on it says which rule it assumed.
+    pub kernel_version: Option<crate::KernelVersion>,
     /// Refuse inputs larger than this many bytes.
     pub max_input_size: u64,
     /// Refuse to decompress more than this many bytes.
@@ -141,6 +147,7 @@ impl std::fmt::Debug for Options {
             .field("place_from", &self.place_from)
             .field("debug_vmlinux", &self.debug_vmlinux)
             .field("kallsyms_all", &self.kallsyms_all)
+            .field("kernel_version", &self.kernel_version)
             .field("max_input_size", &self.max_input_size)
             .field("max_decompressed_size", &self.max_decompressed_size)
             .field("policy", &self.policy)
@@ -162,6 +169,7 @@ impl Default for Options {
             place_from: None,
             debug_vmlinux: None,
             kallsyms_all: None,
+            kernel_version: None,
             max_input_size: 1 << 30,
             max_decompressed_size: 1 << 30,
             policy: PointPolicy::Nothing,
@@ -195,6 +203,12 @@ impl Options {
     /// Sets the debug vmlinux.
     pub fn debug_vmlinux(mut self, path: impl Into<PathBuf>) -> Options {
         self.debug_vmlinux = Some(path.into());
+        self
+    }
+
+    /// States the kernel version whose rules apply (see [`Options::kernel_version`]).
+    pub fn kernel_version(mut self, v: crate::KernelVersion) -> Options {
+        self.kernel_version = Some(v);
         self
     }
 
