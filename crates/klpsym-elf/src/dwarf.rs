@@ -174,6 +174,8 @@ fn read(
 ) -> Result<Option<CuPaths>, Stop> {
     let mut out = CuPaths::default();
     let mut by_unit: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+    let mut main_dir: Option<String> = None;
+    let mut absolute_dirs: Vec<String> = Vec::new();
     let mut headers = dwarf.debug_aranges.headers();
     while let Some(h) = headers.next()? {
         resched.tick()?;
@@ -187,6 +189,19 @@ fn read(
                 let unit = dwarf.unit(header)?;
                 let Some(name) = unit.name else { continue };
                 let name = String::from_utf8_lossy(name.slice()).into_owned();
+                // The build directories the root is told from (see `absolute_root`).
+                if let Some(d) = unit.comp_dir {
+                    let d = String::from_utf8_lossy(d.slice());
+                    if name.ends_with("init/main.c") && main_dir.is_none() {
+                        main_dir = Some(d.into_owned());
+                    } else if name.starts_with('/')
+                        && d.starts_with('/')
+                        && absolute_dirs.len() < 8
+                        && !absolute_dirs.iter().any(|a| *a == d)
+                    {
+                        absolute_dirs.push(d.into_owned());
+                    }
+                }
                 let i = out.paths.len() as u32;
                 out.paths.push(name);
                 by_unit.insert(unit_offset.0, i);
@@ -206,20 +221,69 @@ fn read(
         return Ok(None);
     }
     klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.ranges, |r| r.0, resched)?;
-    // The source tree: the directory above `init/main.c`, which every kernel has.
-    let root = out
+    // The source tree: the directory above `init/main.c`, which every kernel has, and its
+    // absolute form where other units kept it (see `absolute_root`).
+    let mut roots: Vec<String> = out
         .paths
         .iter()
-        .find_map(|p| p.strip_suffix("init/main.c").map(str::to_string));
-    if let Some(root) = root.filter(|r| r.is_empty() || r.ends_with('/')) {
+        .find_map(|p| p.strip_suffix("init/main.c").map(str::to_string))
+        .filter(|r| r.is_empty() || r.ends_with('/'))
+        .into_iter()
+        .collect();
+    if let Some(abs) = main_dir
+        .as_deref()
+        .and_then(|m| absolute_root(m, absolute_dirs.iter().map(String::as_str)))
+    {
+        roots.push(abs);
+    }
+    if !roots.is_empty() {
         for p in &mut out.paths {
             resched.tick()?;
-            if let Some(rel) = p.strip_prefix(root.as_str()) {
-                *p = rel.to_string();
-            }
+            // An empty root strips nothing but keeps the path as it is.
+            *p = tree_relative(std::mem::take(p), &roots);
         }
     }
     Ok(Some(out))
+}
+
+/// The source tree's absolute prefix where the compiler mapped the tree's own units to a
+/// relative path but left others absolute: Debian builds with `-ffile-prefix-map` (C units:
+/// `init/main.c` in `debian/build/build_amd64_none_amd64`) while the assembler's units keep
+/// `/build/reproducible-path/linux-6.1.192/arch/x86/entry/entry_64.S` in
+/// `/build/reproducible-path/linux-6.1.192/debian/build/build_amd64_none_amd64`. The tree is
+/// the absolute build directory without the relative one (`main_dir`, the directory of the
+/// unit of `init/main.c`); an empty or `.` relative one is the tree itself. `None` when
+/// `main_dir` is absolute (every path then shares it) or no absolute directory ends with it.
+pub(crate) fn absolute_root<'a>(
+    main_dir: &str,
+    absolute_dirs: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    if main_dir.starts_with('/') {
+        return None;
+    }
+    let rel = main_dir.trim_end_matches('/');
+    let rel = rel.strip_prefix("./").unwrap_or(rel);
+    absolute_dirs.into_iter().find_map(|d| {
+        let d = d.trim_end_matches('/');
+        let root = if rel.is_empty() || rel == "." {
+            d
+        } else {
+            d.strip_suffix(rel)?.strip_suffix('/')?
+        };
+        root.starts_with('/').then(|| format!("{root}/"))
+    })
+}
+
+/// `path` relative to the source tree: without the first of `roots` it lies under (none of
+/// them leaves it empty), else as it is.
+pub(crate) fn tree_relative(path: String, roots: &[String]) -> String {
+    match roots
+        .iter()
+        .find_map(|r| path.strip_prefix(r.as_str()).filter(|rel| !rel.is_empty()))
+    {
+        Some(rel) => rel.to_string(),
+        None => path,
+    }
 }
 
 /// Where a function is declared, from its DWARF subprogram entry.
@@ -388,4 +452,38 @@ pub(crate) fn file_name(
         Some(rel) if rel.starts_with('/') => rel.trim_start_matches('/').to_string(),
         _ => full,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assembler_s_absolute_path_is_made_relative_to_the_tree() {
+        let debian_build =
+            "/build/reproducible-path/linux-6.1.192/debian/build/build_amd64_none_amd64";
+        let root = absolute_root("debian/build/build_amd64_none_amd64", [debian_build]);
+        assert_eq!(
+            root.as_deref(),
+            Some("/build/reproducible-path/linux-6.1.192/")
+        );
+        let roots = vec![String::new(), root.unwrap()];
+        assert_eq!(
+            tree_relative(
+                "/build/reproducible-path/linux-6.1.192/arch/x86/entry/entry_64.S".into(),
+                &roots
+            ),
+            "arch/x86/entry/entry_64.S"
+        );
+        assert_eq!(tree_relative("init/main.c".into(), &roots), "init/main.c");
+        // An in-tree build mapped to `.`: the absolute directory is the tree.
+        assert_eq!(
+            absolute_root(".", ["/src/linux"]).as_deref(),
+            Some("/src/linux/")
+        );
+        // Unmapped: every unit shares the absolute root already.
+        assert_eq!(absolute_root("/src/linux", ["/src/linux"]), None);
+        // A directory that is not the build one: nothing.
+        assert_eq!(absolute_root("debian/build/x", ["/elsewhere/y"]), None);
+    }
 }

@@ -163,9 +163,10 @@ impl Kernel {
     fn prepare_module_lines(&self, modules: &[String]) -> Result<()> {
         let limit = self.opts.load_options().max_decompressed_size;
         let mut rs = self.opts.resched();
-        let root = self
+        let roots: Vec<String> = self
             .vmlinux_lines()?
-            .and_then(|l| l.lock().ok().and_then(|l| l.root().map(str::to_string)));
+            .and_then(|l| l.lock().ok().map(|l| l.roots().to_vec()))
+            .unwrap_or_default();
         let mut missing = Vec::new();
         for m in modules {
             let key = klpsym_core::normalize_module_name(m);
@@ -204,7 +205,7 @@ impl Kernel {
             }
             match found {
                 Some(mut l) => {
-                    l.set_root(root.clone());
+                    l.set_roots(&roots);
                     self.set_module_lines(&key, Some(l));
                 }
                 None => missing.push(m.clone()),
@@ -227,7 +228,7 @@ impl Kernel {
             for (name, _, bytes) in read {
                 self.keep_debug_module(&name, &bytes);
                 if let Some(mut l) = DebugLines::module(&bytes) {
-                    l.set_root(root.clone());
+                    l.set_roots(&roots);
                     self.set_module_lines(&klpsym_core::normalize_module_name(&name), Some(l));
                 }
             }
