@@ -3,8 +3,9 @@
 //! `fs/proc/inode.c` both define a static `init_once`: their STT_FILE entries both say
 //! `inode.c`, their compilation units tell them apart).
 //!
-//! Only the compilation units' root entries are read (one per unit that owns a range), never
-//! the whole `.debug_info`; malformed DWARF gives no paths (and a note), never an error.
+//! Data symbols are told by the units' file-scope variables (`DW_TAG_variable` with a
+//! `DW_OP_addr` location): each unit's top-level entries are read, their children skipped.
+//! Malformed DWARF gives no paths (and a note), never an error.
 
 use gimli::{EndianSlice, LittleEndian};
 use object::{Object, ObjectSection};
@@ -16,15 +17,34 @@ use klpsym_resched::resched::{Cancelled, Resched};
 pub struct CuPaths {
     /// (start, end, index into `paths`), sorted by start.
     ranges: Vec<(u64, u64, u32)>,
+    /// The file-scope variables' addresses (`DW_TAG_variable` at a unit's top level with a
+    /// `DW_OP_addr` location) with their unit (index into `paths`), sorted.
+    variables: Vec<(u64, u32)>,
     paths: Vec<String>,
 }
 
 impl CuPaths {
-    /// The source path of the compilation unit whose code holds `addr`.
+    /// The source path of the compilation unit whose code holds `addr`, else of the one
+    /// defining a variable at `addr` (`saved_command_line`: init/main.c).
     pub fn path_of(&self, addr: u64) -> Option<&str> {
-        let i = self.ranges.partition_point(|r| r.0 <= addr);
-        let (start, end, p) = *self.ranges.get(i.checked_sub(1)?)?;
-        (addr >= start && addr < end).then(|| self.paths[p as usize].as_str())
+        let code = || {
+            let i = self.ranges.partition_point(|r| r.0 <= addr);
+            let (start, end, p) = *self.ranges.get(i.checked_sub(1)?)?;
+            (addr >= start && addr < end).then_some(p)
+        };
+        let data = || {
+            let i = self.variables.partition_point(|v| v.0 < addr);
+            let &(a, p) = self.variables.get(i)?;
+            // Two units defining one address (a variable and its alias) tell nothing.
+            let unique = self
+                .variables
+                .get(i + 1)
+                .is_none_or(|n| n.0 != a || n.1 == p);
+            (a == addr && unique).then_some(p)
+        };
+        code()
+            .or_else(data)
+            .map(|p| self.paths[p as usize].as_str())
     }
 
     /// Number of compilation units with a path.
@@ -221,6 +241,7 @@ fn read(
         return Ok(None);
     }
     klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.ranges, |r| r.0, resched)?;
+    variables(dwarf, &mut out, &mut by_unit, behind.info, resched)?;
     // The source tree: the directory above `init/main.c`, which every kernel has, and its
     // absolute form where other units kept it (see `absolute_root`).
     let mut roots: Vec<String> = out
@@ -244,6 +265,64 @@ fn read(
         }
     }
     Ok(Some(out))
+}
+
+/// The file-scope variables of every unit into `out.variables` (and the paths of units that
+/// hold no code): each unit's top-level entries, their children skipped.
+fn variables(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    out: &mut CuPaths,
+    by_unit: &mut std::collections::HashMap<usize, u32>,
+    info: Option<&[u8]>,
+    resched: &mut Resched,
+) -> Result<(), Stop> {
+    // A pass of its own over `.debug_info`, leaving it behind as it goes.
+    let mut behind = Behind { info, released: 0 };
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        resched.tick()?;
+        let Some(off) = header.debug_info_offset() else {
+            continue;
+        };
+        behind.passed(off.0);
+        let unit = dwarf.unit(header)?;
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let mut children = root.children();
+        let mut idx = by_unit.get(&off.0).copied();
+        while let Some(child) = children.next()? {
+            resched.tick()?;
+            let e = child.entry();
+            if e.tag() != gimli::DW_TAG_variable {
+                continue;
+            }
+            let Some(gimli::AttributeValue::Exprloc(expr)) = e.attr_value(gimli::DW_AT_location)
+            else {
+                continue;
+            };
+            let b = expr.0.slice();
+            if b.len() != 9 || b[0] != gimli::DW_OP_addr.0 {
+                continue;
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[1..]);
+            let i = match idx {
+                Some(i) => i,
+                None => {
+                    let Some(name) = unit.name else { break };
+                    let i = out.paths.len() as u32;
+                    out.paths
+                        .push(String::from_utf8_lossy(name.slice()).into_owned());
+                    by_unit.insert(off.0, i);
+                    idx = Some(i);
+                    i
+                }
+            };
+            out.variables.push((u64::from_le_bytes(a), i));
+        }
+    }
+    klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.variables, |v| v.0, resched)
+        .map_err(Stop::from)
 }
 
 /// The source tree's absolute prefix where the compiler mapped the tree's own units to a
