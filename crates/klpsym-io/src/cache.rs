@@ -31,7 +31,8 @@ use crate::options::LoadOptions;
 
 const MAGIC: &[u8; 8] = b"KLPSYMC\0";
 /// Bumped whenever the entry layout or what the decoders produce changes.
-const FORMAT: u32 = 10;
+// 11: a -dbg vmlinux's data symbols name their files, assembler units' paths relative (#48).
+const FORMAT: u32 = 11;
 /// Entry file suffix.
 pub const SUFFIX: &str = ".klpc";
 
