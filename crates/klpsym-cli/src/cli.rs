@@ -92,10 +92,12 @@ pub struct SourceArgs {
     /// Repeat to ask several kernels.
     #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
     pub kernels: Vec<PathBuf>,
-    /// A module tree (e.g. /lib/modules/VERSION), or a package holding one (.deb, .rpm, read in
-    /// place): every module in it is available by its kernel name (dashes as underscores).
+    /// A module tree (e.g. /lib/modules/VERSION), a package holding one (.deb, .rpm, read in
+    /// place), or a folder of out-of-tree modules: every module in it is available by its
+    /// kernel name (dashes as underscores). Repeat to join them into one kernel's modules (a
+    /// package's and a driver's folder); a name in several is the first one's.
     #[arg(long, value_name = "DIR")]
-    pub modules: Option<PathBuf>,
+    pub modules: Vec<PathBuf>,
     /// Which modules of --modules count as loaded, in the order /proc/kallsyms lists them (newest
     /// first): `a,b,c`, or `@FILE` for a /proc/modules-format file (`@/proc/modules` for the
     /// running system).

@@ -286,17 +286,18 @@ impl Kernel {
         Ok(Some(tree))
     }
 
-    /// The folder of [`Kernel::module_tree`] when it is one: [`Options::modules`], or the
-    /// running kernel's `/lib/modules/$(uname -r)`.
+    /// The folder of [`Kernel::module_tree`] when it is one: the first of
+    /// [`Options::modules`], or the running kernel's `/lib/modules/$(uname -r)`.
     pub fn modules_dir(&self) -> Option<std::path::PathBuf> {
         self.opts
             .modules
-            .clone()
+            .first()
+            .cloned()
             .or_else(|| self.default_modules_dir())
     }
 
     fn default_modules_dir(&self) -> Option<std::path::PathBuf> {
-        if self.opts.modules.is_some() || !self.by_default {
+        if !self.opts.modules.is_empty() || !self.by_default {
             return None;
         }
         let r = klpsym_io::live_release()?;

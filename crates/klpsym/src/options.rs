@@ -99,10 +99,12 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 pub struct Options {
     /// Where decoded tables are kept between runs.
     pub cache: CacheDir,
-    /// A module tree (`/lib/modules/RELEASE`), or a package holding one: every module in it is
-    /// available by its kernel name. For the running kernel (no source named),
-    /// `/lib/modules/$(uname -r)` when it exists.
-    pub modules: Option<PathBuf>,
+    /// One kernel's modules, from any number of places at once: a module tree
+    /// (`/lib/modules/RELEASE`), a package holding one, a folder of out-of-tree modules (a
+    /// driver's, the livepatch itself). Every module in any of them is available by its
+    /// kernel name; a name in several is the first place's. None given, for the running
+    /// kernel (no source named): `/lib/modules/$(uname -r)` when it exists.
+    pub modules: Vec<PathBuf>,
     /// Which modules of [`Options::modules`] count as loaded, in the order `/proc/kallsyms`
     /// lists them (newest first).
     pub loaded: Vec<String>,
@@ -164,7 +166,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cache: CacheDir::Default,
-            modules: None,
+            modules: Vec::new(),
             loaded: Vec::new(),
             place_from: None,
             debug_vmlinux: None,
@@ -194,9 +196,10 @@ impl Options {
         self
     }
 
-    /// Sets the module tree (a folder or a package).
+    /// Adds a place modules are read from (a module tree, a package, a folder of
+    /// out-of-tree modules; see [`Options::modules`]).
     pub fn modules(mut self, dir: impl Into<PathBuf>) -> Options {
-        self.modules = Some(dir.into());
+        self.modules.push(dir.into());
         self
     }
 
