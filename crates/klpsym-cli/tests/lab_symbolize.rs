@@ -585,3 +585,157 @@ fn addr_prints_the_kernels_module_percent_ps_from_a_saved_kallsyms_and_its_versi
         eprintln!("{judged} module %pS strings printed the same from a saved kallsyms and the kernel's version");
     }
 }
+
+/// Every `.ko` under `dir`, sorted.
+fn debug_modules(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A colleague's oops with module frames (`name+0x4/0xSIZE [mod]`), decoded from the
+/// kernel's packages alone — the image and its -dbg package, no module placement, no
+/// kallsyms — as decode_stacktrace.sh decodes them from the module's debug file: each frame's
+/// file:line and inline chain held to binutils' addr2line on the module's debug file (the
+/// lab's copy of the -dbg package's), and exit 0 (the frames are decoded).
+#[test]
+fn an_oops_s_module_frames_decode_from_the_packages_alone() {
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    let kernels: Vec<_> = klpsym_testkit::lab::lab_kernels()
+        .into_iter()
+        .filter(|k| k.get("IMAGE_DEB").is_some() && k.get("DBG_DEB").is_some())
+        .filter(|k| k.get("DEBUG_MODULES_DIR").is_some())
+        .collect();
+    for k in &kernels {
+        let mut frames: Vec<(String, String, u64, std::path::PathBuf)> = Vec::new();
+        for path in debug_modules(&k.path("DEBUG_MODULES_DIR")).iter().take(3) {
+            let module = path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".ko")
+                .replace('-', "_");
+            let bytes = std::fs::read(path).unwrap();
+            let ko = object::File::parse(&*bytes).unwrap();
+            use object::{Object, ObjectSection, ObjectSymbol};
+            let funcs = ko
+                .symbols()
+                .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 8)
+                .filter_map(|s| {
+                    let sec = ko.section_by_index(s.section_index()?).ok()?;
+                    let name = sec.name().ok()?;
+                    let sym = s.name().ok()?.to_string();
+                    (name == ".text").then_some((sym, s.address(), s.size()))
+                })
+                .take(4);
+            for (name, addr, size) in funcs {
+                frames.push((
+                    format!(" {name}+0x4/{size:#x} [{module}]"),
+                    name,
+                    addr + 4,
+                    path.clone(),
+                ));
+            }
+        }
+        if frames.len() < 3 {
+            failures.push(format!(
+                "{}: {} module frames to judge, expected at least 3",
+                k.name,
+                frames.len()
+            ));
+            continue;
+        }
+        let oops = format!(
+            "Call Trace:\n <TASK>\n{}\n </TASK>\n",
+            frames
+                .iter()
+                .map(|f| f.0.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        use std::io::Write;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_klpsym"))
+            .args(["addr", "--json", "-k"])
+            .arg(k.path("IMAGE_DEB"))
+            .arg("-k")
+            .arg(k.path("DBG_DEB"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(oops.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.code() != Some(0) {
+            failures.push(format!("{}: exit {:?}: {err}", k.name, out.status.code()));
+        }
+        let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("{}: {e}: {err}", k.name));
+                continue;
+            }
+        };
+        let answers = v["results"][0]["addresses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if answers.len() != frames.len() {
+            failures.push(format!(
+                "{}: {} answers for {} frames",
+                k.name,
+                answers.len(),
+                frames.len()
+            ));
+            continue;
+        }
+        for ((line, _, at, path), a) in frames.iter().zip(&answers) {
+            judged += 1;
+            if a["reason"] != "module_not_placed" {
+                failures.push(format!("{}: {line}: {a}", k.name));
+                continue;
+            }
+            let ours = a["source"].as_array().cloned().unwrap_or_default();
+            let theirs = addr2line_record(
+                "addr2line",
+                &["--section", ".text", "-e", path.to_str().unwrap()],
+                *at,
+            );
+            if ours.is_empty() || !frames_agree(&theirs, &ours) {
+                failures.push(format!(
+                    "{}: {line}: addr2line {theirs:?}, klpsym {ours:?}",
+                    k.name
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} differ:\n{}", failures.len(), failures.join("\n"));
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip(
+            "module frames from packages alone",
+            "no lab kernel with its image and -dbg packages",
+        );
+    } else {
+        eprintln!(
+            "{judged} module frames decoded from the packages alone as addr2line decodes them"
+        );
+    }
+}

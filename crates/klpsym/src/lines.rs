@@ -49,15 +49,19 @@ impl Kernel {
         answers: &mut [AddrAnswer],
         return_addresses: bool,
     ) -> Result<()> {
+        // Found, or a module's frame decoded without a placement.
+        let placed = |a: &AddrAnswer| {
+            a.found || a.reason == Some(crate::symbolize::NoSymbol::ModuleNotPlaced)
+        };
         let mut modules: Vec<String> = answers
             .iter()
-            .filter(|a| a.found)
+            .filter(|a| placed(a))
             .filter_map(|a| a.module.clone())
             .collect();
         modules.sort();
         modules.dedup();
         self.prepare_module_lines(&modules)?;
-        for a in answers.iter_mut().filter(|a| a.found) {
+        for a in answers.iter_mut().filter(|a| placed(a)) {
             a.source = self.source_lines(a, return_addresses)?;
         }
         Ok(())

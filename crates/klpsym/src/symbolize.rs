@@ -25,6 +25,12 @@ pub enum NoSymbol {
     OutsideKernel,
     /// The source hides addresses (all zero).
     AddressesHidden,
+    /// A `name+0xoff/0xsize [module]` of a module no kallsyms placed (the kernel's table does
+    /// not list it, or lists it unplaced, from its `.ko`): no address, but the frame is the
+    /// module's own place, decoded from its debug file by name and offset as
+    /// decode_stacktrace.sh does ([`AddrAnswer::source`]). A bare address in such a module
+    /// needs the placement.
+    ModuleNotPlaced,
 }
 
 /// The answer to one query: `%pS` of an address, or the address `name+0xoff` stands for.
@@ -716,6 +722,9 @@ impl Kernel {
                 size,
                 module,
             }) => match self.resolve_symbol(name, *offset, *size, module.as_deref()) {
+                Err(e) if e.kind() != ErrorKind::Cancelled && module.is_some() => {
+                    self.module_frame(input, name, *offset, *size, module.as_deref(), e)
+                }
                 Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::NotFound),
                 Ok(hits) => {
                     let mut r = self.describe_address(input, hits[0].address);
@@ -734,6 +743,60 @@ impl Kernel {
                 }
             },
         }
+    }
+}
+
+impl Kernel {
+    /// The answer to `name+0xoff/0xsize [module]` of a module the table cannot place (`why`
+    /// it could not be resolved): where the module's debug file (its own `.ko` among the
+    /// modules, the host's, the kernel's `-dbg` package) defines `name`, the frame is
+    /// answered without an address ([`NoSymbol::ModuleNotPlaced`]; its place by
+    /// [`Kernel::add_source_lines`]); else `why` is the error.
+    fn module_frame(
+        &self,
+        input: &str,
+        name: &str,
+        offset: u64,
+        size: Option<u64>,
+        module: Option<&str>,
+        why: Error,
+    ) -> (AddrAnswer, Ended) {
+        let Some(m) = module.map(normalize_module_name) else {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        };
+        // Placed and yet without the name: the kernel's answer, not a frame to decode.
+        let t = &self.inner.table;
+        if t.object_by_name(&m).is_some_and(|o| !t.object_info(o).unplaced) {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        }
+        let defined = match self.module_lines(&m) {
+            Ok(Some(l)) => l
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .place_symbol(name, offset, None)
+                .is_some(),
+            _ => false,
+        };
+        if !defined {
+            return (
+                AddrAnswer::failed(
+                    input,
+                    format!("{why}; no debug file of {m} defining {name} was found to decode the frame from"),
+                ),
+                Ended::NotFound,
+            );
+        }
+        let mut a = AddrAnswer::failed(input, String::new());
+        a.error = None;
+        a.symbol = Some(name.to_string());
+        a.offset = Some(offset);
+        a.size = size;
+        a.module = Some(m.clone());
+        a.reason = Some(NoSymbol::ModuleNotPlaced);
+        a.explanation = Some(format!(
+            "{why}: no address without a placement (loaded modules placed by a kallsyms); the frame is decoded from {m}'s debug file"
+        ));
+        (a, Ended::Found)
     }
 }
 
