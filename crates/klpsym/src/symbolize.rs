@@ -766,7 +766,9 @@ impl Kernel {
         };
         // Placed and yet without the name: the kernel's answer, not a frame to decode.
         let t = &self.inner.table;
-        if t.object_by_name(&m).is_some_and(|o| !t.object_info(o).unplaced) {
+        if t.object_by_name(&m)
+            .is_some_and(|o| !t.object_info(o).unplaced)
+        {
             return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
         }
         let defined = match self.module_lines(&m) {
