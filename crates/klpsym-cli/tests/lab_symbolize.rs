@@ -505,6 +505,41 @@ fn addr_prints_the_kernels_module_percent_ps_from_a_saved_kallsyms_and_its_versi
             continue;
         }
         let version = stated_version(&k);
+        // Kernels with the newer rule end a symbol's size with its memory region: a text
+        // symbol's with the text, which the kallsyms shows (the page above its last
+        // function), a data symbol's with its data region, which it does not (its next
+        // symbol bounds it instead): only text symbols are judged there.
+        let newer = {
+            let n: Vec<u32> = version.split('.').map(|x| x.parse().unwrap()).collect();
+            match (n[0], n[1]) {
+                (7, 2) => n[2] >= 4,
+                (6, 18) => n[2] >= 50,
+                (6, 12) => n[2] >= 117,
+                v => v >= (7, 3),
+            }
+        };
+        let text_names: std::collections::HashSet<&str> = mods
+            .lines()
+            .filter(|l| l.ends_with(&tag))
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                matches!(w.get(1), Some(&"t") | Some(&"T")).then(|| w[2])
+            })
+            .collect();
+        let lines: Vec<[String; 4]> = lines
+            .into_iter()
+            .filter(|l| {
+                !newer
+                    || l[1]
+                        .split('+')
+                        .next()
+                        .is_some_and(|n| text_names.contains(n))
+            })
+            .collect();
+        if lines.len() < 2 {
+            failures.push(format!("{}: {} module lines to judge", k.name, lines.len()));
+            continue;
+        }
         let addrs: Vec<String> = lines.iter().map(|l| l[0].clone()).collect();
         let oops = format!(
             "CPU: 0 PID: 1 Comm: insmod Not tainted {} #1 Debian {}\nCall Trace:\n{}\n",

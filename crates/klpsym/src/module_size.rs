@@ -40,6 +40,19 @@ struct Listed {
     addrs: Vec<u64>,
     /// The end of the core text, when the module lists text.
     text_end: Option<u64>,
+    /// The first core text symbol's address.
+    text_start: Option<u64>,
+}
+
+/// What the newer rule ("fix nextval") makes of an address whose best symbol is a module's
+/// core text symbol: the size within the text, or, past the text's end, outside it (no
+/// region of the module holds the address: `%pS` prints the number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InText {
+    /// Inside: the size, to the next symbol or the text's end.
+    Size(u64),
+    /// Past the text's end: the symbol's extent to it.
+    Past(u64),
 }
 
 /// A text symbol's type letter (`t`, `T`).
@@ -79,11 +92,13 @@ impl ListedModules {
             rs.tick()?;
             v.sort_unstable();
             let text_end = text_end(&v, split);
+            let text_start = v.iter().find(|&&(_, t)| t).map(|&(a, _)| a);
             modules.insert(
                 oid,
                 Listed {
                     addrs: v.into_iter().map(|(a, _)| a).collect(),
                     text_end,
+                    text_start,
                 },
             );
         }
@@ -104,6 +119,26 @@ impl ListedModules {
             None => return None,
         };
         Some(next.min(text_end).wrapping_sub(value))
+    }
+}
+
+impl ListedModules {
+    /// The newer rule for the module symbol of `object` at `value`, best for `addr`, when it
+    /// is a core text symbol: its size ends with the text (the region; `mem[MOD_TEXT]` since
+    /// 6.4), which a kallsyms tells from the page above the text's last symbol. `None` for
+    /// another symbol (a data region's end is not in a kallsyms: the next symbol bounds it).
+    pub(crate) fn text_rule(&self, object: ObjectId, value: u64, addr: u64) -> Option<InText> {
+        let m = self.modules.get(&object)?;
+        let (start, end) = (m.text_start?, m.text_end?);
+        if value < start || value >= end {
+            return None;
+        }
+        if addr >= end {
+            return Some(InText::Past(end - value));
+        }
+        let above = m.addrs.partition_point(|&a| a <= addr);
+        let next = m.addrs.get(above).copied().unwrap_or(u64::MAX);
+        Some(InText::Size(next.min(end) - value))
     }
 }
 
@@ -157,6 +192,7 @@ mod tests {
                 Listed {
                     addrs: vec![base, base + 0x1024, base + 0x10c0],
                     text_end: Some(base + 0x1000),
+                    text_start: Some(base),
                 },
             )]),
         };
@@ -181,5 +217,16 @@ mod tests {
         );
         // Another object: nothing known.
         assert_eq!(m.old_rule_size(ObjectId(2), base, base), None);
+        // The newer rule: a function's size ends with the text; past it, outside; data is
+        // not the text's.
+        assert_eq!(
+            m.text_rule(ObjectId(1), base, base + 0x10),
+            Some(InText::Size(0x1000))
+        );
+        assert_eq!(
+            m.text_rule(ObjectId(1), base, base + 0x1010),
+            Some(InText::Past(0x1000))
+        );
+        assert_eq!(m.text_rule(ObjectId(1), base + 0x10c0, base + 0x10c0), None);
     }
 }

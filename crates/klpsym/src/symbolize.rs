@@ -252,11 +252,9 @@ impl Kernel {
                 };
             }
         }
-        if lookup == ModuleLookup::ToTextEnd {
-            for (o, &a) in out.iter_mut().zip(addrs) {
-                rs.tick()?;
-                *o = self.listed_module_size(*o, a, lookup);
-            }
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            rs.tick()?;
+            *o = self.listed_module_size(*o, a, lookup);
         }
         if let Some((start, end)) = self.ksym_range() {
             for (o, &a) in out.iter_mut().zip(addrs) {
@@ -365,14 +363,16 @@ impl Kernel {
     /// (CONFIG_KALLSYMS_ALL). Unknown version: the newer rule (said by
     /// [`Kernel::version_assumed`]).
     pub(crate) fn module_lookup(&self) -> ModuleLookup {
-        *self.module_lookup.get_or_init(|| {
-            if let Some(v) = self.kernel_version().0 {
-                if !ModuleLookup::by_region(v.series(), v.sublevel) {
-                    return ModuleLookup::ToTextEnd;
+        *self
+            .module_lookup
+            .get_or_init(|| match self.kernel_version().0 {
+                // Nothing known: today's rule, with data symbols.
+                None => ModuleLookup::ByRegion { text_only: false },
+                Some(v) if !ModuleLookup::by_region(v.series(), v.sublevel) => {
+                    ModuleLookup::ToTextEnd
                 }
-            }
-            self.by_region_lookup()
-        })
+                Some(_) => self.by_region_lookup(),
+            })
     }
 
     /// [`ModuleLookup::ByRegion`] for this kernel's CONFIG_KALLSYMS_ALL.
@@ -437,9 +437,10 @@ impl Kernel {
         })
     }
 
-    /// The table's answer `o` for `addr` with the old rule's size when the symbol is of a
-    /// module a kallsyms lists without a layout and this kernel bounds module symbols by the
-    /// end of their text ([`ModuleLookup::ToTextEnd`]; see `module_size.rs`).
+    /// The table's answer `o` for `addr` by `lookup`'s rule when the symbol is of a module a
+    /// kallsyms lists without a layout (see `module_size.rs`): the old rule bounds every
+    /// size by the end of the module's text; the newer one bounds a text symbol's by it (an
+    /// address past it is outside), and leaves the rest to the next symbol.
     fn listed_module_size<'a>(
         &'a self,
         o: SymbolizeOutcome<'a>,
@@ -453,9 +454,6 @@ impl Kernel {
             }
             o => return o,
         };
-        if lookup != ModuleLookup::ToTextEnd {
-            return o;
-        }
         let listed = self.listed_modules.get_or_init(|| {
             let placed: Vec<&str> = self
                 .inner
@@ -476,7 +474,22 @@ impl Kernel {
                 })
                 .expect("no cancellation without a flag")
         });
-        let Some(size) = listed.old_rule_size(symbol.object, symbol.addr, addr) else {
+        let size = match lookup {
+            ModuleLookup::ToTextEnd => listed.old_rule_size(symbol.object, symbol.addr, addr),
+            ModuleLookup::ByRegion { .. } => {
+                match listed.text_rule(symbol.object, symbol.addr, addr) {
+                    Some(crate::module_size::InText::Size(s)) => Some(s),
+                    Some(crate::module_size::InText::Past(size)) => {
+                        return SymbolizeOutcome::Outside {
+                            nearest: symbol,
+                            size,
+                        }
+                    }
+                    None => None,
+                }
+            }
+        };
+        let Some(size) = size else {
             return o;
         };
         let t = &self.inner.table;
