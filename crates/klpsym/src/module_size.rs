@@ -83,6 +83,15 @@ impl ListedModules {
             {
                 continue;
             }
+            // What find_kallsyms_symbol() passes over: a livepatch module's undefined symbols
+            // (SHN_UNDEF, listed at their definitions' addresses), empty names, mapping
+            // symbols.
+            if matches!(s.kind, 'u' | 'U')
+                || s.name.is_empty()
+                || klpsym_elf::is_mapping_symbol(s.name, series.unwrap_or((99, 0)))
+            {
+                continue;
+            }
             syms.entry(s.object)
                 .or_default()
                 .push((s.addr, is_text(s.kind)));
