@@ -107,7 +107,11 @@ impl KernelVersion {
             Some((r, rest)) => (r, rest.replace('_', " ")),
             None => (&stem[start..], String::new()),
         };
-        KernelVersion::from_banner(&format!("Linux version {release} {rest}"))
+        // Ubuntu's `6.8.0-45.45` names no upstream sublevel: 0 there tells nothing.
+        KernelVersion::from_banner(&format!("Linux version {release} {rest}")).map(|mut v| {
+            v.sublevel = v.sublevel.filter(|&s| s > 0);
+            v
+        })
     }
 }
 
