@@ -353,16 +353,22 @@ pub(crate) fn absolute_root<'a>(
     })
 }
 
-/// `path` relative to the source tree: without the first of `roots` it lies under (none of
-/// them leaves it empty), else as it is.
+/// `path` relative to the source tree: without the longest of `roots` it lies under (an
+/// empty root strips nothing; none may leave it empty), else as it is.
 pub(crate) fn tree_relative(path: String, roots: &[String]) -> String {
-    match roots
-        .iter()
-        .find_map(|r| path.strip_prefix(r.as_str()).filter(|rel| !rel.is_empty()))
-    {
+    match strip_tree(&path, roots) {
         Some(rel) => rel.to_string(),
         None => path,
     }
+}
+
+/// `path` without the longest non-empty of `roots` it lies under, when one leaves something.
+pub(crate) fn strip_tree<'p>(path: &'p str, roots: &[String]) -> Option<&'p str> {
+    roots
+        .iter()
+        .filter(|r| !r.is_empty())
+        .filter_map(|r| path.strip_prefix(r.as_str()).filter(|rel| !rel.is_empty()))
+        .min_by_key(|rel| rel.len())
 }
 
 /// Where a function is declared, from its DWARF subprogram entry.
@@ -555,6 +561,18 @@ mod tests {
             "arch/x86/entry/entry_64.S"
         );
         assert_eq!(tree_relative("init/main.c".into(), &roots), "init/main.c");
+        // The longest root wins, whatever their order.
+        let both = vec![
+            "/build/".to_string(),
+            "/build/reproducible-path/linux-6.1.192/".to_string(),
+        ];
+        assert_eq!(
+            tree_relative(
+                "/build/reproducible-path/linux-6.1.192/init/main.c".into(),
+                &both
+            ),
+            "init/main.c"
+        );
         // An in-tree build mapped to `.`: the absolute directory is the tree.
         assert_eq!(
             absolute_root(".", ["/src/linux"]).as_deref(),

@@ -215,11 +215,7 @@ impl<'a, 'd> Walk<'a, 'd> {
             }
             _ => name.clone(),
         };
-        match self
-            .roots
-            .iter()
-            .find_map(|r| full.strip_prefix(r.as_str()).filter(|rel| !rel.is_empty()))
-        {
+        match crate::dwarf::strip_tree(&full, self.roots) {
             Some(rel) => rel.to_string(),
             None => name,
         }
