@@ -39,6 +39,7 @@ class Candidate:
     unplaced: bool
     file: Optional[str]
     line: Optional[int]
+    decl_file: Optional[str]
 
 class Lookup:
     verdict: str

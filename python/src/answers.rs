@@ -31,8 +31,12 @@ pub struct Candidate {
     pub unplaced: bool,
     /// Its source file, when the kernel's tables tell.
     pub file: Option<String>,
-    /// Its declaration line (DWARF), when known.
+    /// Its declaration line (DWARF), when known: a line of `decl_file`.
     pub line: Option<u64>,
+    /// The file declaring it (DWARF's `DW_AT_decl_file`): `file`, or a header for a `static
+    /// inline` function's out-of-line copy (`jhash`: include/linux/jhash.h), so that
+    /// `f"{c.decl_file}:{c.line}"` is the declaration's place.
+    pub decl_file: Option<String>,
 }
 
 impl From<klpsym::Candidate> for Candidate {
@@ -46,6 +50,7 @@ impl From<klpsym::Candidate> for Candidate {
             unplaced: c.unplaced,
             file: c.file,
             line: c.line,
+            decl_file: c.decl_file,
         }
     }
 }
@@ -62,7 +67,12 @@ impl Candidate {
             self.file
                 .as_deref()
                 .map_or(String::new(), |f| format!(" {f}")),
-            self.line.map_or(String::new(), |l| format!(":{l}"))
+            // The line is the declaring file's: said with it where that is another file.
+            match (&self.decl_file, self.line) {
+                (Some(d), Some(l)) if Some(d) != self.file.as_ref() => format!(" ({d}:{l})"),
+                (_, Some(l)) => format!(":{l}"),
+                _ => String::new(),
+            }
         )
     }
 }

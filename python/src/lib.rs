@@ -37,7 +37,7 @@ fn options(
         (false, None) => klpsym::CacheDir::Default,
     };
     let mut o = klpsym::Options::new().cache(cache).yield_cpu(yield_cpu);
-    o.modules = modules;
+    o.modules = modules.into_iter().collect();
     o.debug_vmlinux = debug_vmlinux;
     o.cancel = Some(Arc::clone(&interrupt.cancel));
     let seen = Arc::new(AtomicUsize::new(0));

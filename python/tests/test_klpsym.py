@@ -74,6 +74,20 @@ def test_a_lab_package_gives_the_commands_answers():
         assert k.describe(c.address + 1) == want
 
 
+def test_a_candidate_s_line_is_its_declaring_file_s():
+    image, dbg = lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_DBG_DEB")
+    kernels, failed, _ = klpsym.open_all([image, dbg])
+    assert len(kernels) == 1 and not failed
+    got = kernels[0].sympos("jhash")
+    want = cli("sympos", "jhash", "-k", image, "-k", dbg)["results"][0]["candidates"]
+    assert [(c.file, c.line, c.decl_file) for c in got] == [
+        (w["file"], w["line"], w["decl_file"]) for w in want
+    ]
+    # An out-of-line copy of a static inline function: declared in a header, not its unit.
+    inlined = [c for c in got if c.decl_file and c.decl_file != c.file]
+    assert inlined and all(c.decl_file.endswith(".h") for c in inlined), got
+
+
 def test_a_check_gives_the_verdict_lines_and_bindings_with_files():
     image, dbg = lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_DBG_DEB")
     lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")

@@ -92,10 +92,12 @@ pub struct SourceArgs {
     /// Repeat to ask several kernels.
     #[arg(long = "kernel", short = 'k', value_name = "SOURCE")]
     pub kernels: Vec<PathBuf>,
-    /// A module tree (e.g. /lib/modules/VERSION), or a package holding one (.deb, .rpm, read in
-    /// place): every module in it is available by its kernel name (dashes as underscores).
+    /// A module tree (e.g. /lib/modules/VERSION), a package holding one (.deb, .rpm, read in
+    /// place), or a folder of out-of-tree modules: every module in it is available by its
+    /// kernel name (dashes as underscores). Repeat to join them into one kernel's modules (a
+    /// package's and a driver's folder); a name in several is the first one's.
     #[arg(long, value_name = "DIR")]
-    pub modules: Option<PathBuf>,
+    pub modules: Vec<PathBuf>,
     /// Which modules of --modules count as loaded, in the order /proc/kallsyms lists them (newest
     /// first): `a,b,c`, or `@FILE` for a /proc/modules-format file (`@/proc/modules` for the
     /// running system).
@@ -113,6 +115,14 @@ pub struct SourceArgs {
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF, when it cannot be read from the image.
     #[arg(long, value_name = "y|n")]
     pub kallsyms_all: Option<YesNo>,
+    /// The kernel version whose rules apply, with its stable sublevel (`6.1.192`): module
+    /// symbol sizes in %pS (stable releases took a change: 6.12.117, 6.18.50, 7.2.4), a
+    /// check's and a conversion's rules. Default: the source's banner (for the running
+    /// kernel, /proc/version), a package's name, a pasted oops's own `CPU: … Not tainted
+    /// RELEASE #N …` line; when nothing tells it, an answer that depends on it says what it
+    /// assumed.
+    #[arg(long, value_name = "X.Y.Z", value_parser = parse_kernel_version)]
+    pub kernel_version: Option<klpsym::KernelVersion>,
     /// Print JSON (documented, stable fields: see docs/json.md).
     #[arg(long)]
     pub json: bool,
@@ -182,10 +192,6 @@ pub struct TargetArgs {
     /// /sys/kernel/btf/vmlinux by itself; without BTF, the documented 5.1-6.18 fallback.
     #[arg(long, value_name = "FILE")]
     pub btf: Option<PathBuf>,
-    /// The kernel version whose rules apply (`6.1`); default: the source's banner (for the
-    /// running kernel, /proc/version).
-    #[arg(long, value_name = "X.Y")]
-    pub kernel_version: Option<String>,
     /// The target's Module.symvers: exported names, their CRCs (checked against the module's
     /// symbol versions, as the module loader does) and namespaces. Default:
     /// MODULES/build/Module.symvers when --modules has it; else the CRCs a vmlinux or image
@@ -205,11 +211,15 @@ impl TargetArgs {
     pub fn options(&self) -> klpsym::TargetOptions {
         klpsym::TargetOptions {
             btf: self.btf.clone(),
-            kernel_version: self.kernel_version.clone(),
             symvers: self.symvers.clone(),
             kernel_config: self.kernel_config.clone(),
         }
     }
+}
+
+/// `--kernel-version`'s value.
+fn parse_kernel_version(s: &str) -> Result<klpsym::KernelVersion, String> {
+    s.parse().map_err(|e: klpsym::Error| e.to_string())
 }
 
 /// A yes/no flag value.

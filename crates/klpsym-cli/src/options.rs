@@ -37,6 +37,7 @@ impl SourceArgs {
         o.place_from = self.place_from.clone();
         o.debug_vmlinux = self.debug_vmlinux.clone();
         o.kallsyms_all = self.kallsyms_all.map(|v| v == YesNo::Y);
+        o.kernel_version = self.kernel_version;
         o.max_input_size = self.max_input_size;
         o.max_decompressed_size = self.max_decompressed_size;
         o.interval = std::time::Duration::from_micros(self.resched_us);
@@ -80,8 +81,13 @@ fn progress_bar() -> Option<klpsym::ProgressFn> {
 /// Prints what the library said, the way the command line says it.
 pub fn print_notes(notes: &[Note]) {
     for n in notes {
+        // The argument that settles it, named as the command spells it.
+        let settle = match n.input {
+            Some(klpsym::Input::KernelVersion) => " (--kernel-version X.Y.Z)",
+            _ => "",
+        };
         eprintln!(
-            "klpsym: {}: {}",
+            "klpsym: {}: {}{settle}",
             match n.level {
                 klpsym::Level::Note => "note",
                 klpsym::Level::Warning => "warning",

@@ -865,3 +865,73 @@ fn a_json_error_is_json() {
     );
     assert_eq!(v["error"], serde_json::Value::Null);
 }
+
+/// A saved kallsyms names no release: a module symbol's size is the rule's the user states
+/// (`--kernel-version`, every verb), the oops's own header tells, or, where nothing does and
+/// the rules differ, a warning says which was assumed and how to state it.
+#[test]
+fn addr_takes_the_kernel_version_stated_or_from_the_oops_or_says_it_assumed() {
+    let f = Fixture::new();
+    let k = f.file(
+        "kallsyms.txt",
+        b"ffffffff81000000 T _text\n\
+          ffffffff81000000 T _stext\n\
+          ffffffff81001000 T _etext\n\
+          ffffffff81002000 B _end\n\
+          ffffffffc0a00000 t crc7_be\t[crc7]\n\
+          ffffffffc0a01024 r _note_9\t[crc7]\n\
+          ffffffffc0a010c0 d __this_module\t[crc7]\n\
+          ffffffffc0a01500 d crc7_table\t[crc7]\n",
+    );
+    let k = k.display().to_string();
+    let o = run(&[
+        "addr",
+        "-k",
+        &k,
+        "--kernel-version",
+        "6.1.192",
+        "ffffffffc0a010c0",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "ffffffffc0a010c0 => __this_module+0x0/0xffffffffffffff40 [crc7]\n"
+    );
+    assert_eq!(stderr(&o), "");
+    // Nothing tells: the newer rule, said, with the flag that states it.
+    let o = run(&["addr", "-k", &k, "ffffffffc0a010c0"]);
+    assert_eq!(
+        stdout(&o),
+        "ffffffffc0a010c0 => __this_module+0x0/0x440 [crc7]\n"
+    );
+    let err = stderr(&o);
+    assert!(err.contains("klpsym: warning: "), "{err}");
+    assert!(err.contains("(--kernel-version X.Y.Z)"), "{err}");
+    // The oops's header line tells it.
+    let oops = "CPU: 0 PID: 1 Comm: x Not tainted 6.1.0-57-amd64 #1 Debian 6.1.192-3\n\
+                ffffffffc0a010c0\n";
+    let o = run_stdin(&["addr", "-k", &k], oops);
+    assert!(
+        stdout(&o).contains("__this_module+0x0/0xffffffffffffff40 [crc7]"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("kernel version 6.1.192, from the trace's line 1"),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    // JSON carries what was said.
+    let o = run(&["addr", "-k", &k, "--json", "ffffffffc0a010c0"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes = v["results"][0]["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{v}");
+    assert_eq!(notes[0]["level"], "warning");
+    // Every verb takes the flag; a release is not a version.
+    let o = run(&["sympos", "crc7_be", "-k", &k, "--kernel-version", "6.1.192"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["addr", "-k", &k, "--kernel-version", "6.1.0-57-amd64", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("X.Y.Z"), "{}", stderr(&o));
+}

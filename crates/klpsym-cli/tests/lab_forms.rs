@@ -189,6 +189,34 @@ fn addr2line_file(k: &LabKernel, addr: &str) -> String {
     file
 }
 
+/// The compilation unit llvm-dwarfdump says defines the variable `name` in the kernel's -dbg
+/// vmlinux (the unit of its `DW_TAG_variable` with a location), as `--show-parents` names it.
+fn dwarfdump_variable_unit(k: &LabKernel, name: &str) -> Option<String> {
+    let o = std::process::Command::new("llvm-dwarfdump")
+        .arg(format!("--name={name}"))
+        .arg("--show-parents")
+        .arg(k.path("VMLINUX_DBG"))
+        .output()
+        .unwrap_or_else(|e| panic!("llvm-dwarfdump is needed here: {e}"));
+    let out = text(&o.stdout);
+    let (mut unit, mut in_unit, mut in_var) = (None::<String>, false, false);
+    for l in out.lines() {
+        let t = l.trim();
+        if t.contains(": DW_TAG_") {
+            in_unit = t.ends_with("DW_TAG_compile_unit");
+            in_var = t.ends_with("DW_TAG_variable");
+            continue;
+        }
+        if in_unit && t.starts_with("DW_AT_name") {
+            unit = t.split('"').nth(1).map(str::to_string);
+        }
+        if in_var && t.starts_with("DW_AT_location") && t.contains("DW_OP_addr") {
+            return unit;
+        }
+    }
+    None
+}
+
 /// The first form's answers held to the kernel itself, so that forms agreeing with each
 /// other also agree with the truth: `sympos` lists the definitions the kernel's own
 /// /proc/kallsyms lists, in its order (the positions), and each file is the one binutils'
@@ -200,7 +228,30 @@ fn anchored(k: &LabKernel, forms: &[(&str, Vec<String>, bool)]) {
         "{}: init_once is a duplicated name in the capture",
         k.name
     );
+    // Data symbols name their files too (#48), the unit DWARF's variable is defined in.
+    let data: Vec<(&str, String)> = ["saved_command_line", "linux_proc_banner"]
+        .into_iter()
+        .map(|n| {
+            let unit = dwarfdump_variable_unit(k, n)
+                .unwrap_or_else(|| panic!("{}: llvm-dwarfdump defines no {n}", k.name));
+            (n, unit)
+        })
+        .collect();
     for (name, form, files) in forms {
+        if *files {
+            for (sym, unit) in &data {
+                let v = answer(&["sympos", sym], form, 0, &format!("{} as {name}", k.name));
+                let file = v["results"][0]["candidates"][0]["file"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(
+                    !file.is_empty() && (*unit == file || unit.ends_with(&format!("/{file}"))),
+                    "{} as {name}: {sym} is defined in {unit:?} (llvm-dwarfdump), klpsym says {file:?}",
+                    k.name
+                );
+            }
+        }
         let v = answer(
             &["sympos", "init_once"],
             form,

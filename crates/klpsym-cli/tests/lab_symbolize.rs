@@ -444,3 +444,343 @@ fn addr_prints_file_line_as_addr2line_does_for_kernel_and_module_addresses() {
         eprintln!("{judged} answers' file:line as addr2line says");
     }
 }
+
+/// `major.minor.sublevel` of a lab kernel: its release's series with the upstream sublevel
+/// of its package version (`6.1.0-57-amd64` with `6.1.192-3`: `6.1.192`).
+fn stated_version(k: &klpsym_testkit::lab::LabKernel) -> String {
+    let release = k.value("RELEASE");
+    let series: Vec<&str> = release.splitn(3, '.').take(2).collect();
+    let prefix = format!("{}.{}.", series[0], series[1]);
+    let pkg = k.value("PACKAGE_VERSION");
+    let sub: String = pkg
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{}: package version {pkg} is not {prefix}N", k.name))
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    format!("{prefix}{sub}")
+}
+
+/// What a user has after a boot: its saved /proc/kallsyms (vmlinux's lines and the module's),
+/// and the kernel's version, stated (`--kernel-version`) or in the pasted oops's own `CPU: …
+/// Not tainted RELEASE #1 Debian VERSION` line. klpsym must print the kernel's own `%pS` of
+/// the module's addresses (case symbolize-module) on every kernel generation — sizes by the
+/// rule of "module/kallsyms: fix nextval for data symbol lookup" where the kernel has it, by
+/// the end of the module's text where it does not — wherever the saved kallsyms shows the
+/// address is the module's (up to its last symbol); and say nothing was assumed.
+#[test]
+fn addr_prints_the_kernels_module_percent_ps_from_a_saved_kallsyms_and_its_version() {
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    for k in livepatch_kernels() {
+        let cdir = k.path("LIVEPATCH_DIR").join("symbolize-module");
+        let module = "klp_symbolize_module";
+        let Ok(oracle) = std::fs::read_to_string(cdir.join("oracle.txt")) else {
+            failures.push(format!("{}: symbolize-module: no oracle", k.name));
+            continue;
+        };
+        let mods = std::fs::read_to_string(cdir.join("kallsyms-modules.txt")).unwrap();
+        let nomod = std::fs::read_to_string(k.path("KALLSYMS_NOMOD")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("kallsyms");
+        std::fs::write(&saved, format!("{nomod}{mods}")).unwrap();
+        // The module's last listed symbol: past it a kallsyms does not say the module's
+        // memory goes on.
+        let tag = format!("[{module}]");
+        let last = mods
+            .lines()
+            .filter(|l| l.ends_with(&tag))
+            .filter_map(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+            .max()
+            .unwrap_or_else(|| panic!("{}: no {module} line in kallsyms-modules.txt", k.name));
+        let lines: Vec<[String; 4]> = match kernel_lines4(&oracle) {
+            Ok(all) => all
+                .into_iter()
+                .filter(|l| l[1].ends_with(&tag) && !l[1].starts_with("klp_symmod_init_probe"))
+                .filter(|l| {
+                    u64::from_str_radix(l[0].trim_start_matches("0x"), 16).is_ok_and(|a| a <= last)
+                })
+                .collect(),
+            Err(e) => {
+                failures.push(format!("{}: symbolize-module: {e}", k.name));
+                continue;
+            }
+        };
+        if lines.len() < 5 {
+            failures.push(format!(
+                "{}: {} module lines up to its last symbol, expected at least 5 (text, rodata, data, bss, __this_module)",
+                k.name,
+                lines.len()
+            ));
+            continue;
+        }
+        let version = stated_version(&k);
+        // Kernels with the newer rule end a symbol's size with its memory region: a text
+        // symbol's with the text, which the kallsyms shows (the page above its last
+        // function), a data symbol's with its data region, which it does not (its next
+        // symbol bounds it instead): only text symbols are judged there.
+        let newer = {
+            let n: Vec<u32> = version.split('.').map(|x| x.parse().unwrap()).collect();
+            match (n[0], n[1]) {
+                (7, 2) => n[2] >= 4,
+                (6, 18) => n[2] >= 50,
+                (6, 12) => n[2] >= 117,
+                v => v >= (7, 3),
+            }
+        };
+        let text_names: std::collections::HashSet<&str> = mods
+            .lines()
+            .filter(|l| l.ends_with(&tag))
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                matches!(w.get(1), Some(&"t") | Some(&"T")).then(|| w[2])
+            })
+            .collect();
+        let lines: Vec<[String; 4]> = lines
+            .into_iter()
+            .filter(|l| {
+                !newer
+                    || l[1]
+                        .split('+')
+                        .next()
+                        .is_some_and(|n| text_names.contains(n))
+            })
+            .collect();
+        if lines.len() < 2 {
+            failures.push(format!("{}: {} module lines to judge", k.name, lines.len()));
+            continue;
+        }
+        let addrs: Vec<String> = lines.iter().map(|l| l[0].clone()).collect();
+        let oops = format!(
+            "CPU: 0 PID: 1 Comm: insmod Not tainted {} #1 Debian {}\nCall Trace:\n{}\n",
+            k.value("RELEASE"),
+            k.value("PACKAGE_VERSION"),
+            addrs.join("\n")
+        );
+        for (how, args, stdin) in [
+            (
+                "stated",
+                vec!["--kernel-version".to_string(), version.clone()],
+                None,
+            ),
+            ("from the oops", Vec::new(), Some(oops.as_str())),
+        ] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_klpsym"));
+            cmd.arg("addr")
+                .arg("-k")
+                .arg(&saved)
+                .arg("--json")
+                .args(&args);
+            let out = match stdin {
+                None => cmd.args(&addrs).output().unwrap(),
+                Some(s) => {
+                    use std::io::Write;
+                    let mut c = cmd
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .unwrap();
+                    c.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+                    c.wait_with_output().unwrap()
+                }
+            };
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("warning") {
+                failures.push(format!("{}: {how}: {version}: {err}", k.name));
+            }
+            let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+                Ok(v) => v,
+                Err(e) => {
+                    failures.push(format!("{}: {how}: {e}: {err}", k.name));
+                    continue;
+                }
+            };
+            let got = v["results"][0]["addresses"].as_array().unwrap();
+            if got.len() != lines.len() {
+                failures.push(format!(
+                    "{}: {how}: {} answers for {} addresses",
+                    k.name,
+                    got.len(),
+                    lines.len()
+                ));
+                continue;
+            }
+            for (l, a) in lines.iter().zip(got) {
+                let text = a["text"].as_str().unwrap_or("?");
+                if text != l[1] {
+                    failures.push(format!(
+                        "{} ({version}, {how}): {}: %pS {}, klpsym {text}",
+                        k.name, l[0], l[1]
+                    ));
+                }
+                judged += 1;
+            }
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} differ:\n{}", failures.len(), failures.join("\n"));
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip(
+            "module %pS from a saved kallsyms",
+            "no lab kernel ran the livepatch oracle",
+        );
+    } else {
+        eprintln!("{judged} module %pS strings printed the same from a saved kallsyms and the kernel's version");
+    }
+}
+
+/// Every `.ko` under `dir`, sorted.
+fn debug_modules(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A colleague's oops with module frames (`name+0x4/0xSIZE [mod]`), decoded from the
+/// kernel's packages alone — the image and its -dbg package, no module placement, no
+/// kallsyms — as decode_stacktrace.sh decodes them from the module's debug file: each frame's
+/// file:line and inline chain held to binutils' addr2line on the module's debug file (the
+/// lab's copy of the -dbg package's), and exit 0 (the frames are decoded).
+#[test]
+fn an_oops_s_module_frames_decode_from_the_packages_alone() {
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    let kernels: Vec<_> = klpsym_testkit::lab::lab_kernels()
+        .into_iter()
+        .filter(|k| k.get("IMAGE_DEB").is_some() && k.get("DBG_DEB").is_some())
+        .filter(|k| k.get("DEBUG_MODULES_DIR").is_some())
+        .collect();
+    for k in &kernels {
+        let mut frames: Vec<(String, String, u64, std::path::PathBuf)> = Vec::new();
+        for path in debug_modules(&k.path("DEBUG_MODULES_DIR")).iter().take(3) {
+            let module = path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".ko")
+                .replace('-', "_");
+            let bytes = std::fs::read(path).unwrap();
+            let ko = object::File::parse(&*bytes).unwrap();
+            use object::{Object, ObjectSection, ObjectSymbol};
+            let funcs = ko
+                .symbols()
+                .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 8)
+                .filter_map(|s| {
+                    let sec = ko.section_by_index(s.section_index()?).ok()?;
+                    let name = sec.name().ok()?;
+                    let sym = s.name().ok()?.to_string();
+                    (name == ".text").then_some((sym, s.address(), s.size()))
+                })
+                .take(4);
+            for (name, addr, size) in funcs {
+                frames.push((
+                    format!(" {name}+0x4/{size:#x} [{module}]"),
+                    name,
+                    addr + 4,
+                    path.clone(),
+                ));
+            }
+        }
+        if frames.len() < 3 {
+            failures.push(format!(
+                "{}: {} module frames to judge, expected at least 3",
+                k.name,
+                frames.len()
+            ));
+            continue;
+        }
+        let oops = format!(
+            "Call Trace:\n <TASK>\n{}\n </TASK>\n",
+            frames
+                .iter()
+                .map(|f| f.0.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        use std::io::Write;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_klpsym"))
+            .args(["addr", "--json", "-k"])
+            .arg(k.path("IMAGE_DEB"))
+            .arg("-k")
+            .arg(k.path("DBG_DEB"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(oops.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.code() != Some(0) {
+            failures.push(format!("{}: exit {:?}: {err}", k.name, out.status.code()));
+        }
+        let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("{}: {e}: {err}", k.name));
+                continue;
+            }
+        };
+        let answers = v["results"][0]["addresses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if answers.len() != frames.len() {
+            failures.push(format!(
+                "{}: {} answers for {} frames",
+                k.name,
+                answers.len(),
+                frames.len()
+            ));
+            continue;
+        }
+        for ((line, _, at, path), a) in frames.iter().zip(&answers) {
+            judged += 1;
+            if a["reason"] != "module_not_placed" {
+                failures.push(format!("{}: {line}: {a}", k.name));
+                continue;
+            }
+            let ours = a["source"].as_array().cloned().unwrap_or_default();
+            let theirs = addr2line_record(
+                "addr2line",
+                &["--section", ".text", "-e", path.to_str().unwrap()],
+                *at,
+            );
+            if ours.is_empty() || !frames_agree(&theirs, &ours) {
+                failures.push(format!(
+                    "{}: {line}: addr2line {theirs:?}, klpsym {ours:?}",
+                    k.name
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} differ:\n{}", failures.len(), failures.join("\n"));
+    }
+    if judged == 0 {
+        klpsym_testkit::lab::skip(
+            "module frames from packages alone",
+            "no lab kernel with its image and -dbg packages",
+        );
+    } else {
+        eprintln!(
+            "{judged} module frames decoded from the packages alone as addr2line decodes them"
+        );
+    }
+}

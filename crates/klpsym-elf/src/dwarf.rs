@@ -3,8 +3,9 @@
 //! `fs/proc/inode.c` both define a static `init_once`: their STT_FILE entries both say
 //! `inode.c`, their compilation units tell them apart).
 //!
-//! Only the compilation units' root entries are read (one per unit that owns a range), never
-//! the whole `.debug_info`; malformed DWARF gives no paths (and a note), never an error.
+//! Data symbols are told by the units' file-scope variables (`DW_TAG_variable` with a
+//! `DW_OP_addr` location): each unit's top-level entries are read, their children skipped.
+//! Malformed DWARF gives no paths (and a note), never an error.
 
 use gimli::{EndianSlice, LittleEndian};
 use object::{Object, ObjectSection};
@@ -16,15 +17,34 @@ use klpsym_resched::resched::{Cancelled, Resched};
 pub struct CuPaths {
     /// (start, end, index into `paths`), sorted by start.
     ranges: Vec<(u64, u64, u32)>,
+    /// The file-scope variables' addresses (`DW_TAG_variable` at a unit's top level with a
+    /// `DW_OP_addr` location) with their unit (index into `paths`), sorted.
+    variables: Vec<(u64, u32)>,
     paths: Vec<String>,
 }
 
 impl CuPaths {
-    /// The source path of the compilation unit whose code holds `addr`.
+    /// The source path of the compilation unit whose code holds `addr`, else of the one
+    /// defining a variable at `addr` (`saved_command_line`: init/main.c).
     pub fn path_of(&self, addr: u64) -> Option<&str> {
-        let i = self.ranges.partition_point(|r| r.0 <= addr);
-        let (start, end, p) = *self.ranges.get(i.checked_sub(1)?)?;
-        (addr >= start && addr < end).then(|| self.paths[p as usize].as_str())
+        let code = || {
+            let i = self.ranges.partition_point(|r| r.0 <= addr);
+            let (start, end, p) = *self.ranges.get(i.checked_sub(1)?)?;
+            (addr >= start && addr < end).then_some(p)
+        };
+        let data = || {
+            let i = self.variables.partition_point(|v| v.0 < addr);
+            let &(a, p) = self.variables.get(i)?;
+            // Two units defining one address (a variable and its alias) tell nothing.
+            let unique = self
+                .variables
+                .get(i + 1)
+                .is_none_or(|n| n.0 != a || n.1 == p);
+            (a == addr && unique).then_some(p)
+        };
+        code()
+            .or_else(data)
+            .map(|p| self.paths[p as usize].as_str())
     }
 
     /// Number of compilation units with a path.
@@ -193,6 +213,8 @@ fn read(
 ) -> Result<Option<CuPaths>, Stop> {
     let mut out = CuPaths::default();
     let mut by_unit: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+    let mut main_dir: Option<String> = None;
+    let mut absolute_dirs: Vec<String> = Vec::new();
     let mut headers = dwarf.debug_aranges.headers();
     while let Some(h) = headers.next()? {
         resched.tick()?;
@@ -209,6 +231,19 @@ fn read(
                 resched.tick_step()?;
                 let Some(name) = unit.name else { continue };
                 let name = String::from_utf8_lossy(name.slice()).into_owned();
+                // The build directories the root is told from (see `absolute_root`).
+                if let Some(d) = unit.comp_dir {
+                    let d = String::from_utf8_lossy(d.slice());
+                    if name.ends_with("init/main.c") && main_dir.is_none() {
+                        main_dir = Some(d.into_owned());
+                    } else if name.starts_with('/')
+                        && d.starts_with('/')
+                        && absolute_dirs.len() < 8
+                        && !absolute_dirs.iter().any(|a| *a == d)
+                    {
+                        absolute_dirs.push(d.into_owned());
+                    }
+                }
                 let i = out.paths.len() as u32;
                 out.paths.push(name);
                 by_unit.insert(unit_offset.0, i);
@@ -228,20 +263,136 @@ fn read(
         return Ok(None);
     }
     klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.ranges, |r| r.0, resched)?;
-    // The source tree: the directory above `init/main.c`, which every kernel has.
-    let root = out
+    variables(dwarf, &mut out, &mut by_unit, behind.info, resched)?;
+    // The source tree: the directory above `init/main.c`, which every kernel has, and its
+    // absolute form where other units kept it (see `absolute_root`).
+    let mut roots: Vec<String> = out
         .paths
         .iter()
-        .find_map(|p| p.strip_suffix("init/main.c").map(str::to_string));
-    if let Some(root) = root.filter(|r| r.is_empty() || r.ends_with('/')) {
+        .find_map(|p| p.strip_suffix("init/main.c").map(str::to_string))
+        .filter(|r| r.is_empty() || r.ends_with('/'))
+        .into_iter()
+        .collect();
+    if let Some(abs) = main_dir
+        .as_deref()
+        .and_then(|m| absolute_root(m, absolute_dirs.iter().map(String::as_str)))
+    {
+        roots.push(abs);
+    }
+    if !roots.is_empty() {
         for p in &mut out.paths {
             resched.tick()?;
-            if let Some(rel) = p.strip_prefix(root.as_str()) {
-                *p = rel.to_string();
-            }
+            // An empty root strips nothing but keeps the path as it is.
+            *p = tree_relative(std::mem::take(p), &roots);
         }
     }
     Ok(Some(out))
+}
+
+/// The file-scope variables of every unit into `out.variables` (and the paths of units that
+/// hold no code): each unit's top-level entries, their children skipped.
+fn variables(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    out: &mut CuPaths,
+    by_unit: &mut std::collections::HashMap<usize, u32>,
+    info: Option<&[u8]>,
+    resched: &mut Resched,
+) -> Result<(), Stop> {
+    // A pass of its own over `.debug_info`, leaving it behind as it goes.
+    let mut behind = Behind { info, released: 0 };
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        resched.tick()?;
+        let Some(off) = header.debug_info_offset() else {
+            continue;
+        };
+        behind.passed(off.0, resched)?;
+        let unit = dwarf.unit(header)?;
+        // A unit's parse is a step (see `read`).
+        resched.tick_step()?;
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let mut children = root.children();
+        let mut idx = by_unit.get(&off.0).copied();
+        while let Some(child) = children.next()? {
+            resched.tick()?;
+            let e = child.entry();
+            if e.tag() != gimli::DW_TAG_variable {
+                continue;
+            }
+            let Some(gimli::AttributeValue::Exprloc(expr)) = e.attr_value(gimli::DW_AT_location)
+            else {
+                continue;
+            };
+            let b = expr.0.slice();
+            if b.len() != 9 || b[0] != gimli::DW_OP_addr.0 {
+                continue;
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[1..]);
+            let i = match idx {
+                Some(i) => i,
+                None => {
+                    let Some(name) = unit.name else { break };
+                    let i = out.paths.len() as u32;
+                    out.paths
+                        .push(String::from_utf8_lossy(name.slice()).into_owned());
+                    by_unit.insert(off.0, i);
+                    idx = Some(i);
+                    i
+                }
+            };
+            out.variables.push((u64::from_le_bytes(a), i));
+        }
+    }
+    klpsym_resched::bulk::sort_by_u64_key_with_points(&mut out.variables, |v| v.0, resched)
+        .map_err(Stop::from)
+}
+
+/// The source tree's absolute prefix where the compiler mapped the tree's own units to a
+/// relative path but left others absolute: Debian builds with `-ffile-prefix-map` (C units:
+/// `init/main.c` in `debian/build/build_amd64_none_amd64`) while the assembler's units keep
+/// `/build/reproducible-path/linux-6.1.192/arch/x86/entry/entry_64.S` in
+/// `/build/reproducible-path/linux-6.1.192/debian/build/build_amd64_none_amd64`. The tree is
+/// the absolute build directory without the relative one (`main_dir`, the directory of the
+/// unit of `init/main.c`); an empty or `.` relative one is the tree itself. `None` when
+/// `main_dir` is absolute (every path then shares it) or no absolute directory ends with it.
+pub(crate) fn absolute_root<'a>(
+    main_dir: &str,
+    absolute_dirs: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    if main_dir.starts_with('/') {
+        return None;
+    }
+    let rel = main_dir.trim_end_matches('/');
+    let rel = rel.strip_prefix("./").unwrap_or(rel);
+    absolute_dirs.into_iter().find_map(|d| {
+        let d = d.trim_end_matches('/');
+        let root = if rel.is_empty() || rel == "." {
+            d
+        } else {
+            d.strip_suffix(rel)?.strip_suffix('/')?
+        };
+        root.starts_with('/').then(|| format!("{root}/"))
+    })
+}
+
+/// `path` relative to the source tree: without the longest of `roots` it lies under (an
+/// empty root strips nothing; none may leave it empty), else as it is.
+pub(crate) fn tree_relative(path: String, roots: &[String]) -> String {
+    match strip_tree(&path, roots) {
+        Some(rel) => rel.to_string(),
+        None => path,
+    }
+}
+
+/// `path` without the longest non-empty of `roots` it lies under, when one leaves something.
+pub(crate) fn strip_tree<'p>(path: &'p str, roots: &[String]) -> Option<&'p str> {
+    roots
+        .iter()
+        .filter(|r| !r.is_empty())
+        .filter_map(|r| path.strip_prefix(r.as_str()).filter(|rel| !rel.is_empty()))
+        .min_by_key(|rel| rel.len())
 }
 
 /// Where a function is declared, from its DWARF subprogram entry.
@@ -412,4 +563,50 @@ pub(crate) fn file_name(
         Some(rel) if rel.starts_with('/') => rel.trim_start_matches('/').to_string(),
         _ => full,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assembler_s_absolute_path_is_made_relative_to_the_tree() {
+        let debian_build =
+            "/build/reproducible-path/linux-6.1.192/debian/build/build_amd64_none_amd64";
+        let root = absolute_root("debian/build/build_amd64_none_amd64", [debian_build]);
+        assert_eq!(
+            root.as_deref(),
+            Some("/build/reproducible-path/linux-6.1.192/")
+        );
+        let roots = vec![String::new(), root.unwrap()];
+        assert_eq!(
+            tree_relative(
+                "/build/reproducible-path/linux-6.1.192/arch/x86/entry/entry_64.S".into(),
+                &roots
+            ),
+            "arch/x86/entry/entry_64.S"
+        );
+        assert_eq!(tree_relative("init/main.c".into(), &roots), "init/main.c");
+        // The longest root wins, whatever their order.
+        let both = vec![
+            "/build/".to_string(),
+            "/build/reproducible-path/linux-6.1.192/".to_string(),
+        ];
+        assert_eq!(
+            tree_relative(
+                "/build/reproducible-path/linux-6.1.192/init/main.c".into(),
+                &both
+            ),
+            "init/main.c"
+        );
+        // An in-tree build mapped to `.`: the absolute directory is the tree.
+        assert_eq!(
+            absolute_root(".", ["/src/linux"]).as_deref(),
+            Some("/src/linux/")
+        );
+        // Unmapped: every unit shares the absolute root already.
+        assert_eq!(absolute_root("/src/linux", ["/src/linux"]), None);
+        // A directory that is not the build one: nothing.
+        assert_eq!(absolute_root("debian/build/x", ["/elsewhere/y"]), None);
+    }
 }

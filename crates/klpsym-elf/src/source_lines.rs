@@ -142,8 +142,9 @@ struct Placed {
 /// An object's line tables and inline chains, ready for lookups.
 pub struct DebugLines {
     cell: Cell,
-    /// The source tree prefix stripped from paths.
-    root: Option<String>,
+    /// The source tree prefixes stripped from paths: the directory above `init/main.c`, and
+    /// its absolute form where some units kept it (see `crate::dwarf::absolute_root`).
+    roots: Vec<String>,
     /// A module's allocated sections as placed for its DWARF (empty for a vmlinux).
     placed: Vec<Placed>,
     /// A module's symbols: (name, section index into `placed`, value, size).
@@ -156,7 +157,7 @@ pub struct DebugLines {
 impl std::fmt::Debug for DebugLines {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DebugLines")
-            .field("root", &self.root)
+            .field("roots", &self.roots)
             .field("sections", &self.placed.len())
             .finish()
     }
@@ -244,12 +245,12 @@ impl DebugLines {
         let cell = Cell::new(store, |_| std::cell::OnceCell::new());
         let mut lines = DebugLines {
             cell,
-            root: None,
+            roots: Vec::new(),
             placed: Vec::new(),
             symbols: Vec::new(),
             across_units: std::sync::OnceLock::new(),
         };
-        lines.root = lines.find_root();
+        lines.roots = lines.find_roots();
         Some(lines)
     }
 
@@ -399,30 +400,57 @@ impl DebugLines {
             .map(|s| (s.0.as_str(), self.placed[s.1].name.as_str(), s.2))
     }
 
-    /// The source tree prefix stripped from paths.
+    /// The source tree prefix stripped from paths (the directory above `init/main.c`).
     pub fn root(&self) -> Option<&str> {
-        self.root.as_deref()
+        self.roots.first().map(String::as_str)
+    }
+
+    /// Every source tree prefix stripped from paths (see [`DebugLines::root`]; its absolute
+    /// form where some units kept it).
+    pub fn roots(&self) -> &[String] {
+        &self.roots
     }
 
     /// Strips `root` from paths (a module's, given its vmlinux's tree).
     pub fn set_root(&mut self, root: Option<String>) {
-        if root.is_some() {
-            self.root = root;
+        if let Some(r) = root {
+            self.roots = vec![r];
+        }
+    }
+
+    /// Strips `roots` from paths (a module's, given its vmlinux's tree); none: keeps its own.
+    pub fn set_roots(&mut self, roots: &[String]) {
+        if !roots.is_empty() {
+            self.roots = roots.to_vec();
         }
     }
 
     /// The directory above `init/main.c` among the units' names (the first units: `init/`
-    /// is linked first).
-    fn find_root(&self) -> Option<String> {
+    /// is linked first) and, where the units of the tree name relative paths while others
+    /// (the assembler's) kept absolute ones, the tree's absolute form.
+    fn find_roots(&self) -> Vec<String> {
         self.cell.with_dependent(|s, _| {
-            let dwarf = gimli::Dwarf::load(|id| {
+            let Ok(dwarf) = gimli::Dwarf::load(|id| {
                 Ok::<_, gimli::Error>(EndianSlice::new(s.get(id), LittleEndian))
-            })
-            .ok()?;
-            // Only each unit's root entry (its abbreviations, not its line program).
+            }) else {
+                return Vec::new();
+            };
+            let mut main: Option<(String, String)> = None;
+            let mut absolute_dirs: Vec<String> = Vec::new();
+            // Only each unit's root entry (its abbreviations, not its line program). Past
+            // `init/main.c`, a few units more for an absolute one.
             let mut units = dwarf.units();
+            let mut after_main = 0;
             for _ in 0..100_000 {
-                let header = units.next().ok()??;
+                let Ok(Some(header)) = units.next() else {
+                    break;
+                };
+                if main.is_some() {
+                    after_main += 1;
+                    if after_main > 256 {
+                        break;
+                    }
+                }
                 let Ok(abbrevs) = header.abbreviations(&dwarf.debug_abbrev) else {
                     continue;
                 };
@@ -448,30 +476,53 @@ impl DebugLines {
                 let Some(name) = string(gimli::DW_AT_name) else {
                     continue;
                 };
-                if !name.ends_with("init/main.c") {
-                    continue;
+                let dir = string(gimli::DW_AT_comp_dir).unwrap_or_default();
+                if name.starts_with('/')
+                    && dir.starts_with('/')
+                    && absolute_dirs.len() < 8
+                    && !absolute_dirs.contains(&dir)
+                {
+                    absolute_dirs.push(dir.clone());
                 }
-                // A relative name is under the unit's directory (as line tables join them).
-                let name = match string(gimli::DW_AT_comp_dir) {
-                    Some(dir) if !name.starts_with('/') && !dir.is_empty() => {
-                        format!("{}/{name}", dir.trim_end_matches('/'))
-                    }
-                    _ => name,
-                };
-                if let Some(root) = name.strip_suffix("init/main.c") {
-                    if root.is_empty() || root.ends_with('/') {
-                        return Some(root.to_string());
+                if main.is_none() && name.ends_with("init/main.c") {
+                    main = Some((name, dir));
+                }
+                if let Some((_, d)) = &main {
+                    if crate::dwarf::absolute_root(d, absolute_dirs.iter().map(String::as_str))
+                        .is_some()
+                    {
+                        break;
                     }
                 }
             }
-            None
+            let Some((name, dir)) = main else {
+                return Vec::new();
+            };
+            // A relative name is under the unit's directory (as line tables join them).
+            let joined = if !name.starts_with('/') && !dir.is_empty() {
+                format!("{}/{name}", dir.trim_end_matches('/'))
+            } else {
+                name
+            };
+            let mut roots: Vec<String> = joined
+                .strip_suffix("init/main.c")
+                .filter(|r| r.is_empty() || r.ends_with('/'))
+                .map(str::to_string)
+                .into_iter()
+                .collect();
+            if let Some(abs) =
+                crate::dwarf::absolute_root(&dir, absolute_dirs.iter().map(String::as_str))
+            {
+                roots.push(abs);
+            }
+            roots
         })
     }
 
     /// The inline chain at `addr` (a vmlinux address; a module's from [`DebugLines::place`]),
     /// innermost first, as `addr2line -f -i` gives it; empty where DWARF knows nothing of it.
     pub fn frames(&self, addr: u64) -> Vec<SourceFrame> {
-        let root = self.root.as_deref();
+        let roots = &self.roots;
         self.cell.with_dependent(|s, c| {
             let Some(ctx) = context(s, c) else {
                 return Vec::new();
@@ -487,7 +538,11 @@ impl DebugLines {
                     .and_then(|n| n.raw_name().ok())
                     .map(|n| n.into_owned());
                 let (file, line) = match &f.location {
-                    Some(l) => (l.file.map(|p| relative(p, root)), l.line),
+                    Some(l) => (
+                        l.file
+                            .map(|p| crate::dwarf::tree_relative(p.to_string(), roots)),
+                        l.line,
+                    ),
                     None => (None, None),
                 };
                 out.push(SourceFrame {
@@ -549,14 +604,6 @@ impl DebugLines {
         };
         let p = &self.placed[chosen.1];
         Some((p.base + chosen.2 + offset, p.name.as_str()))
-    }
-}
-
-/// `path` without the source tree prefix `root`.
-fn relative(path: &str, root: Option<&str>) -> String {
-    match root.and_then(|r| path.strip_prefix(r)) {
-        Some(rel) if !rel.is_empty() => rel.to_string(),
-        _ => path.to_string(),
     }
 }
 

@@ -9,8 +9,10 @@ use std::process::Command;
 
 use klpsym_resched::resched::Resched;
 
-const A: &str = "static int __attribute__((noinline)) helper(int x) { return x + 1; }\nint a_entry(int x) { return helper(x); }\n";
-const B: &str = "\n\nstatic int __attribute__((noinline)) helper(int x)\n{\n\treturn x * 3;\n}\nint _start(void) { extern int a_entry(int); return helper(a_entry(2)); }\n";
+const A: &str = "static volatile int counter = 1; static int __attribute__((noinline)) helper(int x) { return x + counter; }\nint a_entry(int x) { return helper(x); }\n";
+const B: &str = "static volatile int counter = 3;\n\nstatic int __attribute__((noinline)) helper(int x)\n{\n\treturn x * counter;\n}\nint _start(void) { extern int a_entry(int); return helper(a_entry(2)); }\n";
+/// A file of data alone (no code: no address range of its unit).
+const C: &str = "int c_data = 5;\n";
 
 fn tool(dir: &Path, prog: &str, args: &[&str]) -> bool {
     match Command::new(prog).current_dir(dir).args(args).output() {
@@ -41,6 +43,7 @@ fn build(name: &str, gz: &str) -> Option<PathBuf> {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.c"), A).unwrap();
     std::fs::write(dir.join("b.c"), B).unwrap();
+    std::fs::write(dir.join("c.c"), C).unwrap();
     let gz = format!("-gz={gz}");
     tool(
         &dir,
@@ -55,6 +58,7 @@ fn build(name: &str, gz: &str) -> Option<PathBuf> {
             "t",
             "a.c",
             "b.c",
+            "c.c",
         ],
     )
     .then(|| dir.join("t"))
@@ -62,13 +66,17 @@ fn build(name: &str, gz: &str) -> Option<PathBuf> {
 
 /// `helper`'s addresses in symbol-table order, and the ELF's bytes.
 fn helpers(path: &Path) -> (Vec<u64>, Vec<u8>) {
+    (nm(path, " t helper"), std::fs::read(path).unwrap())
+}
+
+/// The addresses of the symbols whose `nm` line ends with `tail`, in symbol-table order.
+fn nm(path: &Path, tail: &str) -> Vec<u64> {
     let o = Command::new("nm").arg(path).output().expect("nm runs");
-    let addrs = String::from_utf8_lossy(&o.stdout)
+    String::from_utf8_lossy(&o.stdout)
         .lines()
-        .filter(|l| l.ends_with(" t helper"))
+        .filter(|l| l.ends_with(tail))
         .map(|l| u64::from_str_radix(&l[..16], 16).unwrap())
-        .collect();
-    (addrs, std::fs::read(path).unwrap())
+        .collect()
 }
 
 fn check(path: &Path, compressed: bool) {
@@ -92,6 +100,17 @@ fn check(path: &Path, compressed: bool) {
         .expect("compilation units");
     let files: Vec<&str> = addrs.iter().map(|&a| cus.path_of(a).unwrap()).collect();
     assert_eq!(files, ["a.c", "b.c"]);
+    // Data: the unit defining a variable at the address (#48: `saved_command_line`).
+    let counters = nm(path, " d counter");
+    assert_eq!(counters.len(), 2, "two static counters");
+    let mut files: Vec<&str> = counters.iter().map(|&a| cus.path_of(a).unwrap()).collect();
+    files.sort_unstable();
+    assert_eq!(files, ["a.c", "b.c"]);
+    let c = nm(path, " D c_data");
+    assert_eq!(c.len(), 1);
+    assert_eq!(cus.path_of(c[0]), Some("c.c"));
+    // Inside a variable, not at it: nothing (a data symbol is its variable's address).
+    assert_eq!(cus.path_of(c[0] + 1), None);
     let lines = klpsym_elf::decl_lines(&data, &addrs, rs).unwrap();
     let got: Vec<(String, u64)> = lines
         .into_iter()

@@ -23,8 +23,9 @@ use crate::error::LoadError;
 /// member choice, klpsym-sources' parsers, `SourceFacts` and its notes). An entry written
 /// by a build with older decoders would otherwise be answered as if this build had read
 /// the input. (Before format 11 the key held the executable's size and mtime instead, so
-/// every build wrote its own entries.)
-pub const CACHE_FORMAT: u32 = 11;
+/// every build wrote its own entries.) 12: a -dbg vmlinux's data symbols name their files,
+/// assembler units' paths relative to the tree (#48).
+pub const CACHE_FORMAT: u32 = 12;
 
 pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     if b.len() < n {

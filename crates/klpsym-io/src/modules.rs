@@ -191,6 +191,32 @@ pub(crate) fn walk(
 }
 
 impl ModuleTree {
+    /// One kernel's modules from several places at once (a package's or a module tree, and
+    /// folders of out-of-tree modules): every module of each, by its kernel name; a name in
+    /// several is the first place's (the others' recorded in [`ModuleTree::duplicates`]). The
+    /// root is the first's.
+    pub fn join(trees: &[&ModuleTree], resched: &mut Resched) -> Result<ModuleTree, LoadError> {
+        let mut out = ModuleTree {
+            root: trees.first().map(|t| t.root.clone()).unwrap_or_default(),
+            ..ModuleTree::default()
+        };
+        for t in trees {
+            out.duplicates.extend(t.duplicates.iter().cloned());
+            for (name, file) in &t.by_name {
+                resched.tick()?;
+                match out.by_name.entry(name.clone()) {
+                    std::collections::btree_map::Entry::Occupied(e) => {
+                        out.duplicates.push(e.key().clone())
+                    }
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(file.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Walks `dir` (e.g. /lib/modules/VERSION) for `.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`.
     pub fn scan(dir: &Path) -> Result<ModuleTree, LoadError> {
         ModuleTree::scan_with(dir, &mut Resched::none())
@@ -634,5 +660,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("module 'nope' is not in"), "{e}");
+    }
+
+    #[test]
+    fn joined_trees_offer_every_module_the_first_place_winning_a_name() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(a.path().join("dummy.ko"), b"x").unwrap();
+        std::fs::write(a.path().join("crc7.ko"), b"x").unwrap();
+        // An out-of-tree folder: its own module, and one of the package's names again.
+        std::fs::write(b.path().join("oot-drv.ko"), b"x").unwrap();
+        std::fs::write(b.path().join("dummy.ko.xz"), b"x").unwrap();
+        let (ta, tb) = (
+            ModuleTree::scan(a.path()).unwrap(),
+            ModuleTree::scan(b.path()).unwrap(),
+        );
+        let t = ModuleTree::join(&[&ta, &tb], &mut Resched::none()).unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.root, a.path());
+        assert!(t.file("oot_drv").unwrap().label().starts_with(b.path()));
+        assert!(t.file("dummy").unwrap().label().starts_with(a.path()));
+        assert_eq!(t.duplicates, ["dummy"]);
     }
 }

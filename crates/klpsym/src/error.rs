@@ -42,7 +42,7 @@ pub enum Input {
     BuiltFor,
     /// The BTF for struct layouts ([`crate::TargetOptions::btf`]).
     Btf,
-    /// The kernel version whose rules apply ([`crate::TargetOptions::kernel_version`]).
+    /// The kernel version whose rules apply ([`crate::Options::kernel_version`]).
     KernelVersion,
     /// The kernel's build configuration ([`crate::TargetOptions::kernel_config`]).
     KernelConfig,

@@ -28,6 +28,10 @@ pub struct Note {
     pub level: Level,
     /// What, in a sentence.
     pub text: String,
+    /// The caller's input that would settle what it says (the option stating an assumed
+    /// fact), when there is one: a command names its argument.
+    #[serde(skip)]
+    pub input: Option<crate::error::Input>,
 }
 
 impl Note {
@@ -36,6 +40,7 @@ impl Note {
         Note {
             level: Level::Note,
             text: text.into(),
+            input: None,
         }
     }
 
@@ -44,7 +49,14 @@ impl Note {
         Note {
             level: Level::Warning,
             text: text.into(),
+            input: None,
         }
+    }
+
+    /// The same note, settled by the caller's `input`.
+    pub fn about(mut self, input: crate::error::Input) -> Note {
+        self.input = Some(input);
+        self
     }
 }
 
@@ -77,6 +89,12 @@ pub struct Kernel {
     pub(crate) module_syms: OnceLock<Vec<Vec<(u64, SymbolId)>>>,
     /// How this kernel's `find_kallsyms_symbol()` bounds a module symbol (found once).
     pub(crate) module_lookup: OnceLock<crate::symbolize::ModuleLookup>,
+    /// For each module a kallsyms lists without a layout: its symbols' addresses and the end
+    /// of its text as the kallsyms shows them (made once).
+    pub(crate) listed_modules: OnceLock<crate::module_size::ListedModules>,
+    /// The version a pasted trace's own header line told ([`Kernel::hear_trace`]), with its
+    /// line.
+    pub(crate) heard_version: Option<(crate::KernelVersion, usize)>,
     /// Line tables read so far (`file:line`).
     pub(crate) lines: crate::lines::LinesCache,
     /// Modules read from the kernel's packages after it was opened without them (a check
@@ -98,6 +116,8 @@ impl Kernel {
             ksym_range: OnceLock::new(),
             module_syms: OnceLock::new(),
             module_lookup: OnceLock::new(),
+            listed_modules: OnceLock::new(),
+            heard_version: None,
             lines: Default::default(),
             package_modules: Mutex::new(None),
         }
@@ -266,17 +286,18 @@ impl Kernel {
         Ok(Some(tree))
     }
 
-    /// The folder of [`Kernel::module_tree`] when it is one: [`Options::modules`], or the
-    /// running kernel's `/lib/modules/$(uname -r)`.
+    /// The folder of [`Kernel::module_tree`] when it is one: the first of
+    /// [`Options::modules`], or the running kernel's `/lib/modules/$(uname -r)`.
     pub fn modules_dir(&self) -> Option<std::path::PathBuf> {
         self.opts
             .modules
-            .clone()
+            .first()
+            .cloned()
             .or_else(|| self.default_modules_dir())
     }
 
     fn default_modules_dir(&self) -> Option<std::path::PathBuf> {
-        if self.opts.modules.is_some() || !self.by_default {
+        if !self.opts.modules.is_empty() || !self.by_default {
             return None;
         }
         let r = klpsym_io::live_release()?;
@@ -345,12 +366,6 @@ impl Kernel {
         self.inner.free_with(resched)?;
         Ok(())
     }
-}
-
-/// `(major, minor)` of a kernel release (`6.1.0-57-amd64`), when it reads as one.
-pub(crate) fn release_version(release: Option<&str>) -> Option<(u32, u32)> {
-    let mut it = release?.split(|c: char| !c.is_ascii_digit());
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// Why the running kernel hides addresses from this reader: `kallsyms_show_value()`

@@ -80,6 +80,7 @@ mod fleet;
 mod info;
 mod kernel;
 mod lines;
+mod module_size;
 mod open;
 mod options;
 mod query;
@@ -90,6 +91,7 @@ mod status;
 mod symbolize;
 mod target;
 mod trace;
+mod version;
 
 pub use binding::{
     drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity, ModuleAsBuilt,
@@ -118,6 +120,7 @@ pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStat
 pub use symbolize::{AddrAnswer, Ended, NoSymbol, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
 pub use trace::{Trace, TraceLine};
+pub use version::{KernelVersion, VersionSource};
 
 /// Reschedule points, for callers that drive the lower layers themselves.
 pub use klpsym_core::{Cancelled, Recorder, Resched, ReschedPolicy};

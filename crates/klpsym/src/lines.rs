@@ -49,15 +49,19 @@ impl Kernel {
         answers: &mut [AddrAnswer],
         return_addresses: bool,
     ) -> Result<()> {
+        // Found, or a module's frame decoded without a placement.
+        let placed = |a: &AddrAnswer| {
+            a.found || a.reason == Some(crate::symbolize::NoSymbol::ModuleNotPlaced)
+        };
         let mut modules: Vec<String> = answers
             .iter()
-            .filter(|a| a.found)
+            .filter(|a| placed(a))
             .filter_map(|a| a.module.clone())
             .collect();
         modules.sort();
         modules.dedup();
         self.prepare_module_lines(&modules)?;
-        for a in answers.iter_mut().filter(|a| a.found) {
+        for a in answers.iter_mut().filter(|a| placed(a)) {
             a.source = self.source_lines(a, return_addresses)?;
         }
         Ok(())
@@ -163,9 +167,10 @@ impl Kernel {
     fn prepare_module_lines(&self, modules: &[String]) -> Result<()> {
         let limit = self.opts.load_options().max_decompressed_size;
         let mut rs = self.opts.resched();
-        let root = self
+        let roots: Vec<String> = self
             .vmlinux_lines()?
-            .and_then(|l| l.lock().ok().and_then(|l| l.root().map(str::to_string)));
+            .and_then(|l| l.lock().ok().map(|l| l.roots().to_vec()))
+            .unwrap_or_default();
         let mut missing = Vec::new();
         for m in modules {
             let key = klpsym_core::normalize_module_name(m);
@@ -204,7 +209,7 @@ impl Kernel {
             }
             match found {
                 Some(mut l) => {
-                    l.set_root(root.clone());
+                    l.set_roots(&roots);
                     self.set_module_lines(&key, Some(l));
                 }
                 None => missing.push(m.clone()),
@@ -227,7 +232,7 @@ impl Kernel {
             for (name, _, bytes) in read {
                 self.keep_debug_module(&name, &bytes);
                 if let Some(mut l) = DebugLines::module(&bytes) {
-                    l.set_root(root.clone());
+                    l.set_roots(&roots);
                     self.set_module_lines(&klpsym_core::normalize_module_name(&name), Some(l));
                 }
             }

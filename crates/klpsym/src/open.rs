@@ -124,7 +124,7 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec
         )
         .about(crate::error::Input::Placement));
     }
-    if !loaded.is_empty() && opts.modules.is_none() {
+    if !loaded.is_empty() && opts.modules.is_empty() {
         return Err(Error::usage(
             "loaded modules are named, but no module tree says where their files are",
         )
@@ -132,10 +132,11 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec
     }
     // Composing the loaded modules needs the tree first; otherwise it is scanned on a helper
     // thread while the kernels load.
-    let (tree, scanning) = match &opts.modules {
-        Some(dir) if !loaded.is_empty() => (Some(checked_tree(dir, &load, &mut rs)?), None),
-        Some(dir) => (None, Some(scan_in_background(dir, &load, &rs))),
-        None => (None, None),
+    let dirs = &opts.modules;
+    let (tree, scanning) = match dirs.is_empty() {
+        false if !loaded.is_empty() => (Some(checked_trees(dirs, &load, &mut rs)?), None),
+        false => (None, Some(scan_in_background(dirs, &load, &rs))),
+        true => (None, None),
     };
     let opened = open_kernels(sources, opts, &load, tree.clone(), &loaded, &mut rs);
     // A module tree that is wrong is reported first, as when it was scanned first.
@@ -153,7 +154,25 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec
     Ok((opened, notes))
 }
 
-/// `--modules DIR` scanned, or the error that says why it cannot serve.
+/// Every place of [`Options::modules`] scanned and joined into one kernel's modules (the
+/// first place's module wins a name), or the error that says why one cannot serve.
+fn checked_trees(
+    dirs: &[PathBuf],
+    load: &LoadOptions,
+    rs: &mut Resched,
+) -> Result<Arc<ModuleTree>> {
+    let trees = dirs
+        .iter()
+        .map(|d| checked_tree(d, load, rs))
+        .collect::<Result<Vec<_>>>()?;
+    if trees.len() == 1 {
+        return Ok(Arc::clone(&trees[0]));
+    }
+    let refs: Vec<&ModuleTree> = trees.iter().map(|t| &**t).collect();
+    Ok(Arc::new(ModuleTree::join(&refs, rs)?))
+}
+
+/// A module tree (a folder or a package) scanned, or the error that says why it cannot serve.
 fn checked_tree(dir: &Path, load: &LoadOptions, rs: &mut Resched) -> Result<Arc<ModuleTree>> {
     let t = ModuleTree::open(dir, load, rs).map_err(|e| {
         Error::from(e)
@@ -176,23 +195,23 @@ fn checked_tree(dir: &Path, load: &LoadOptions, rs: &mut Resched) -> Result<Arc<
 /// A module tree being scanned on a helper thread (or, when no thread could be started,
 /// not yet: [`BackgroundScan::finish`] then scans it).
 struct BackgroundScan {
-    dir: PathBuf,
+    dirs: Vec<PathBuf>,
     load: LoadOptions,
     thread: Option<std::thread::JoinHandle<Result<Arc<ModuleTree>>>>,
 }
 
-fn scan_in_background(dir: &Path, load: &LoadOptions, rs: &Resched) -> BackgroundScan {
-    let (d, o, mut helper_rs) = (dir.to_path_buf(), load.clone(), rs.sibling());
+fn scan_in_background(dirs: &[PathBuf], load: &LoadOptions, rs: &Resched) -> BackgroundScan {
+    let (d, o, mut helper_rs) = (dirs.to_vec(), load.clone(), rs.sibling());
     let thread = std::thread::Builder::new()
         .name("klpsym-modules".into())
         .spawn(move || {
             // Starting the thread is its own stretch, apart from the walk's first.
             helper_rs.tick_step()?;
-            checked_tree(&d, &o, &mut helper_rs)
+            checked_trees(&d, &o, &mut helper_rs)
         })
         .ok();
     BackgroundScan {
-        dir: dir.to_path_buf(),
+        dirs: dirs.to_vec(),
         load: load.clone(),
         thread,
     }
@@ -203,7 +222,7 @@ impl BackgroundScan {
         match self.thread.map(std::thread::JoinHandle::join) {
             Some(Ok(r)) => r,
             // A panicked helper or none started: scan here.
-            Some(Err(_)) | None => checked_tree(&self.dir, &self.load, rs),
+            Some(Err(_)) | None => checked_trees(&self.dirs, &self.load, rs),
         }
     }
 }
@@ -293,7 +312,7 @@ fn open_kernels(
             kernel.attach_debug(d, rs)?;
         }
         if !loaded.is_empty() {
-            let version = crate::kernel::release_version(kernel.release().as_deref());
+            let version = kernel.series();
             let k = &mut kernel.inner;
             let (table, layouts) = klpsym_io::compose_with_layouts(
                 &k.table,

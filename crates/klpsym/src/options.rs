@@ -103,10 +103,12 @@ pub struct Options {
     /// [`klpsym_io::DEFAULT_MAX_BYTES`], 4 GiB): entries whose input is gone or changed go
     /// first, then the least recently used. `u64::MAX`: no bound.
     pub cache_max_bytes: u64,
-    /// A module tree (`/lib/modules/RELEASE`), or a package holding one: every module in it is
-    /// available by its kernel name. For the running kernel (no source named),
-    /// `/lib/modules/$(uname -r)` when it exists.
-    pub modules: Option<PathBuf>,
+    /// One kernel's modules, from any number of places at once: a module tree
+    /// (`/lib/modules/RELEASE`), a package holding one, a folder of out-of-tree modules (a
+    /// driver's, the livepatch itself). Every module in any of them is available by its
+    /// kernel name; a name in several is the first place's. None given, for the running
+    /// kernel (no source named): `/lib/modules/$(uname -r)` when it exists.
+    pub modules: Vec<PathBuf>,
     /// Which modules of [`Options::modules`] count as loaded, in the order `/proc/kallsyms`
     /// lists them (newest first).
     pub loaded: Vec<String>,
@@ -116,6 +118,12 @@ pub struct Options {
     pub debug_vmlinux: Option<PathBuf>,
     /// CONFIG_KALLSYMS_ALL of a vmlinux ELF when it cannot be read from the image.
     pub kallsyms_all: Option<bool>,
+    /// The kernel version whose rules apply, with its stable sublevel where a stable series
+    /// took a change (`6.1.192`): for every answer that depends on it (the module symbol
+    /// sizes of `%pS`, a check's or conversion's rules). Default: the source's banner, else
+    /// a package's name, else a pasted trace's own header line; when nothing tells it, an
+    /// answer that depends on it says which rule it assumed.
+    pub kernel_version: Option<crate::KernelVersion>,
     /// Refuse inputs larger than this many bytes.
     pub max_input_size: u64,
     /// Refuse to decompress more than this many bytes.
@@ -151,6 +159,7 @@ impl std::fmt::Debug for Options {
             .field("place_from", &self.place_from)
             .field("debug_vmlinux", &self.debug_vmlinux)
             .field("kallsyms_all", &self.kallsyms_all)
+            .field("kernel_version", &self.kernel_version)
             .field("max_input_size", &self.max_input_size)
             .field("max_decompressed_size", &self.max_decompressed_size)
             .field("policy", &self.policy)
@@ -169,11 +178,12 @@ impl Default for Options {
         Options {
             cache: CacheDir::Default,
             cache_max_bytes: klpsym_io::DEFAULT_MAX_BYTES,
-            modules: None,
+            modules: Vec::new(),
             loaded: Vec::new(),
             place_from: None,
             debug_vmlinux: None,
             kallsyms_all: None,
+            kernel_version: None,
             max_input_size: 1 << 30,
             max_decompressed_size: 1 << 30,
             policy: PointPolicy::Nothing,
@@ -205,15 +215,22 @@ impl Options {
         self
     }
 
-    /// Sets the module tree (a folder or a package).
+    /// Adds a place modules are read from (a module tree, a package, a folder of
+    /// out-of-tree modules; see [`Options::modules`]).
     pub fn modules(mut self, dir: impl Into<PathBuf>) -> Options {
-        self.modules = Some(dir.into());
+        self.modules.push(dir.into());
         self
     }
 
     /// Sets the debug vmlinux.
     pub fn debug_vmlinux(mut self, path: impl Into<PathBuf>) -> Options {
         self.debug_vmlinux = Some(path.into());
+        self
+    }
+
+    /// States the kernel version whose rules apply (see [`Options::kernel_version`]).
+    pub fn kernel_version(mut self, v: crate::KernelVersion) -> Options {
+        self.kernel_version = Some(v);
         self
     }
 

@@ -9,7 +9,7 @@ use klpsym_core::{normalize_module_name, ObjectId, SymbolizeOutcome, SIZE_UNKNOW
 use klpsym_core::hex_serde;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, Note};
 use crate::stack_entry::{claimed_symbol, Query};
 
 /// Why an address has no symbol (`%pS` then prints the number).
@@ -25,6 +25,12 @@ pub enum NoSymbol {
     OutsideKernel,
     /// The source hides addresses (all zero).
     AddressesHidden,
+    /// A `name+0xoff/0xsize [module]` of a module no kallsyms placed (the kernel's table does
+    /// not list it, or lists it unplaced, from its `.ko`): no address, but the frame is the
+    /// module's own place, decoded from its debug file by name and offset as
+    /// decode_stacktrace.sh does ([`AddrAnswer::source`]). A bare address in such a module
+    /// needs the placement.
+    ModuleNotPlaced,
 }
 
 /// The answer to one query: `%pS` of an address, or the address `name+0xoff` stands for.
@@ -169,12 +175,15 @@ pub(crate) enum ModuleLookup {
 }
 
 impl ModuleLookup {
-    /// Whether kernel `version` at stable `sublevel` selects the region first. The change
-    /// came with mainline 7.3 and was taken into the stable series 7.2.4 (linux-7.2.y,
-    /// 2026-09-07), 6.18.50 and 6.12.117 (Debian's changelog of 6.12.117-1 lists it); the
-    /// lab holds 6.12.95 with the old rule and 6.12.118 and 7.2.13 with the new. Other
-    /// series (6.4 to 7.1, 6.6.y) keep the old rule, as far as is known. Unknown sublevel:
-    /// the series' first release (its old rule).
+    /// Whether kernel `version` at stable `sublevel` selects the region first. The change,
+    /// "module/kallsyms: fix nextval for data symbol lookup" (Stanislaw Gruszka, posted to
+    /// linux-modules in April 2026; modules-next 5eef17fedaa5, linux-next 0e9f090a4e9b), came
+    /// with mainline 7.3 and was taken into the stable series 7.2.4 (linux-7.2.y,
+    /// 2026-09-07), 6.18.50 (linux-6.18.y 04ab51d4e369, pushed 2026-09-07) and 6.12.117
+    /// (Debian's changelog of 6.12.117-1 lists it); the lab holds 6.12.95 with the old rule
+    /// and 6.12.118 and 7.2.13 with the new. Other series (6.4 to 7.1, 6.6.y, 6.1.y, 5.10.y)
+    /// keep the old rule, as far as is known. Unknown sublevel: the series' first release
+    /// (its old rule).
     pub(crate) fn by_region(version: (u32, u32), sublevel: Option<u32>) -> bool {
         let s = sublevel.unwrap_or(0);
         match version {
@@ -184,6 +193,12 @@ impl ModuleLookup {
             (6, 12) => s >= 117,
             _ => false,
         }
+    }
+
+    /// Whether the rule of series `version` depends on its stable sublevel (a stable
+    /// release took the change).
+    pub(crate) fn depends_on_sublevel(version: (u32, u32)) -> bool {
+        matches!(version, (7, 2) | (6, 18) | (6, 12))
     }
 }
 
@@ -196,10 +211,16 @@ impl Kernel {
     /// `_end+0x0/...`, its 6.1 the bare number). Outside it the kernel prints the number
     /// ([`SymbolizeOutcome::OutsideKernel`]), though kallsyms lists symbols past `_end`.
     pub fn symbolize(&self, addr: u64) -> SymbolizeOutcome<'_> {
-        if let Some(o) = self.symbolize_in_module(addr) {
+        self.symbolize_by(addr, self.module_lookup())
+    }
+
+    /// [`Kernel::symbolize`] with module symbols bounded by `lookup`.
+    fn symbolize_by(&self, addr: u64, lookup: ModuleLookup) -> SymbolizeOutcome<'_> {
+        if let Some(o) = self.symbolize_in_module(addr, lookup) {
             return o;
         }
         let o = self.past_placed_module(self.inner.table.symbolize(addr));
+        let o = self.listed_module_size(o, addr, lookup);
         if let SymbolizeOutcome::Found(s) = &o {
             if s.module.is_none() && s.symbol.object == ObjectId::VMLINUX {
                 if let Some((start, end)) = self.ksym_range() {
@@ -221,14 +242,19 @@ impl Kernel {
         self.inner
             .table
             .symbolize_batch_with(addrs, &mut out, &mut rs)?;
+        let lookup = self.module_lookup();
         if !self.inner.module_layouts.is_empty() {
             for (o, &a) in out.iter_mut().zip(addrs) {
                 rs.tick()?;
-                *o = match self.symbolize_in_module(a) {
+                *o = match self.symbolize_in_module(a, lookup) {
                     Some(m) => m,
                     None => self.past_placed_module(*o),
                 };
             }
+        }
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            rs.tick()?;
+            *o = self.listed_module_size(*o, a, lookup);
         }
         if let Some((start, end)) = self.ksym_range() {
             for (o, &a) in out.iter_mut().zip(addrs) {
@@ -291,7 +317,7 @@ impl Kernel {
     /// runs at most to the region's end; an address in no region it scans (without
     /// CONFIG_KALLSYMS_ALL, any but the text) or below the region's first symbol prints as
     /// the number.
-    fn symbolize_in_module(&self, addr: u64) -> Option<SymbolizeOutcome<'_>> {
+    fn symbolize_in_module(&self, addr: u64, lookup: ModuleLookup) -> Option<SymbolizeOutcome<'_>> {
         let k = &self.inner;
         let Some(i) = k.module_layouts.iter().position(|(_, l)| l.contains(addr)) else {
             return self.symbolize_in_freed_init(addr);
@@ -300,7 +326,7 @@ impl Kernel {
         let t = &k.table;
         let syms = &self.module_symbols()[i];
         // The lowest value a best symbol may have, and the bound of its size.
-        let (floor, end) = match self.module_lookup() {
+        let (floor, end) = match lookup {
             ModuleLookup::ToTextEnd => (0, layout.text_end?),
             ModuleLookup::ByRegion { text_only } => match layout.region_of(addr, text_only) {
                 Some(r) => r,
@@ -371,32 +397,150 @@ impl Kernel {
         })
     }
 
-    /// How this kernel bounds a module symbol, by its version and stable sublevel (the
-    /// banner's) and whether kallsyms holds data symbols (CONFIG_KALLSYMS_ALL).
-    fn module_lookup(&self) -> ModuleLookup {
-        *self.module_lookup.get_or_init(|| {
-            let rules = self
-                .release()
-                .as_deref()
-                .and_then(klpsym_livepatch::KernelRules::from_release);
-            let Some(mut rules) = rules else {
-                return ModuleLookup::ByRegion { text_only: false };
-            };
-            if let Some(b) = &self.inner.facts.version {
-                rules = rules.with_banner(b);
+    /// How this kernel bounds a module symbol, by its version and stable sublevel
+    /// ([`Kernel::kernel_version`]) and whether kallsyms holds data symbols
+    /// (CONFIG_KALLSYMS_ALL). Unknown version: the newer rule (said by
+    /// [`Kernel::version_assumed`]).
+    pub(crate) fn module_lookup(&self) -> ModuleLookup {
+        *self
+            .module_lookup
+            .get_or_init(|| match self.kernel_version().0 {
+                // Nothing known: today's rule, with data symbols.
+                None => ModuleLookup::ByRegion { text_only: false },
+                Some(v) if !ModuleLookup::by_region(v.series(), v.sublevel) => {
+                    ModuleLookup::ToTextEnd
+                }
+                Some(_) => self.by_region_lookup(),
+            })
+    }
+
+    /// [`ModuleLookup::ByRegion`] for this kernel's CONFIG_KALLSYMS_ALL.
+    fn by_region_lookup(&self) -> ModuleLookup {
+        let mut rs = self.opts.resched();
+        // A stop asked during the walk must not decide the cached answer: the walk is
+        // finished without points then (as the stem index's first build is).
+        let all = crate::target::knows_exports(&self.inner.table, &mut rs)
+            .or_else(|Cancelled| {
+                crate::target::knows_exports(&self.inner.table, &mut Resched::none())
+            })
+            .expect("no cancellation without a flag");
+        ModuleLookup::ByRegion { text_only: !all }
+    }
+
+    /// Why the size of a module symbol is assumed: the kernel's version (or, in a series
+    /// that took the change in a stable release, its sublevel) is not known. `None` when
+    /// the version decides.
+    pub(crate) fn module_rule_assumed(&self) -> Option<String> {
+        let (v, _) = self.kernel_version();
+        let (why, rule) = match v {
+            None => (
+                "the kernel version is not known (no banner in this source)".to_string(),
+                "the newer rule",
+            ),
+            Some(v) if v.sublevel.is_none() && ModuleLookup::depends_on_sublevel(v.series()) => (
+                format!(
+                    "the stable sublevel of {v} is not known, and {v}.y took the change in a stable release"
+                ),
+                "the series' first release's (older) rule",
+            ),
+            Some(_) => return None,
+        };
+        Some(format!(
+            "the size of a module symbol depends on the kernel version (\"module/kallsyms: fix nextval for data symbol lookup\": 6.12.117+, 6.18.50+, 7.2.4+ and 7.3+ end it with the symbol's own memory region, older kernels with the module's text, so that a data symbol's size wraps): {why}; {rule} was assumed — state the kernel version with its stable sublevel"
+        ))
+    }
+
+    /// What `answers` assumed because this kernel's version is not known, as a warning naming
+    /// the fact and the option that states it ([`crate::Options::kernel_version`]): said only
+    /// where an answer would read otherwise under the other rule (a module symbol's size).
+    /// `None` when the version decides or no answer depends on it.
+    pub fn version_assumed(&self, answers: &[AddrAnswer]) -> Option<Note> {
+        let why = self.module_rule_assumed()?;
+        let now = self.module_lookup();
+        let other = match now {
+            ModuleLookup::ToTextEnd => self.by_region_lookup(),
+            ModuleLookup::ByRegion { .. } => ModuleLookup::ToTextEnd,
+        };
+        let depends = answers
+            .iter()
+            .filter(|a| a.module.is_some())
+            .filter_map(|a| a.address)
+            .any(|addr| {
+                [addr, addr.wrapping_sub(1)]
+                    .iter()
+                    .any(|&x| self.symbolize_by(x, now) != self.symbolize_by(x, other))
+            });
+        depends.then(|| {
+            Note::warning(format!("{}: {why}", self.path().display()))
+                .about(crate::error::Input::KernelVersion)
+        })
+    }
+
+    /// The table's answer `o` for `addr` by `lookup`'s rule when the symbol is of a module a
+    /// kallsyms lists without a layout (see `module_size.rs`): the old rule bounds every
+    /// size by the end of the module's text; the newer one bounds a text symbol's by it (an
+    /// address past it is outside), and leaves the rest to the next symbol.
+    fn listed_module_size<'a>(
+        &'a self,
+        o: SymbolizeOutcome<'a>,
+        addr: u64,
+        lookup: ModuleLookup,
+    ) -> SymbolizeOutcome<'a> {
+        let (symbol, module) = match o {
+            SymbolizeOutcome::Found(s) if s.module.is_some() => (s.symbol, s.module),
+            SymbolizeOutcome::Outside { nearest, .. } if nearest.object != ObjectId::VMLINUX => {
+                (nearest, None)
             }
-            if !ModuleLookup::by_region(rules.version, rules.sublevel) {
-                return ModuleLookup::ToTextEnd;
-            }
+            o => return o,
+        };
+        let listed = self.listed_modules.get_or_init(|| {
+            let placed: Vec<&str> = self
+                .inner
+                .module_layouts
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect();
+            let series = self.series();
             let mut rs = self.opts.resched();
-            // A stop asked during the walk must not decide the cached answer: the walk is
-            // finished without points then (as the stem index's first build is).
-            let all = crate::target::knows_exports(&self.inner.table, &mut rs)
+            crate::module_size::ListedModules::new(&self.inner.table, &placed, series, &mut rs)
                 .or_else(|Cancelled| {
-                    crate::target::knows_exports(&self.inner.table, &mut Resched::none())
+                    crate::module_size::ListedModules::new(
+                        &self.inner.table,
+                        &placed,
+                        series,
+                        &mut Resched::none(),
+                    )
                 })
-                .expect("no cancellation without a flag");
-            ModuleLookup::ByRegion { text_only: !all }
+                .expect("no cancellation without a flag")
+        });
+        let size = match lookup {
+            ModuleLookup::ToTextEnd => listed.old_rule_size(symbol.object, symbol.addr, addr),
+            ModuleLookup::ByRegion { .. } => {
+                match listed.text_rule(symbol.object, symbol.addr, addr) {
+                    Some(crate::module_size::InText::Size(s)) => Some(s),
+                    Some(crate::module_size::InText::Past(size)) => {
+                        return SymbolizeOutcome::Outside {
+                            nearest: symbol,
+                            size,
+                        }
+                    }
+                    None => None,
+                }
+            }
+        };
+        let Some(size) = size else {
+            return o;
+        };
+        let t = &self.inner.table;
+        let info = t.object_info(symbol.object);
+        if info.kind != klpsym_core::ObjectKind::Module {
+            return o;
+        }
+        SymbolizeOutcome::Found(klpsym_core::Symbolized {
+            symbol,
+            offset: addr - symbol.addr,
+            size,
+            module: module.or(Some(info.name.as_str())),
         })
     }
 
@@ -407,8 +551,7 @@ impl Kernel {
     fn module_symbols(&self) -> &[Vec<(u64, klpsym_core::SymbolId)>] {
         self.module_syms.get_or_init(|| {
             let t = &self.inner.table;
-            let version =
-                crate::kernel::release_version(self.release().as_deref()).unwrap_or((99, 0));
+            let version = self.series().unwrap_or((99, 0));
             self.inner
                 .module_layouts
                 .iter()
@@ -446,13 +589,7 @@ impl Kernel {
                     .map(|s| s.addr)
             };
             let (start, end) = (at("_stext")?, at("_end")?);
-            let version = self.release().and_then(|r| {
-                let mut it = r.split(|c: char| !c.is_ascii_digit());
-                Some((
-                    it.next()?.parse::<u32>().ok()?,
-                    it.next()?.parse::<u32>().ok()?,
-                ))
-            });
+            let version = self.series();
             // Unknown version: today's rule.
             let inclusive = version.is_some_and(|v| v < (5, 16));
             Some((
@@ -637,6 +774,9 @@ impl Kernel {
                 size,
                 module,
             }) => match self.resolve_symbol(name, *offset, *size, module.as_deref()) {
+                Err(e) if e.kind() != ErrorKind::Cancelled && module.is_some() => {
+                    self.module_frame(input, name, *offset, *size, module.as_deref(), e)
+                }
                 Err(e) => (AddrAnswer::failed(input, e.to_string()), Ended::NotFound),
                 Ok(hits) => {
                     let mut r = self.describe_address(input, hits[0].address);
@@ -655,6 +795,62 @@ impl Kernel {
                 }
             },
         }
+    }
+}
+
+impl Kernel {
+    /// The answer to `name+0xoff/0xsize [module]` of a module the table cannot place (`why`
+    /// it could not be resolved): where the module's debug file (its own `.ko` among the
+    /// modules, the host's, the kernel's `-dbg` package) defines `name`, the frame is
+    /// answered without an address ([`NoSymbol::ModuleNotPlaced`]; its place by
+    /// [`Kernel::add_source_lines`]); else `why` is the error.
+    fn module_frame(
+        &self,
+        input: &str,
+        name: &str,
+        offset: u64,
+        size: Option<u64>,
+        module: Option<&str>,
+        why: Error,
+    ) -> (AddrAnswer, Ended) {
+        let Some(m) = module.map(normalize_module_name) else {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        };
+        // Placed and yet without the name: the kernel's answer, not a frame to decode.
+        let t = &self.inner.table;
+        if t.object_by_name(&m)
+            .is_some_and(|o| !t.object_info(o).unplaced)
+        {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        }
+        let defined = match self.module_lines(&m) {
+            Ok(Some(l)) => l
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .place_symbol(name, offset, None)
+                .is_some(),
+            _ => false,
+        };
+        if !defined {
+            return (
+                AddrAnswer::failed(
+                    input,
+                    format!("{why}; no debug file of {m} defining {name} was found to decode the frame from"),
+                ),
+                Ended::NotFound,
+            );
+        }
+        let mut a = AddrAnswer::failed(input, String::new());
+        a.error = None;
+        a.symbol = Some(name.to_string());
+        a.offset = Some(offset);
+        a.size = size;
+        a.module = Some(m.clone());
+        a.reason = Some(NoSymbol::ModuleNotPlaced);
+        a.explanation = Some(format!(
+            "{why}: no address without a placement (loaded modules placed by a kallsyms); the frame is decoded from {m}'s debug file"
+        ));
+        (a, Ended::Found)
     }
 }
 

@@ -26,8 +26,6 @@ pub struct TargetOptions {
     /// The target's BTF for the klp struct layouts: `/sys/kernel/btf/vmlinux`, a raw `.BTF`
     /// dump, a vmlinux or kernel image with a `.BTF` section, or a package holding one.
     pub btf: Option<PathBuf>,
-    /// The kernel version whose rules apply (`6.1`); default: the source's banner.
-    pub kernel_version: Option<String>,
     /// The target's Module.symvers; default: `MODULES/build/Module.symvers` when the module
     /// tree has it, else a package's, else the CRCs the image or vmlinux holds.
     pub symvers: Option<PathBuf>,
@@ -206,10 +204,7 @@ impl<'k> TargetFacts<'k> {
         rs: &mut Resched,
     ) -> Result<TargetFacts<'k>> {
         let mut notes = Vec::new();
-        let mut rules = rules_for(kernel, opts.kernel_version.as_deref(), &mut notes)?;
-        if let Some(b) = &kernel.inner.facts.version {
-            rules = rules.with_banner(b);
-        }
+        let rules = rules_for(kernel, &mut notes);
         let wanted: Vec<String> = objects
             .iter()
             .filter(|o| *o != "vmlinux" && kernel.table().object_by_name(o).is_none())
@@ -319,25 +314,24 @@ impl<'k> TargetFacts<'k> {
 }
 
 /// Rules for a kernel: `flag` (`6.1`), else its banner, else 6.1 with a warning.
-fn rules_for(k: &Kernel, flag: Option<&str>, notes: &mut Vec<Note>) -> Result<KernelRules> {
-    if let Some(v) = flag {
-        return KernelRules::from_release(v).ok_or_else(|| {
-            Error::usage(format!(
-                "kernel version '{v}': expected X.Y (for example 6.1)"
-            ))
-            .about(crate::error::Input::KernelVersion)
-        });
-    }
-    Ok(k.release()
-        .as_deref()
-        .and_then(KernelRules::from_release)
-        .unwrap_or_else(|| {
-            notes.push(Note::warning(format!(
-                "{}: kernel version unknown (no banner in this source); using 6.1 rules (name the version to choose others)",
-                k.path().display()
-            )));
+fn rules_for(k: &Kernel, notes: &mut Vec<Note>) -> KernelRules {
+    match k.kernel_version().0 {
+        Some(v) => {
+            let mut rules = KernelRules::for_version(v.major, v.minor);
+            rules.sublevel = v.sublevel;
+            rules
+        }
+        None => {
+            notes.push(
+                Note::warning(format!(
+                    "{}: kernel version unknown (no banner in this source); using 6.1 rules (state the kernel version to choose others)",
+                    k.path().display()
+                ))
+                .about(crate::error::Input::KernelVersion),
+            );
             KernelRules::for_version(6, 1)
-        }))
+        }
+    }
 }
 
 /// Tables of `names` (module objects) that are not loaded on `kernel`, from the module tree.

@@ -82,6 +82,19 @@ impl Trace {
 }
 
 impl Trace {
+    /// The kernel version the trace's own header line tells (`CPU: 0 PID: 1 Comm: x Not
+    /// tainted 6.1.0-57-amd64 #1 Debian 6.1.192-3`), with that line's number (from 1; for
+    /// arguments, their order). The first such line.
+    pub fn kernel_version(&self) -> Option<(crate::KernelVersion, usize)> {
+        self.lines.iter().enumerate().find_map(|(i, l)| {
+            let (text, n) = match l {
+                TraceLine::Query { input, line, .. } => (input.as_str(), line.unwrap_or(i + 1)),
+                TraceLine::Text(t) => (t.as_str(), i + 1),
+            };
+            crate::KernelVersion::from_oops_line(text).map(|v| (v, n))
+        })
+    }
+
     /// The architecture the trace is from, with what tells it (see `stack_entry::arch_of`):
     /// its lines (`RIP: `, `Call Trace:`... or `pc : `, `Call trace:`...), else the kernel
     /// text addresses it asks about. `None` when nothing tells.

@@ -54,11 +54,11 @@ fn check(dir: &Path, version: &str, btf: Option<PathBuf>) -> klpsym::KernelCheck
     std::fs::write(&patch, build_module(&ModSpec::default())).unwrap();
     let opts = Options::new()
         .cache(CacheDir::Off)
-        .modules(dir.join("mods"));
+        .modules(dir.join("mods"))
+        .kernel_version(version.parse().unwrap());
     let kernel = klpsym::open(dir.join("kallsyms"), &opts).unwrap();
     let copts = CheckOptions {
         target: TargetOptions {
-            kernel_version: Some(version.to_string()),
             btf,
             ..TargetOptions::default()
         },

@@ -4,10 +4,10 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use klpsym::{AddrAnswer, Ended, Queries, Trace};
+use klpsym::{AddrAnswer, Ended, Note, Queries, Trace};
 
 use crate::cli::AddrArgs;
-use crate::options::{open_kernels, print_failure};
+use crate::options::{open_kernels, print_failure, print_notes};
 use crate::output::{print_json, stdout, CliError, Outcome};
 
 #[derive(Debug, Serialize)]
@@ -20,6 +20,8 @@ struct KernelAddrs {
     kernel: String,
     /// When the trace is of another architecture than the kernel: which, and how it shows.
     arch_mismatch: Option<String>,
+    /// What the answers took from the trace or assumed (the kernel version).
+    notes: Vec<Note>,
     addresses: Vec<AddrAnswer>,
 }
 
@@ -31,13 +33,18 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
     } else {
         Trace::from_args(&args.addrs)
     };
-    let (kernels, failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let (mut kernels, failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
     failed.iter().for_each(print_failure);
     let mut worst = Ended::Found;
     let mut results = Vec::new();
-    for k in &kernels {
+    for k in &mut kernels {
         k.require_addresses()?;
+        // A pasted oops's own header line tells the version where nothing else did.
+        let mut notes: Vec<Note> = k.hear_trace(&trace).into_iter().collect();
+        let k = &*k;
         let (mut addresses, mut ended) = k.answer_trace(&trace, args.return_addresses);
+        notes.extend(k.version_assumed(&addresses));
+        print_notes(&notes);
         // A trace of another architecture: every answer is this kernel's, none the trace's.
         let arch_mismatch = trace.arch_mismatch(k);
         if let Some(m) = &arch_mismatch {
@@ -56,6 +63,7 @@ pub fn run(args: &AddrArgs) -> Result<Outcome, CliError> {
         results.push(KernelAddrs {
             kernel,
             arch_mismatch,
+            notes,
             addresses,
         });
     }

@@ -206,9 +206,9 @@ impl DebugLines {
         rs: &mut Resched,
     ) -> Result<Option<FunctionCopies>, Cancelled> {
         let across = self.refers_across_units(rs)?;
-        let root = self.root();
+        let roots = self.roots();
         let r = self.with_dwarf(|dwarf| -> Result<Option<FunctionCopies>, Stop> {
-            let mut walk = Walk::new(dwarf, root);
+            let mut walk = Walk::new(dwarf, roots);
             let Some(unit) = unit_at(&mut walk, addr, rs)? else {
                 return Ok(None);
             };
@@ -244,9 +244,9 @@ impl DebugLines {
         rs: &mut Resched,
     ) -> Result<Vec<FunctionCopies>, Cancelled> {
         let across = self.refers_across_units(rs)?;
-        let root = self.root();
+        let roots = self.roots();
         let r = self.with_dwarf(|dwarf| -> Result<Vec<FunctionCopies>, Stop> {
-            let mut walk = Walk::new(dwarf, root);
+            let mut walk = Walk::new(dwarf, roots);
             let units: Vec<u64> = match index {
                 Some(i) => i.units_of(name).to_vec(),
                 None => {

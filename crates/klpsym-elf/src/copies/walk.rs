@@ -34,7 +34,7 @@ impl From<Cancelled> for Stop {
 pub(super) struct Walk<'a, 'd> {
     pub(super) dwarf: &'a gimli::Dwarf<Slice<'d>>,
     /// The source tree prefix stripped from paths.
-    root: Option<&'a str>,
+    roots: &'a [String],
     units: HashMap<u64, Rc<Unit<'d>>>,
     /// Every unit's offset, sorted (read when a reference crosses units).
     unit_starts: Option<Vec<u64>>,
@@ -70,10 +70,10 @@ pub(super) fn unit_offset(unit: &Unit<'_>) -> u64 {
 }
 
 impl<'a, 'd> Walk<'a, 'd> {
-    pub(super) fn new(dwarf: &'a gimli::Dwarf<Slice<'d>>, root: Option<&'a str>) -> Walk<'a, 'd> {
+    pub(super) fn new(dwarf: &'a gimli::Dwarf<Slice<'d>>, roots: &'a [String]) -> Walk<'a, 'd> {
         Walk {
             dwarf,
-            root,
+            roots,
             units: HashMap::new(),
             unit_starts: None,
             definitions: HashMap::new(),
@@ -215,9 +215,9 @@ impl<'a, 'd> Walk<'a, 'd> {
             }
             _ => name.clone(),
         };
-        match self.root.and_then(|r| full.strip_prefix(r)) {
-            Some(rel) if !rel.is_empty() => rel.to_string(),
-            _ => name,
+        match crate::dwarf::strip_tree(&full, self.roots) {
+            Some(rel) => rel.to_string(),
+            None => name,
         }
     }
 
@@ -231,10 +231,7 @@ impl<'a, 'd> Walk<'a, 'd> {
         else {
             return Ok(None);
         };
-        Ok(Some(match self.root.and_then(|r| f.strip_prefix(r)) {
-            Some(rel) if !rel.is_empty() => rel.to_string(),
-            _ => f,
-        }))
+        Ok(Some(crate::dwarf::tree_relative(f, self.roots)))
     }
 
     /// The ranges of an entry with code, empty ones and those at address 0 (code the linker
@@ -500,10 +497,7 @@ impl<'a, 'd> Walk<'a, 'd> {
             .ok()
             .flatten()
             .map(|d| DeclLine {
-                file: match self.root.and_then(|r| d.file.strip_prefix(r)) {
-                    Some(rel) if !rel.is_empty() => rel.to_string(),
-                    _ => d.file,
-                },
+                file: crate::dwarf::tree_relative(d.file, self.roots),
                 line: d.line,
             });
         let def_unit = self.unit_holding(def, rs)?;

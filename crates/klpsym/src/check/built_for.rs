@@ -141,7 +141,9 @@ pub(crate) fn open_built_for(path: &Path, opts: &crate::Options) -> Result<Kerne
         debug_vmlinux: None,
         loaded: Vec::new(),
         place_from: None,
-        modules: None,
+        modules: Vec::new(),
+        // Its version is its own (its banner's), not the version stated for the others.
+        kernel_version: None,
         ..opts.clone()
     };
     let mut opened = crate::open_all(&[path.to_path_buf()], &opts).map_err(|e| {

@@ -18,6 +18,24 @@ pub fn addr_line(out: &mut dyn Write, a: &AddrAnswer, explain: bool) -> Result {
     if !a.addresses.is_empty() {
         return resolved_lines(out, a);
     }
+    // A module's frame without a placement: no address, its place from the debug file.
+    if a.reason == Some(crate::NoSymbol::ModuleNotPlaced) {
+        let (name, off) = (a.symbol.as_deref().unwrap_or("??"), a.offset.unwrap_or(0));
+        write!(out, "{} => {name}+{off:#x}", a.input)?;
+        if let Some(size) = a.size {
+            write!(out, "/{size:#x}")?;
+        }
+        write!(
+            out,
+            " [{}] (module not placed: no address",
+            a.module.as_deref().unwrap_or("??")
+        )?;
+        if let (Some(why), true) = (&a.explanation, explain) {
+            write!(out, "; {why}")?;
+        }
+        writeln!(out, ")")?;
+        return source_lines(out, &a.source);
+    }
     let Some(text) = &a.text else {
         return Ok(());
     };
