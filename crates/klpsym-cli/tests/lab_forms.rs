@@ -202,9 +202,14 @@ fn dwarfdump_variable_unit(k: &LabKernel, name: &str) -> Option<String> {
     let (mut unit, mut in_unit, mut in_var) = (None::<String>, false, false);
     for l in out.lines() {
         let t = l.trim();
-        if t.contains(": DW_TAG_") {
-            in_unit = t.ends_with("DW_TAG_compile_unit");
-            in_var = t.ends_with("DW_TAG_variable");
+        // `0x0002c340:   DW_TAG_variable`: the tag after the offset, indented by its depth.
+        let tag = t
+            .split_once(':')
+            .map(|(_, r)| r.trim_start())
+            .filter(|r| r.starts_with("DW_TAG_"));
+        if let Some(tag) = tag {
+            in_unit = tag == "DW_TAG_compile_unit";
+            in_var = tag == "DW_TAG_variable";
             continue;
         }
         if in_unit && t.starts_with("DW_AT_name") {
