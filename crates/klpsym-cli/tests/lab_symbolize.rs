@@ -493,10 +493,19 @@ fn addr_prints_the_kernels_module_percent_ps_from_a_saved_kallsyms_and_its_versi
             .filter_map(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
             .max()
             .unwrap_or_else(|| panic!("{}: no {module} line in kallsyms-modules.txt", k.name));
-        let lines: Vec<[String; 4]> = match kernel_lines4(&oracle) {
+        // The lines printed after init (after KLPINIT-END), but for the init function's own:
+        // a saved kallsyms does not tell where the init text was (the kernel then names its
+        // ftrace-kept functions, judged with the module's .ko by the test above).
+        let after = oracle
+            .split_once("\nout=KLPINIT-END\n")
+            .map_or(oracle.as_str(), |(_, a)| a);
+        let init_fn = |p: &str| {
+            p.starts_with("klp_symmod_init_probe") || p.starts_with("__pfx_klp_symmod_init_probe")
+        };
+        let lines: Vec<[String; 4]> = match kernel_lines4(after) {
             Ok(all) => all
                 .into_iter()
-                .filter(|l| l[1].ends_with(&tag) && !l[1].starts_with("klp_symmod_init_probe"))
+                .filter(|l| l[1].ends_with(&tag) && !init_fn(&l[1]))
                 .filter(|l| {
                     u64::from_str_radix(l[0].trim_start_matches("0x"), 16).is_ok_and(|a| a <= last)
                 })

@@ -50,6 +50,11 @@ pub struct ModuleSymbols {
     /// to its core symbols, `add_kallsyms()` points `mod->kallsyms` at the whole symbol table,
     /// so a livepatch lookup made when the module comes (`klp_module_coming()`) walks these.
     pub loading_symbols: u32,
+    /// The symbols without a name the loader keeps in the module's core symbol table: a
+    /// livepatch module keeps every symbol (`layout_symtab()`: `is_livepatch_module()`),
+    /// section symbols included, though kallsyms prints none of them; 0 for any other
+    /// module (`is_core_symbol()` refuses an unnamed one). Their room counts in the core.
+    pub kept_unnamed: u32,
     /// For each entry of `entries`, its 0-based place in that loading walk (the defined
     /// `.symtab` entries in file order), so a lookup that stops at a match while the module
     /// loads visits `place + 1` entries.
@@ -299,9 +304,11 @@ fn module_from_raw(
         });
     }
     let mut loading_symbols = 0u32;
+    let mut kept_unnamed = 0u32;
     for s in &raw.symbols {
         resched.tick()?;
         loading_symbols += u32::from(s.shndx != SHN_UNDEF);
+        kept_unnamed += u32::from(livepatch && s.index != 0 && s.name.is_empty());
     }
     let entries = entries.finish();
     let ftrace = match crate::ftrace::module_sites(raw, resched)? {
@@ -319,6 +326,7 @@ fn module_from_raw(
         name,
         machine: raw.machine,
         loading_symbols,
+        kept_unnamed,
         loading_order,
         entries,
         ftrace,

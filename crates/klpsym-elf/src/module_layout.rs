@@ -101,15 +101,18 @@ fn align_up(v: u64, a: u64) -> u64 {
 }
 
 /// The bytes `layout_symtab()` appends to the core: the core symbols (24 bytes each, with
-/// the null symbol), their names, one type byte each.
+/// the null symbol and a livepatch module's unnamed ones), their names (an empty name is
+/// its terminating byte), one type byte each.
 fn core_symtab_bytes(m: &ModuleSymbols) -> u64 {
-    let n = m.entries.len() as u64 + 1;
+    let unnamed = u64::from(m.kept_unnamed);
+    let n = m.entries.len() as u64 + 1 + unnamed;
     let names: u64 = m
         .entries
         .iter()
         .map(|e| e.name.len() as u64 + 1)
         .sum::<u64>()
-        + 1;
+        + 1
+        + unnamed;
     // sh_addralign of .symtab is 8: the symbols start aligned, the names and types follow.
     n * 24 + names + n + 8
 }
