@@ -84,5 +84,7 @@ SAME = "same"
 MOVED = "moved"
 GONE = "gone"
 UNPROVEN = "unproven"
+# This kernel is itself the one taken as built-for (its release is the vermagic's): not proven.
+ASSUMED = "assumed"
 
 __all__ = [name for name in dir() if not name.startswith("_")]
