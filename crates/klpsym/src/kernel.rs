@@ -8,7 +8,10 @@ use klpsym_core::{Resched, SymbolId, SymbolTable};
 use klpsym_io::{LoadedKernel, ModuleTree, SourceKind};
 
 use crate::error::{Error, Result};
+use crate::line_tables::LinesCache;
+use crate::module_size::{ListedModules, ModuleLookup};
 use crate::options::Options;
+use crate::version::{KernelVersion, VersionSource};
 
 /// How loud a [`Note`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -88,15 +91,15 @@ pub struct Kernel {
     /// The symbols of each module whose layout is known, as `%pS` scans them (made once).
     pub(crate) module_syms: OnceLock<Vec<Vec<(u64, SymbolId)>>>,
     /// How this kernel's `find_kallsyms_symbol()` bounds a module symbol (found once).
-    pub(crate) module_lookup: OnceLock<crate::symbolize::ModuleLookup>,
+    pub(crate) module_lookup: OnceLock<ModuleLookup>,
     /// For each module a kallsyms lists without a layout: its symbols' addresses and the end
     /// of its text as the kallsyms shows them (made once).
-    pub(crate) listed_modules: OnceLock<crate::module_size::ListedModules>,
+    pub(crate) listed_modules: OnceLock<ListedModules>,
     /// The version a pasted trace's own header line told ([`Kernel::hear_trace`]), with its
     /// line.
-    pub(crate) heard_version: Option<(crate::KernelVersion, usize)>,
+    pub(crate) heard_version: Option<(KernelVersion, usize)>,
     /// Line tables read so far (`file:line`).
-    pub(crate) lines: crate::lines::LinesCache,
+    pub(crate) lines: LinesCache,
     /// Modules read from the kernel's packages after it was opened without them (a check
     /// that needs them), with the names asked for.
     package_modules: Mutex<Option<(Vec<String>, Arc<ModuleTree>)>>,
@@ -146,6 +149,64 @@ impl Kernel {
     /// The kernel release (`6.1.0-57-amd64`), when the source tells it.
     pub fn release(&self) -> Option<String> {
         klpsym_io::release_of(&self.inner)
+    }
+
+    /// This kernel's version and where it was read from, in this order: stated
+    /// ([`crate::Options::kernel_version`]), the source's banner, a package's file name, a
+    /// pasted trace's header line ([`Kernel::hear_trace`]). A version without its stable
+    /// sublevel takes it from a later one of the same series that has it (a banner `6.12.0`
+    /// and a trace's `Debian 6.12.117-1`). `(None, Unknown)` when nothing tells.
+    pub fn kernel_version(&self) -> (Option<KernelVersion>, VersionSource) {
+        let banner = self
+            .inner
+            .facts
+            .version
+            .as_deref()
+            .and_then(KernelVersion::from_banner);
+        let package = self
+            .path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(KernelVersion::from_package_name);
+        let told = [
+            (self.opts.kernel_version, VersionSource::Stated),
+            (banner, VersionSource::Banner),
+            (package, VersionSource::PackageName),
+            (
+                self.heard_version.map(|(v, _)| v),
+                VersionSource::Trace {
+                    line: self.heard_version.map_or(0, |(_, l)| l),
+                },
+            ),
+        ];
+        let mut it = told.iter().filter_map(|(v, s)| v.map(|v| (v, s)));
+        let Some((first, source)) = it.next() else {
+            return (None, VersionSource::Unknown);
+        };
+        if first.sublevel.is_none() {
+            if let Some((v, s)) =
+                it.find(|(v, _)| v.series() == first.series() && v.sublevel.is_some())
+            {
+                return (Some(v), s.clone());
+            }
+        }
+        (Some(first), source.clone())
+    }
+
+    /// The kernel's `(major, minor)`, when anything tells it ([`Kernel::kernel_version`]).
+    pub(crate) fn series(&self) -> Option<(u32, u32)> {
+        self.kernel_version().0.map(|v| v.series())
+    }
+
+    /// Takes `version`, told by line `line` of a pasted trace, as what this kernel's version
+    /// is heard to be ([`Kernel::hear_trace`]): what was found with the version unknown (how
+    /// `%pS` bounds symbols, and the symbols it scans) is found again.
+    pub(crate) fn set_heard_version(&mut self, version: KernelVersion, line: usize) {
+        self.heard_version = Some((version, line));
+        self.module_lookup = OnceLock::new();
+        self.module_syms = OnceLock::new();
+        self.ksym_range = OnceLock::new();
+        self.listed_modules = OnceLock::new();
     }
 
     /// What was said while opening it (warnings, notes), for the caller to show.

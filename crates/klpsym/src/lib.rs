@@ -79,6 +79,7 @@ mod error;
 mod fleet;
 mod info;
 mod kernel;
+mod line_tables;
 mod lines;
 mod module_size;
 mod open;

@@ -12,33 +12,18 @@
 //!
 //! A return address (`%pB`, `--return-addresses`) is looked up one byte back, in the call,
 //! as decode_stacktrace.sh does since 7.1 (not at offset 0).
+//!
+//! A frame of a module the table cannot place (`name+0xoff/0xsize [module]` pasted from an
+//! oops) is answered from the module's debug file alone: its place, without an address.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use klpsym_elf::DebugLines;
 pub use klpsym_elf::SourceFrame;
 
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::symbolize::AddrAnswer;
-
-/// The line tables read so far.
-#[derive(Default)]
-pub(crate) struct LinesCache {
-    vmlinux: OnceLock<Option<Mutex<DebugLines>>>,
-    modules: Mutex<HashMap<String, Option<Arc<Mutex<DebugLines>>>>>,
-    /// The vmlinux DWARF's copies index (see `crate::copies`), read or made once.
-    pub(crate) copies_index: OnceLock<Option<klpsym_elf::CopiesIndex>>,
-}
-
-impl std::fmt::Debug for LinesCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LinesCache")
-            .field("vmlinux", &self.vmlinux.get().map(Option::is_some))
-            .finish()
-    }
-}
+use crate::symbolize::{AddrAnswer, Ended, NoSymbol};
 
 impl Kernel {
     /// Gives every found answer of `answers` its `file:line` and inline chain
@@ -50,9 +35,7 @@ impl Kernel {
         return_addresses: bool,
     ) -> Result<()> {
         // Found, or a module's frame decoded without a placement.
-        let placed = |a: &AddrAnswer| {
-            a.found || a.reason == Some(crate::symbolize::NoSymbol::ModuleNotPlaced)
-        };
+        let placed = |a: &AddrAnswer| a.found || a.reason == Some(NoSymbol::ModuleNotPlaced);
         let mut modules: Vec<String> = answers
             .iter()
             .filter(|a| placed(a))
@@ -281,5 +264,59 @@ impl Kernel {
             // The cache is an optimisation: a failure to keep is not an error.
             let _ = klpsym_io::write_atomically(&path, |w| w.write_all(bytes));
         }
+    }
+
+    /// The answer to `name+0xoff/0xsize [module]` of a module the table cannot place (`why`
+    /// it could not be resolved): where the module's debug file (its own `.ko` among the
+    /// modules, the host's, the kernel's `-dbg` package) defines `name`, the frame is
+    /// answered without an address ([`NoSymbol::ModuleNotPlaced`]; its place by
+    /// [`Kernel::add_source_lines`]); else `why` is the error.
+    pub(crate) fn module_frame(
+        &self,
+        input: &str,
+        name: &str,
+        offset: u64,
+        size: Option<u64>,
+        module: Option<&str>,
+        why: Error,
+    ) -> (AddrAnswer, Ended) {
+        let Some(m) = module.map(klpsym_core::normalize_module_name) else {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        };
+        // Placed and yet without the name: the kernel's answer, not a frame to decode.
+        let t = &self.inner.table;
+        if t.object_by_name(&m)
+            .is_some_and(|o| !t.object_info(o).unplaced)
+        {
+            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
+        }
+        let defined = match self.module_lines(&m) {
+            Ok(Some(l)) => l
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .place_symbol(name, offset, None)
+                .is_some(),
+            _ => false,
+        };
+        if !defined {
+            return (
+                AddrAnswer::failed(
+                    input,
+                    format!("{why}; no debug file of {m} defining {name} was found to decode the frame from"),
+                ),
+                Ended::NotFound,
+            );
+        }
+        let mut a = AddrAnswer::failed(input, String::new());
+        a.error = None;
+        a.symbol = Some(name.to_string());
+        a.offset = Some(offset);
+        a.size = size;
+        a.module = Some(m.clone());
+        a.reason = Some(NoSymbol::ModuleNotPlaced);
+        a.explanation = Some(format!(
+            "{why}: no address without a placement (loaded modules placed by a kallsyms); the frame is decoded from {m}'s debug file"
+        ));
+        (a, Ended::Found)
     }
 }

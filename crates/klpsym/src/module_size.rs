@@ -1,8 +1,9 @@
-//! The size `%pS` gives a symbol of a module that a kallsyms lists but whose layout nobody
-//! gave (a saved `/proc/kallsyms`, a live one): by the rule of the kernel's version.
+//! How `find_kallsyms_symbol()` bounds a module symbol by the rule of the kernel's version
+//! ([`ModuleLookup`]), and the size `%pS` gives a symbol of a module that a kallsyms lists but
+//! whose layout nobody gave (a saved `/proc/kallsyms`, a live one) by that rule.
 //!
 //! Before "module/kallsyms: fix nextval for data symbol lookup" (see
-//! [`crate::symbolize::ModuleLookup::by_region`] for the kernels that took it),
+//! [`ModuleLookup::by_region`] for the kernels that took it),
 //! `find_kallsyms_symbol()` (kernel/module/kallsyms.c; kernel/module.c in 5.10) bounds the
 //! size of any symbol by the end of the module's core text ("at worse, next value is at end
 //! of module"): a function's size is `min(next symbol, text end) - value`, a data symbol's
@@ -53,6 +54,50 @@ pub(crate) enum InText {
     Size(u64),
     /// Past the text's end: the symbol's extent to it.
     Past(u64),
+}
+
+/// How `find_kallsyms_symbol()` bounds the symbol it finds for a module address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModuleLookup {
+    /// Any of the module's symbols at or below the address; the size runs at most to the
+    /// end of the module's core text (its init memory is freed by then), "at worse, next
+    /// value is at end of module", so a data symbol's size can wrap.
+    ToTextEnd,
+    /// The memory region the address lies in first (without CONFIG_KALLSYMS_ALL only the
+    /// text regions are looked at): the best symbol is in it and its size ends with it
+    /// ("module/kallsyms: fix nextval for data symbol lookup").
+    ByRegion {
+        /// CONFIG_KALLSYMS_ALL is off: an address in data prints as the number.
+        text_only: bool,
+    },
+}
+
+impl ModuleLookup {
+    /// Whether kernel `version` at stable `sublevel` selects the region first. The change,
+    /// "module/kallsyms: fix nextval for data symbol lookup" (Stanislaw Gruszka, posted to
+    /// linux-modules in April 2026; modules-next 5eef17fedaa5, linux-next 0e9f090a4e9b), came
+    /// with mainline 7.3 and was taken into the stable series 7.2.4 (linux-7.2.y,
+    /// 2026-09-07), 6.18.50 (linux-6.18.y 04ab51d4e369, pushed 2026-09-07) and 6.12.117
+    /// (Debian's changelog of 6.12.117-1 lists it); the lab holds 6.12.95 with the old rule
+    /// and 6.12.118 and 7.2.13 with the new. Other series (6.4 to 7.1, 6.6.y, 6.1.y, 5.10.y)
+    /// keep the old rule, as far as is known. Unknown sublevel: the series' first release
+    /// (its old rule).
+    pub(crate) fn by_region(version: (u32, u32), sublevel: Option<u32>) -> bool {
+        let s = sublevel.unwrap_or(0);
+        match version {
+            v if v >= (7, 3) => true,
+            (7, 2) => s >= 4,
+            (6, 18) => s >= 50,
+            (6, 12) => s >= 117,
+            _ => false,
+        }
+    }
+
+    /// Whether the rule of series `version` depends on its stable sublevel (a stable
+    /// release took the change).
+    pub(crate) fn depends_on_sublevel(version: (u32, u32)) -> bool {
+        matches!(version, (7, 2) | (6, 18) | (6, 12))
+    }
 }
 
 /// A text symbol's type letter (`t`, `T`).
@@ -237,5 +282,15 @@ mod tests {
             Some(InText::Past(0x1000))
         );
         assert_eq!(m.text_rule(ObjectId(1), base + 0x10c0, base + 0x10c0), None);
+    }
+
+    #[test]
+    fn module_lookup_by_region_from_the_series_that_took_it() {
+        let by = super::ModuleLookup::by_region;
+        assert!(!by((6, 1), Some(192)) && !by((6, 6), Some(120)));
+        assert!(!by((6, 12), Some(116)) && by((6, 12), Some(117)) && !by((6, 12), None));
+        assert!(!by((6, 18), Some(49)) && by((6, 18), Some(50)));
+        assert!(!by((7, 1), Some(30)) && !by((7, 2), Some(3)) && by((7, 2), Some(4)));
+        assert!(by((7, 3), None) && by((8, 0), None));
     }
 }

@@ -250,21 +250,6 @@ impl Options {
         self
     }
 
-    /// These options for opening the kernels `patch` will be checked against: a package's
-    /// modules of the patch's objects are read with it (and cached with it), so the check
-    /// does not read the package again. Without it a check reads them itself.
-    pub fn for_patch(mut self, patch: &crate::Patch) -> Options {
-        self.package_module_names = patch
-            .needs_modules()
-            .then(|| patch.module_objects())
-            .flatten();
-        if patch.needs_modules() && self.package_module_names.is_none() {
-            // A module that is not a livepatch: any module may export what it refers to.
-            self.package_module_names = Some(Vec::new());
-        }
-        self
-    }
-
     /// Sets the cancel flag.
     pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Options {
         self.cancel = Some(flag);

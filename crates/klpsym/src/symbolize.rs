@@ -10,6 +10,7 @@ use klpsym_core::hex_serde;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
+use crate::module_size::ModuleLookup;
 use crate::stack_entry::{claimed_symbol, Query};
 
 /// Why an address has no symbol (`%pS` then prints the number).
@@ -81,11 +82,11 @@ pub struct AddrAnswer {
     /// The place's `file:line` and inline chain, innermost first, when asked for
     /// ([`Kernel::add_source_lines`]) and the kernel's DWARF tells them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub source: Vec<crate::lines::SourceFrame>,
+    pub source: Vec<klpsym_elf::SourceFrame>,
 }
 
 impl AddrAnswer {
-    fn failed(input: &str, error: String) -> AddrAnswer {
+    pub(crate) fn failed(input: &str, error: String) -> AddrAnswer {
         AddrAnswer {
             input: input.to_string(),
             line: None,
@@ -156,50 +157,6 @@ pub enum Ended {
     NotFound,
     /// The input could not be read.
     Unreadable,
-}
-
-/// How `find_kallsyms_symbol()` bounds the symbol it finds for a module address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ModuleLookup {
-    /// Any of the module's symbols at or below the address; the size runs at most to the
-    /// end of the module's core text (its init memory is freed by then), "at worse, next
-    /// value is at end of module", so a data symbol's size can wrap.
-    ToTextEnd,
-    /// The memory region the address lies in first (without CONFIG_KALLSYMS_ALL only the
-    /// text regions are looked at): the best symbol is in it and its size ends with it
-    /// ("module/kallsyms: fix nextval for data symbol lookup").
-    ByRegion {
-        /// CONFIG_KALLSYMS_ALL is off: an address in data prints as the number.
-        text_only: bool,
-    },
-}
-
-impl ModuleLookup {
-    /// Whether kernel `version` at stable `sublevel` selects the region first. The change,
-    /// "module/kallsyms: fix nextval for data symbol lookup" (Stanislaw Gruszka, posted to
-    /// linux-modules in April 2026; modules-next 5eef17fedaa5, linux-next 0e9f090a4e9b), came
-    /// with mainline 7.3 and was taken into the stable series 7.2.4 (linux-7.2.y,
-    /// 2026-09-07), 6.18.50 (linux-6.18.y 04ab51d4e369, pushed 2026-09-07) and 6.12.117
-    /// (Debian's changelog of 6.12.117-1 lists it); the lab holds 6.12.95 with the old rule
-    /// and 6.12.118 and 7.2.13 with the new. Other series (6.4 to 7.1, 6.6.y, 6.1.y, 5.10.y)
-    /// keep the old rule, as far as is known. Unknown sublevel: the series' first release
-    /// (its old rule).
-    pub(crate) fn by_region(version: (u32, u32), sublevel: Option<u32>) -> bool {
-        let s = sublevel.unwrap_or(0);
-        match version {
-            v if v >= (7, 3) => true,
-            (7, 2) => s >= 4,
-            (6, 18) => s >= 50,
-            (6, 12) => s >= 117,
-            _ => false,
-        }
-    }
-
-    /// Whether the rule of series `version` depends on its stable sublevel (a stable
-    /// release took the change).
-    pub(crate) fn depends_on_sublevel(version: (u32, u32)) -> bool {
-        matches!(version, (7, 2) | (6, 18) | (6, 12))
-    }
 }
 
 impl Kernel {
@@ -795,74 +752,5 @@ impl Kernel {
                 }
             },
         }
-    }
-}
-
-impl Kernel {
-    /// The answer to `name+0xoff/0xsize [module]` of a module the table cannot place (`why`
-    /// it could not be resolved): where the module's debug file (its own `.ko` among the
-    /// modules, the host's, the kernel's `-dbg` package) defines `name`, the frame is
-    /// answered without an address ([`NoSymbol::ModuleNotPlaced`]; its place by
-    /// [`Kernel::add_source_lines`]); else `why` is the error.
-    fn module_frame(
-        &self,
-        input: &str,
-        name: &str,
-        offset: u64,
-        size: Option<u64>,
-        module: Option<&str>,
-        why: Error,
-    ) -> (AddrAnswer, Ended) {
-        let Some(m) = module.map(normalize_module_name) else {
-            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
-        };
-        // Placed and yet without the name: the kernel's answer, not a frame to decode.
-        let t = &self.inner.table;
-        if t.object_by_name(&m)
-            .is_some_and(|o| !t.object_info(o).unplaced)
-        {
-            return (AddrAnswer::failed(input, why.to_string()), Ended::NotFound);
-        }
-        let defined = match self.module_lines(&m) {
-            Ok(Some(l)) => l
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .place_symbol(name, offset, None)
-                .is_some(),
-            _ => false,
-        };
-        if !defined {
-            return (
-                AddrAnswer::failed(
-                    input,
-                    format!("{why}; no debug file of {m} defining {name} was found to decode the frame from"),
-                ),
-                Ended::NotFound,
-            );
-        }
-        let mut a = AddrAnswer::failed(input, String::new());
-        a.error = None;
-        a.symbol = Some(name.to_string());
-        a.offset = Some(offset);
-        a.size = size;
-        a.module = Some(m.clone());
-        a.reason = Some(NoSymbol::ModuleNotPlaced);
-        a.explanation = Some(format!(
-            "{why}: no address without a placement (loaded modules placed by a kallsyms); the frame is decoded from {m}'s debug file"
-        ));
-        (a, Ended::Found)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn module_lookup_by_region_from_the_series_that_took_it() {
-        let by = super::ModuleLookup::by_region;
-        assert!(!by((6, 1), Some(192)) && !by((6, 6), Some(120)));
-        assert!(!by((6, 12), Some(116)) && by((6, 12), Some(117)) && !by((6, 12), None));
-        assert!(!by((6, 18), Some(49)) && by((6, 18), Some(50)));
-        assert!(!by((7, 1), Some(30)) && !by((7, 2), Some(3)) && by((7, 2), Some(4)));
-        assert!(by((7, 3), None) && by((8, 0), None));
     }
 }

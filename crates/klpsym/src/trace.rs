@@ -5,9 +5,10 @@
 use std::io::BufRead;
 
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, Note};
 use crate::stack_entry::{arch_of, parse_line, parse_query, text_arch, Line, Query};
 use crate::symbolize::{AddrAnswer, Ended};
+use crate::version::KernelVersion;
 
 /// One line of a [`Trace`].
 #[derive(Debug)]
@@ -85,13 +86,13 @@ impl Trace {
     /// The kernel version the trace's own header line tells (`CPU: 0 PID: 1 Comm: x Not
     /// tainted 6.1.0-57-amd64 #1 Debian 6.1.192-3`), with that line's number (from 1; for
     /// arguments, their order). The first such line.
-    pub fn kernel_version(&self) -> Option<(crate::KernelVersion, usize)> {
+    pub fn kernel_version(&self) -> Option<(KernelVersion, usize)> {
         self.lines.iter().enumerate().find_map(|(i, l)| {
             let (text, n) = match l {
                 TraceLine::Query { input, line, .. } => (input.as_str(), line.unwrap_or(i + 1)),
                 TraceLine::Text(t) => (t.as_str(), i + 1),
             };
-            crate::KernelVersion::from_oops_line(text).map(|v| (v, n))
+            KernelVersion::from_oops_line(text).map(|v| (v, n))
         })
     }
 
@@ -139,6 +140,37 @@ impl Kernel {
             .by_name("_text")
             .find(|s| s.object == klpsym_core::ObjectId::VMLINUX)?;
         text_arch(text.addr).map(str::to_string)
+    }
+
+    /// Takes the version `trace`'s own header line tells (`CPU: 0 PID: 1 Comm: x Not tainted
+    /// 6.1.0-57-amd64 #1 Debian 6.1.192-3`) for the answers that depend on it, where nothing
+    /// stated it and the source does not tell it whole (see [`Kernel::kernel_version`]). Says
+    /// so in a note; warns when the trace is of another version than this kernel's.
+    pub fn hear_trace(&mut self, trace: &Trace) -> Option<Note> {
+        let (heard, line) = trace.kernel_version()?;
+        let (own, source) = self.kernel_version();
+        if let Some(own) = own {
+            let differs = own.series() != heard.series()
+                || own
+                    .sublevel
+                    .zip(heard.sublevel)
+                    .is_some_and(|(a, b)| a != b);
+            if differs {
+                return Some(Note::warning(format!(
+                    "the trace is from kernel {heard} (its line {line}), {} is {own} ({}): its answers are not this trace's",
+                    self.path().display(),
+                    source.describe()
+                )));
+            }
+            if own.sublevel.is_some() || heard.sublevel.is_none() {
+                return None;
+            }
+        }
+        self.set_heard_version(heard, line);
+        Some(Note::info(format!(
+            "{}: kernel version {heard}, from the trace's line {line}",
+            self.path().display()
+        )))
     }
 
     /// The answer to every query of `trace` (as [`Kernel::answer_with`]), in order, and how

@@ -9,11 +9,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use std::sync::OnceLock;
-
 use crate::error::{Error, Input};
-use crate::kernel::{Kernel, Note};
-use crate::trace::Trace;
 
 /// A kernel version: `major.minor` and, when known, the stable sublevel (`6.1.192`). The
 /// sublevel matters where a stable series took a change ("module/kallsyms: fix nextval for
@@ -193,91 +189,6 @@ impl VersionSource {
             VersionSource::Trace { line } => format!("the trace's line {line}"),
             VersionSource::Unknown => "nothing".to_string(),
         }
-    }
-}
-
-impl Kernel {
-    /// This kernel's version and where it was read from, in this order: stated
-    /// ([`crate::Options::kernel_version`]), the source's banner, a package's file name, a
-    /// pasted trace's header line ([`Kernel::hear_trace`]). A version without its stable
-    /// sublevel takes it from a later one of the same series that has it (a banner `6.12.0`
-    /// and a trace's `Debian 6.12.117-1`). `(None, Unknown)` when nothing tells.
-    pub fn kernel_version(&self) -> (Option<KernelVersion>, VersionSource) {
-        let banner = self
-            .inner
-            .facts
-            .version
-            .as_deref()
-            .and_then(KernelVersion::from_banner);
-        let package = self
-            .path()
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(KernelVersion::from_package_name);
-        let told = [
-            (self.opts.kernel_version, VersionSource::Stated),
-            (banner, VersionSource::Banner),
-            (package, VersionSource::PackageName),
-            (
-                self.heard_version.map(|(v, _)| v),
-                VersionSource::Trace {
-                    line: self.heard_version.map_or(0, |(_, l)| l),
-                },
-            ),
-        ];
-        let mut it = told.iter().filter_map(|(v, s)| v.map(|v| (v, s)));
-        let Some((first, source)) = it.next() else {
-            return (None, VersionSource::Unknown);
-        };
-        if first.sublevel.is_none() {
-            if let Some((v, s)) =
-                it.find(|(v, _)| v.series() == first.series() && v.sublevel.is_some())
-            {
-                return (Some(v), s.clone());
-            }
-        }
-        (Some(first), source.clone())
-    }
-
-    /// The kernel's `(major, minor)`, when anything tells it ([`Kernel::kernel_version`]).
-    pub(crate) fn series(&self) -> Option<(u32, u32)> {
-        self.kernel_version().0.map(|v| v.series())
-    }
-
-    /// Takes the version `trace`'s own header line tells (`CPU: 0 PID: 1 Comm: x Not tainted
-    /// 6.1.0-57-amd64 #1 Debian 6.1.192-3`) for the answers that depend on it, where nothing
-    /// stated it and the source does not tell it whole (see [`Kernel::kernel_version`]). Says
-    /// so in a note; warns when the trace is of another version than this kernel's.
-    pub fn hear_trace(&mut self, trace: &Trace) -> Option<Note> {
-        let (heard, line) = trace.kernel_version()?;
-        let (own, source) = self.kernel_version();
-        if let Some(own) = own {
-            let differs = own.series() != heard.series()
-                || own
-                    .sublevel
-                    .zip(heard.sublevel)
-                    .is_some_and(|(a, b)| a != b);
-            if differs {
-                return Some(Note::warning(format!(
-                    "the trace is from kernel {heard} (its line {line}), {} is {own} ({}): its answers are not this trace's",
-                    self.path().display(),
-                    source.describe()
-                )));
-            }
-            if own.sublevel.is_some() || heard.sublevel.is_none() {
-                return None;
-            }
-        }
-        self.heard_version = Some((heard, line));
-        // What was found with the version unknown is found again.
-        self.module_lookup = OnceLock::new();
-        self.module_syms = OnceLock::new();
-        self.ksym_range = OnceLock::new();
-        self.listed_modules = OnceLock::new();
-        Some(Note::info(format!(
-            "{}: kernel version {heard}, from the trace's line {line}",
-            self.path().display()
-        )))
     }
 }
 

@@ -6,6 +6,7 @@ use klpsym_core::{bulk, Resched};
 use klpsym_livepatch::{LivepatchModule, StructLayouts};
 
 use crate::error::{Error, Result};
+use crate::options::Options;
 
 /// A livepatch module read from a file (or bytes), with what a caller needs before opening
 /// the kernels it will be checked against.
@@ -20,7 +21,7 @@ pub struct Patch {
 impl Patch {
     /// Reads and parses the module at `path`. An unreadable or malformed file is an error
     /// naming it. (It is parsed again against each kernel, with that kernel's struct layouts.)
-    pub fn read(path: impl AsRef<Path>, opts: &crate::Options) -> Result<Patch> {
+    pub fn read(path: impl AsRef<Path>, opts: &Options) -> Result<Patch> {
         let path = path.as_ref();
         // A folder is not a patch (the message for a kernel source's folder would point at
         // --modules).
@@ -85,7 +86,7 @@ impl Patch {
     }
 
     /// The modules a check of this patch reads from a package
-    /// ([`crate::Options::for_patch`]):
+    /// ([`Options::for_patch`]):
     /// its objects but vmlinux; `None` (every module) for a module that is not a livepatch,
     /// whose references any module may export.
     pub fn module_objects(&self) -> Option<Vec<String>> {
@@ -96,6 +97,23 @@ impl Patch {
                 .cloned()
                 .collect()
         })
+    }
+}
+
+impl Options {
+    /// These options for opening the kernels `patch` will be checked against: a package's
+    /// modules of the patch's objects are read with it (and cached with it), so the check
+    /// does not read the package again. Without it a check reads them itself.
+    pub fn for_patch(mut self, patch: &Patch) -> Options {
+        self.package_module_names = patch
+            .needs_modules()
+            .then(|| patch.module_objects())
+            .flatten();
+        if patch.needs_modules() && self.package_module_names.is_none() {
+            // A module that is not a livepatch: any module may export what it refers to.
+            self.package_module_names = Some(Vec::new());
+        }
+        self
     }
 }
 
