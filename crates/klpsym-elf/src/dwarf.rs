@@ -12,6 +12,21 @@ use object::{Object, ObjectSection};
 
 use klpsym_resched::resched::{Cancelled, Resched};
 
+/// The sections line tables and inline chains need (and the units' paths: see
+/// `crate::source_lines`, which reads its line tables from the same sections).
+pub const DEBUG_SECTIONS: &[&str] = &[
+    ".debug_aranges",
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_str",
+    ".debug_line",
+    ".debug_line_str",
+    ".debug_str_offsets",
+    ".debug_addr",
+    ".debug_ranges",
+    ".debug_rnglists",
+];
+
 /// Address ranges of compilation units and the units' source paths.
 #[derive(Debug, Default)]
 pub struct CuPaths {
@@ -152,7 +167,7 @@ impl<'d> DebugSections<'d> {
                 let name = s.name().ok()?;
                 // Only what compilation units, their entries and line programs need: location
                 // lists and frame tables (large, and compressed in debuginfo) stay untouched.
-                crate::source_lines::DEBUG_SECTIONS
+                DEBUG_SECTIONS
                     .contains(&name)
                     .then(|| Some((name.to_string(), s.uncompressed_data().ok()?)))?
             })

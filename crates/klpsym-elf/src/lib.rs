@@ -28,7 +28,7 @@ mod symbol;
 mod vmlinux;
 
 pub use copies::{CallerCode, CodeCopy, CopiesIndex, CopyPlace, FunctionCopies};
-pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine};
+pub use dwarf::{cu_paths, decl_lines, CuPaths, DeclLine, DEBUG_SECTIONS};
 pub use error::{machine_name, ElfError};
 pub use filter::KernelVersion;
 pub use ftrace::{mcount_sites, SiteFacts};
@@ -41,7 +41,7 @@ pub use module::{
 pub use module_layout::{is_mapping_symbol, module_layout, ModuleLayout};
 pub use place::{place_at_bases, place_module, section_bases};
 pub use raw::{NameBudget, NamesTooLarge};
-pub use source_lines::{debug_sections, DebugLines, Shared, SourceFrame, DEBUG_SECTIONS};
+pub use source_lines::{debug_sections, DebugLines, Shared, SourceFrame};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
 pub use vmlinux::{
     loaded_spans, vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols,

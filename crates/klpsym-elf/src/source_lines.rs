@@ -22,19 +22,7 @@ use std::sync::Arc;
 use gimli::{EndianSlice, LittleEndian};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-/// The sections line tables and inline chains need.
-pub const DEBUG_SECTIONS: &[&str] = &[
-    ".debug_aranges",
-    ".debug_info",
-    ".debug_abbrev",
-    ".debug_str",
-    ".debug_line",
-    ".debug_line_str",
-    ".debug_str_offsets",
-    ".debug_addr",
-    ".debug_ranges",
-    ".debug_rnglists",
-];
+use crate::dwarf::DEBUG_SECTIONS;
 
 /// Bytes shared with whoever holds them (a mapped file).
 pub type Shared = Arc<dyn AsRef<[u8]> + Send + Sync>;
