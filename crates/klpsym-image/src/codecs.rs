@@ -13,7 +13,8 @@ use std::io::Read;
 
 use klpsym_resched::resched::Resched;
 
-use crate::{Compression, ImageError};
+use crate::compression::Compression;
+use crate::error::ImageError;
 
 /// Most output one decoder call may produce: with XZ at ~60 MB/s this is about 17 µs of work
 /// (XZ's speed varies severalfold with the data, so 4 KiB steps often took over 100 µs), and

@@ -3,7 +3,7 @@
 
 use klpsym_resched::resched::Cancelled;
 
-use crate::Compression;
+use crate::compression::Compression;
 
 /// Why a kernel image could not be turned into its kallsyms list.
 #[derive(Debug, thiserror::Error)]

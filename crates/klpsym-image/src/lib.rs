@@ -12,6 +12,7 @@
 //! error ([`ImageError::Ambiguous`]), never a guess. Assumptions go to [`ImageSymbols::notes`].
 
 mod codecs;
+mod compression;
 mod container;
 mod crcs;
 mod decode;
@@ -24,9 +25,9 @@ mod stream;
 mod tables;
 mod xz;
 
+pub use compression::Compression;
 pub use container::{
-    decompress_image, decompress_image_with, sniff_compression, Compression, Decompressed,
-    ImageFormat,
+    decompress_image, decompress_image_with, sniff_compression, Decompressed, ImageFormat,
 };
 pub use error::ImageError;
 pub use identity::{banner_release, find_build_id, find_vermagic};
