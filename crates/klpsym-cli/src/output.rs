@@ -1,38 +1,4 @@
-//! Shared output helpers: exit outcomes, errors, hex formatting, JSON printing.
-
-/// How a verb ended when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Exit 0.
-    Ok,
-    /// Exit 1: the kernel would say no.
-    KernelSaysNo,
-}
-
-impl Outcome {
-    /// `Ok` when every item was fine.
-    pub fn all_ok(ok: bool) -> Outcome {
-        if ok {
-            Outcome::Ok
-        } else {
-            Outcome::KernelSaysNo
-        }
-    }
-}
-
-/// Set when some input could not be read while the others were answered: the run then
-/// ends with exit 2 whatever its verdicts.
-static INPUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Records that an input failed (its error was printed, the others went on).
-pub fn some_input_failed() {
-    INPUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// True when [`some_input_failed`] was called.
-pub fn an_input_failed() -> bool {
-    INPUT_FAILED.load(std::sync::atomic::Ordering::Relaxed)
-}
+//! Shared output helpers: errors, JSON printing.
 
 /// A user-facing error (exit 2).
 pub type CliError = Box<dyn std::error::Error + Send + Sync>;

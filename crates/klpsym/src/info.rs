@@ -10,9 +10,11 @@ use klpsym_io::SourceKind;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
+use crate::run::Answer;
 
 /// What one source holds.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct KernelInfo {
     /// The source.
     pub kernel: String,
@@ -64,6 +66,7 @@ pub struct KernelInfo {
 
 /// One object of a table.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ObjectSummary {
     /// Its name.
     pub name: String,
@@ -183,4 +186,11 @@ impl Write for WriteRef<'_> {
 
 fn source_kind<S: serde::Serializer>(k: &SourceKind, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(k.as_str())
+}
+
+/// What a source holds never says no.
+impl Answer for KernelInfo {
+    fn says_no(&self) -> bool {
+        false
+    }
 }
