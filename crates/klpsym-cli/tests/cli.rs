@@ -382,6 +382,35 @@ fn a_run_says_no_when_one_kernel_does_and_fails_when_one_is_unreadable() {
     assert_eq!(v["error"]["kind"], "not_found", "{v}");
 }
 
+/// Every JSON document starts with its schema version, the error document included.
+#[test]
+fn every_json_document_names_its_schema_first() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    for args in [
+        vec!["lookup", "do_thing", "-k", &k, "--json"],
+        vec!["sympos", "init_once", "-k", &k, "--json"],
+        vec!["search", "init_*", "-k", &k, "--json"],
+        vec!["addr", "ffffffff81000144", "-k", &k, "--json"],
+        vec!["info", "-k", &k, "--json"],
+        vec!["lookup", "x", "-k", "/no/such/kernel", "--json"],
+    ] {
+        let o = run(&args);
+        let text = stdout(&o);
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
+        assert_eq!(v["schema"], 2, "{args:?}: {text}");
+        let first_key = text.trim_start_matches(['{', ' ', '\n']).split('"').nth(1);
+        assert_eq!(first_key, Some("schema"), "{args:?}: {text}");
+    }
+    // Several kernels' info: a list, each element versioned.
+    let o = run(&["info", "-k", &k, "-k", &k, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert!(list.iter().all(|d| d["schema"] == 2), "{v}");
+}
+
 #[test]
 fn usage_errors_exit_2_and_help_teaches() {
     let o = run(&["lookup"]);

@@ -76,8 +76,10 @@ pub struct ObjectSummary {
     pub symbols: u32,
     /// True when it is unplaced: a module read from its `.ko`, its addresses offsets in its
     /// sections.
-    #[serde(rename = "relative")]
     pub unplaced: bool,
+    /// `unplaced`'s older JSON name, kept for readers of older output (deprecated).
+    #[serde(rename = "relative")]
+    relative_deprecated: bool,
 }
 
 impl Kernel {
@@ -123,6 +125,7 @@ impl Kernel {
                     kind: o.kind,
                     symbols: o.symbol_count,
                     unplaced: o.unplaced,
+                    relative_deprecated: o.unplaced,
                 })
                 .collect(),
             read_ms: k.read_time.as_secs_f64() * 1e3,

@@ -21,6 +21,7 @@ struct CheckJson<'a> {
 /// One line of `--jsonl`: a kernel's result or its failure, with the patch.
 #[derive(Serialize)]
 struct FleetLine<'a, T: Serialize> {
+    schema: u32,
     patch: &'a str,
     #[serde(flatten)]
     line: &'a T,
@@ -117,6 +118,7 @@ fn run_fleet(
                 print_notes(&r.warnings());
                 incomplete |= r.incomplete();
                 print_line(&FleetLine {
+                    schema: klpsym::render::JSON_SCHEMA,
                     patch: &patch_name,
                     line: &r,
                 })?;
@@ -124,6 +126,7 @@ fn run_fleet(
             FleetItem::Failed(f) => {
                 print_failure(&f);
                 print_line(&FleetLine {
+                    schema: klpsym::render::JSON_SCHEMA,
                     patch: &patch_name,
                     line: &f,
                 })?;

@@ -4,7 +4,7 @@ use klpsym::{Outcome, Queries};
 
 use crate::cli::InfoArgs;
 use crate::options::{open_kernels, print_run};
-use crate::output::{print_json, stdout, CliError};
+use crate::output::{print_json, print_json_list, stdout, CliError};
 
 pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
     let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
@@ -15,7 +15,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, CliError> {
         if infos.len() == 1 {
             print_json(&infos[0])?;
         } else {
-            print_json(&infos)?;
+            print_json_list(infos)?;
         }
         return Ok(run.outcome);
     }

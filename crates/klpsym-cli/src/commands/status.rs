@@ -5,7 +5,7 @@ use klpsym::{Outcome, Queries};
 
 use crate::cli::StatusArgs;
 use crate::options::{open_kernels, print_run};
-use crate::output::{print_json, stdout, CliError};
+use crate::output::{print_json, print_json_list, stdout, CliError};
 
 pub fn run(args: &StatusArgs) -> Result<Outcome, CliError> {
     let loaded = klpsym::loaded_livepatches(&args.sysfs)?;
@@ -16,7 +16,7 @@ pub fn run(args: &StatusArgs) -> Result<Outcome, CliError> {
     if args.source.json {
         match run.results.as_slice() {
             [one] => print_json(one)?,
-            all => print_json(&all)?,
+            all => print_json_list(all)?,
         }
     } else {
         let mut out = stdout();
