@@ -23,7 +23,12 @@ struct RefusedJson<'a> {
 }
 
 pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
+    // Opened for this module as check opens for a patch: a package's modules are read with
+    // the kernel (any of them may define what the module refers to).
     let opts = args.source.options(Queries::Names);
+    let input = klpsym::Patch::read(&args.input, &opts)?;
+    let opts = opts.for_patch(&input);
+    drop(input);
     let mut rs = opts.resched();
     let rs = &mut rs;
     let mut pins: Vec<Pin> = args
