@@ -414,7 +414,7 @@ impl<'a> SearchQuery<'a> {
         SearchQuery {
             pattern,
             object: None,
-            limit: 200,
+            limit: crate::options::defaults::SEARCH_LIMIT,
             duplicates: false,
             sort_by_name: false,
             fold_twins: false,

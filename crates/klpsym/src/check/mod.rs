@@ -72,7 +72,7 @@ impl Default for CheckOptions {
             section_bases: Vec::new(),
             sections_from: None,
             explain: false,
-            hold_warn_ms: 100.0,
+            hold_warn_ms: crate::options::defaults::HOLD_WARN_MS,
             visit_ns: None,
             built_for: None,
             force: false,
