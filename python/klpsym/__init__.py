@@ -87,4 +87,17 @@ UNPROVEN = "unproven"
 # This kernel is itself the one taken as built-for (its release is the vermagic's): not proven.
 ASSUMED = "assumed"
 
+# How a run ends (CheckRun.outcome, CheckResult.outcome): the command's exit status 0, 1, 2.
+OK = "ok"
+NO = "no"
+FAILED = "failed"
+
+# Failure.kind: why a kernel could not be opened or checked (the exception classes' kinds).
+KIND_NOT_FOUND = "not_found"
+KIND_BAD_INPUT = "bad_input"
+KIND_TOO_LARGE = "too_large"
+KIND_IO = "io"
+KIND_USAGE = "usage"
+KIND_CANCELLED = "cancelled"
+
 __all__ = [name for name in dir() if not name.startswith("_")]

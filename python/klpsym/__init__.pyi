@@ -164,14 +164,18 @@ class CheckResult:
     json: str
     text: str
     refused: bool
+    outcome: str
 
 class Failure:
     kernel: str
+    kind: str
     error: str
 
 class CheckRun:
     results: List[CheckResult]
     failed: List[Failure]
+    outcome: str
+    exit_code: int
 
 class DriftRow:
     identity: Optional[Tuple[str, int]]
@@ -188,9 +192,19 @@ class Drift:
 class FleetIter(Iterator[Union[CheckResult, Failure]]):
     def __next__(self) -> Union[CheckResult, Failure]: ...
 
-def open(source: _Path, *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, debug_vmlinux: Optional[_Path] = None, yield_cpu: bool = False) -> Kernel: ...
+def open(source: _Path, *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, debug_vmlinux: Optional[_Path] = None, yield_cpu: bool = False, kernel_version: Optional[str] = None) -> Kernel: ...
 def open_running(*, no_cache: bool = False, yield_cpu: bool = False) -> Kernel: ...
 def open_all(sources: Sequence[_Path], *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, yield_cpu: bool = False) -> Tuple[List[Kernel], List[Failure], List[Tuple[str, str]]]: ...
-def check(patch: Patch, kernels: Sequence[Kernel], *, built_for: Optional[_Path] = None, force: bool = False, btf: Optional[_Path] = None) -> CheckRun: ...
+def check(patch: Patch, kernels: Sequence[Kernel], *, built_for: Optional[_Path] = None, force: bool = False, btf: Optional[_Path] = None, strict: bool = False) -> CheckRun: ...
 def drift(from_kernel: Kernel, to_kernel: Kernel, name: str, *, object: str = "vmlinux") -> Drift: ...
-def fleet(patch: Patch, sources: Sequence[_Path], *, shard: Optional[str] = None, jobs: int = 1, built_for: Optional[_Path] = None, force: bool = False, cache_dir: Optional[_Path] = None, no_cache: bool = False) -> FleetIter: ...
+def fleet(patch: Patch, sources: Sequence[_Path], *, shard: Optional[str] = None, jobs: int = 1, built_for: Optional[_Path] = None, force: bool = False, cache_dir: Optional[_Path] = None, no_cache: bool = False, strict: bool = False) -> FleetIter: ...
+
+OK: str
+NO: str
+FAILED: str
+KIND_NOT_FOUND: str
+KIND_BAD_INPUT: str
+KIND_TOO_LARGE: str
+KIND_IO: str
+KIND_USAGE: str
+KIND_CANCELLED: str

@@ -321,17 +321,7 @@ pub struct Binding {
 
 impl From<klpsym::Binding> for Binding {
     fn from(b: klpsym::Binding) -> Binding {
-        let detail = b.as_built.as_ref().map(|a| match a {
-            klpsym::AsBuilt::Same => "the definition it was built for".to_string(),
-            klpsym::AsBuilt::Moved {
-                built_for,
-                intended_position,
-            } => format!("built for {built_for}, which is position {intended_position} here"),
-            klpsym::AsBuilt::Gone { built_for } => {
-                format!("built for {built_for}, which this kernel does not have")
-            }
-            klpsym::AsBuilt::Unproven { why } | klpsym::AsBuilt::Assumed { why } => why.clone(),
-        });
+        let detail = b.as_built.as_ref().map(klpsym::AsBuilt::detail);
         Binding {
             source: kind_name(&b.source),
             object: b.object,
@@ -420,14 +410,20 @@ pub struct CheckResult {
     pub partial_coverage: bool,
     /// The module loader's checks: (check, status, detail).
     pub loader_checks: Vec<(String, String, String)>,
+    /// True when the kernel refuses the patch (at load or when a module loads).
+    pub refused: bool,
+    /// What this kernel's answer does to a run (`OK`, `NO`; as `check --strict` when the
+    /// check was strict): the library's rule, the same as the command's exit status.
+    pub outcome: String,
     /// The report as JSON (docs/json.md's `results` element).
     pub json: String,
     /// The report as `klpsym check` prints it.
     pub text: String,
 }
 
-impl From<klpsym::KernelCheck> for CheckResult {
-    fn from(r: klpsym::KernelCheck) -> CheckResult {
+impl CheckResult {
+    /// One kernel's check, judged as a `strict` check is.
+    pub(crate) fn checked(r: klpsym::KernelCheck, strict: bool) -> CheckResult {
         let json = serde_json::to_string(&r).unwrap_or_default();
         let mut text = Vec::new();
         let _ =
@@ -468,6 +464,8 @@ impl From<klpsym::KernelCheck> for CheckResult {
                 .map(|c| (c.check.to_string(), kind_name(&c.status), c.detail.clone()))
                 .collect(),
             partial_coverage: r.partial_coverage(),
+            refused: r.refused(),
+            outcome: kind_name(&r.outcome(strict)),
             unchecked_coverage: r.coverage_unchecked().collect(),
             coverage: r
                 .coverage
@@ -483,12 +481,6 @@ impl From<klpsym::KernelCheck> for CheckResult {
 
 #[pymethods]
 impl CheckResult {
-    /// True when the kernel refuses the patch (at load or when a module loads).
-    #[getter]
-    fn refused(&self) -> bool {
-        self.verdict.starts_with("refused")
-    }
-
     fn __repr__(&self) -> String {
         format!("<CheckResult {} on {}>", self.verdict, self.kernel)
     }
@@ -499,6 +491,9 @@ impl CheckResult {
 pub struct Failure {
     /// The kernel's source.
     pub kernel: String,
+    /// What kind of failure: `not_found`, `bad_input`, `too_large`, `io`, `usage`,
+    /// `cancelled` (the constants `KIND_*`; the exception classes' kinds).
+    pub kind: String,
     /// Why.
     pub error: String,
 }
@@ -506,6 +501,7 @@ pub struct Failure {
 impl From<klpsym::KernelFailure> for Failure {
     fn from(f: klpsym::KernelFailure) -> Failure {
         Failure {
+            kind: kind_name(&f.kind),
             kernel: f.kernel,
             error: f.error,
         }
@@ -526,15 +522,23 @@ pub struct CheckRun {
     pub results: Vec<Py<CheckResult>>,
     /// The kernels that could not be checked.
     pub failed: Vec<Py<Failure>>,
+    /// How the run ends (`OK`, `NO`, `FAILED`): decided by the library, as the command's
+    /// exit status 0, 1, 2.
+    pub outcome: String,
+    /// The command's exit status for this run.
+    pub exit_code: u8,
 }
 
-impl From<klpsym::CheckRun> for CheckRun {
-    fn from(r: klpsym::CheckRun) -> CheckRun {
+impl CheckRun {
+    /// The run of a check, `strict` as it was asked.
+    pub(crate) fn checked(r: klpsym::CheckRun, strict: bool) -> CheckRun {
         Python::attach(|py| CheckRun {
+            outcome: kind_name(&r.outcome),
+            exit_code: r.outcome.exit_code(),
             results: r
                 .results
                 .into_iter()
-                .filter_map(|c| Py::new(py, CheckResult::from(c)).ok())
+                .filter_map(|c| Py::new(py, CheckResult::checked(c, strict)).ok())
                 .collect(),
             failed: r
                 .failed

@@ -263,10 +263,18 @@ impl Kernel {
     }
 }
 
+/// The kernel version a caller states (`"6.12.118"`, `"6.1"`): the rules of that version
+/// apply where nothing in the kernel's files tells it.
+fn stated_version(v: Option<&str>) -> PyResult<Option<klpsym::KernelVersion>> {
+    v.map(|v| v.parse::<klpsym::KernelVersion>().map_err(py_err))
+        .transpose()
+}
+
 /// Opens one kernel: /proc/kallsyms or a copy, System.map, a vmlinux, an image, a module, a
 /// package, or a folder of one kernel's packages.
 #[pyfunction]
-#[pyo3(signature = (source, *, cache_dir=None, no_cache=false, modules=None, debug_vmlinux=None, yield_cpu=false))]
+#[pyo3(signature = (source, *, cache_dir=None, no_cache=false, modules=None, debug_vmlinux=None, yield_cpu=false, kernel_version=None))]
+#[allow(clippy::too_many_arguments)]
 fn open(
     py: Python<'_>,
     source: PathBuf,
@@ -275,9 +283,10 @@ fn open(
     modules: Option<PathBuf>,
     debug_vmlinux: Option<PathBuf>,
     yield_cpu: bool,
+    kernel_version: Option<&str>,
 ) -> PyResult<Kernel> {
     let interrupt = Interrupt::default();
-    let opts = options(
+    let mut opts = options(
         cache_dir,
         no_cache,
         modules,
@@ -285,6 +294,7 @@ fn open(
         yield_cpu,
         &interrupt,
     );
+    opts.kernel_version = stated_version(kernel_version)?;
     let k = interrupt.run_watched(py, || klpsym::open(&source, &opts))?;
     Ok(Kernel {
         inner: Arc::new(k),
@@ -409,10 +419,11 @@ fn check_options(
 }
 
 /// What the kernel will do with `patch` on each of `kernels`: a CheckRun (`results`,
-/// `failed`). `built_for`: the kernel the patch was built for (bindings are proven against
-/// it); `force`: a forced load.
+/// `failed`, `outcome`). `built_for`: the kernel the patch was built for (bindings are proven
+/// against it); `force`: a forced load; `strict`: a check that leaves something open says no
+/// (as `klpsym check --strict`).
 #[pyfunction]
-#[pyo3(signature = (patch, kernels, *, built_for=None, force=false, btf=None))]
+#[pyo3(signature = (patch, kernels, *, built_for=None, force=false, btf=None, strict=false))]
 fn check(
     py: Python<'_>,
     patch: &Patch,
@@ -420,6 +431,7 @@ fn check(
     built_for: Option<PathBuf>,
     force: bool,
     btf: Option<PathBuf>,
+    strict: bool,
 ) -> PyResult<CheckRun> {
     let held: Vec<Arc<klpsym::Kernel>> =
         kernels.iter().map(|k| Arc::clone(&k.get().inner)).collect();
@@ -429,13 +441,16 @@ fn check(
         ));
     };
     let interrupt = first.get().interrupt.clone();
-    let copts = check_options(built_for, force, btf);
+    let copts = klpsym::CheckOptions {
+        strict,
+        ..check_options(built_for, force, btf)
+    };
     let p = Arc::clone(&patch.inner);
     let run = interrupt.run_watched(py, || {
         let refs: Vec<&klpsym::Kernel> = held.iter().map(|k| k.as_ref()).collect();
         klpsym::check(&p, &refs, &copts)
     })?;
-    Ok(CheckRun::from(run))
+    Ok(CheckRun::checked(run, strict))
 }
 
 /// How `name`'s definitions differ between two builds (each definition matched by its source
@@ -453,6 +468,7 @@ fn drift(from_kernel: &Kernel, to_kernel: &Kernel, name: &str, object: &str) -> 
 pub struct FleetIter {
     inner: Mutex<Option<klpsym::FleetChecks>>,
     interrupt: Interrupt,
+    strict: bool,
 }
 
 #[pymethods]
@@ -481,9 +497,9 @@ impl FleetIter {
                 *guard = None;
                 Err(e)
             }
-            Ok(Some(klpsym::FleetItem::Checked(r))) => {
-                Ok(Some(Py::new(py, CheckResult::from(*r))?.into_any()))
-            }
+            Ok(Some(klpsym::FleetItem::Checked(r))) => Ok(Some(
+                Py::new(py, CheckResult::checked(*r, self.strict))?.into_any(),
+            )),
             Ok(Some(klpsym::FleetItem::Failed(f))) => {
                 Ok(Some(Py::new(py, Failure::from(f))?.into_any()))
             }
@@ -495,7 +511,7 @@ impl FleetIter {
 /// time, `jobs` at once, only the `shard` (`"2/4"`) when given: an iterator of CheckResult
 /// and Failure.
 #[pyfunction]
-#[pyo3(signature = (patch, sources, *, shard=None, jobs=1, built_for=None, force=false, cache_dir=None, no_cache=false))]
+#[pyo3(signature = (patch, sources, *, shard=None, jobs=1, built_for=None, force=false, cache_dir=None, no_cache=false, strict=false))]
 #[allow(clippy::too_many_arguments)]
 fn fleet(
     py: Python<'_>,
@@ -507,6 +523,7 @@ fn fleet(
     force: bool,
     cache_dir: Option<PathBuf>,
     no_cache: bool,
+    strict: bool,
 ) -> PyResult<FleetIter> {
     let interrupt = Interrupt::default();
     let opts = options(cache_dir, no_cache, None, None, false, &interrupt).for_patch(&patch.inner);
@@ -525,6 +542,7 @@ fn fleet(
     Ok(FleetIter {
         inner: Mutex::new(Some(it)),
         interrupt,
+        strict,
     })
 }
 

@@ -51,6 +51,11 @@ def test_errors_are_exceptions_by_kind(sample, tmp_path):
         k.search("[")
     with pytest.raises(klpsym.NotFoundError):
         k.resolve("no_such_symbol")
+    # A stated kernel version is checked as the command's --kernel-version is.
+    with pytest.raises(klpsym.UsageError) as e:
+        klpsym.open(sample, no_cache=True, kernel_version="6.1.0-57-amd64")
+    assert "X.Y.Z" in str(e.value)
+    assert klpsym.open(sample, no_cache=True, kernel_version="6.1.192").lookup("do_thing").verdict == klpsym.FOUND
 
 
 def test_a_batch_symbolizes_as_the_single_calls_do(sample):
@@ -105,8 +110,16 @@ def test_a_check_gives_the_verdict_lines_and_bindings_with_files():
     # (its release is the vermagic's), which proves nothing (#45): assumed, never same.
     assert b.identity == ("fs/proc/cmdline.c", 1) and b.as_built == klpsym.ASSUMED
     assert "ACCEPTED" in r.text
-    # A refused one: the kernel's own lines.
-    bad = klpsym.check(klpsym.Patch(f"{lp}/ambiguous/klp_ambiguous.ko"), kernels).results[0]
+    # The run's outcome is the library's, the command's exit status: accepted is OK...
+    assert run.outcome == klpsym.OK and run.exit_code == 0 and r.outcome == klpsym.OK
+    # ...and strict, the coverage left unchecked without the kernel's DWARF is NO if any.
+    strict = klpsym.check(patch, kernels, strict=True)
+    want_strict = klpsym.NO if strict.results[0].unchecked_coverage or strict.results[0].unchecked else klpsym.OK
+    assert strict.outcome == want_strict
+    # A refused one: the kernel's own lines, and the run says no (exit 1).
+    bad_run = klpsym.check(klpsym.Patch(f"{lp}/ambiguous/klp_ambiguous.ko"), kernels)
+    assert bad_run.outcome == klpsym.NO and bad_run.exit_code == 1
+    bad = bad_run.results[0]
     assert bad.refused and bad.verdict == klpsym.REFUSED_AT_LOAD
     reached = [p for p in bad.problems if p.reached]
     assert reached[0].kind == "ambiguous" and reached[0].log[0].startswith("livepatch: unresolvable ambiguity")
@@ -123,6 +136,8 @@ def test_a_fleet_iterates_kernels_and_failures(tmp_path):
     checked = [i for i in items if isinstance(i, klpsym.CheckResult)]
     failed = [i for i in items if isinstance(i, klpsym.Failure)]
     assert len(checked) == 1 and len(failed) == 1
+    # A package cut short is bad input, typed.
+    assert failed[0].kind == klpsym.KIND_BAD_INPUT, failed[0].error
     assert checked[0].verdict in (klpsym.ACCEPTED, klpsym.UNVERIFIED)
 
 

@@ -127,17 +127,17 @@ pub struct SourceArgs {
     #[arg(long)]
     pub json: bool,
     /// Refuse inputs larger than this many bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    #[arg(long, value_name = "BYTES", default_value_t = klpsym::defaults::MAX_INPUT_SIZE)]
     pub max_input_size: u64,
     /// Refuse to decompress more than this many bytes (a decompression bomb is an error).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    #[arg(long, value_name = "BYTES", default_value_t = klpsym::defaults::MAX_DECOMPRESSED_SIZE)]
     pub max_decompressed_size: u64,
     /// Give the CPU away (sched_yield) at every reschedule point: for busy hosts where klpsym
     /// must not delay latency-critical work on its CPU.
     #[arg(long)]
     pub yield_cpu: bool,
     /// Microseconds of work between reschedule points.
-    #[arg(long, value_name = "US", default_value_t = 50)]
+    #[arg(long, value_name = "US", default_value_t = klpsym::defaults::RESCHED_INTERVAL_US)]
     pub resched_us: u64,
     /// Where decoded tables of images, vmlinux files and packages are kept between runs
     /// (default: $XDG_CACHE_HOME/klpsym, else ~/.cache/klpsym). An entry is found by the
@@ -317,7 +317,7 @@ pub struct SearchArgs {
     #[arg(long, value_name = "OBJ")]
     pub object: Option<String>,
     /// List at most this many names (the count of all matches is printed anyway).
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = klpsym::defaults::SEARCH_LIMIT)]
     pub limit: usize,
     /// Only names defined more than once: the ones a patch must give a position for.
     #[arg(long)]
@@ -421,7 +421,7 @@ pub struct CheckArgs {
     pub strict: bool,
     /// Warn when the kernel would hold a CPU longer than this many milliseconds while it
     /// resolves the patch's symbols (see resolution_cost in --json).
-    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    #[arg(long, value_name = "MS", default_value_t = klpsym::defaults::HOLD_WARN_MS)]
     pub hold_warn_ms: f64,
     /// Nanoseconds the target spends per kallsyms entry its lookups visit, for the time
     /// estimates (default: 50, an x86_64 figure not yet calibrated on real hardware).
@@ -541,6 +541,20 @@ pub struct ManArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The flags' defaults are the library's (written once, in `klpsym::defaults`); the cache
+    /// size is shown as `4G` and must parse to the same number.
+    #[test]
+    fn defaults_are_the_librarys() {
+        assert_eq!(parse_size("4G").unwrap(), klpsym::defaults::CACHE_MAX_BYTES);
+        let o = klpsym::Options::new();
+        assert_eq!(o.max_input_size, klpsym::defaults::MAX_INPUT_SIZE);
+        assert_eq!(o.cache_max_bytes, klpsym::defaults::CACHE_MAX_BYTES);
+        assert_eq!(
+            o.interval,
+            std::time::Duration::from_micros(klpsym::defaults::RESCHED_INTERVAL_US)
+        );
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

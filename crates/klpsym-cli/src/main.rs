@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::output::Outcome;
 
 fn main() -> ExitCode {
     klpsym::default_sigpipe();
@@ -33,10 +32,8 @@ fn main() -> ExitCode {
         Command::Man(a) => commands::completions::man(&a),
     };
     match result {
-        // An input that could not be read was reported; the others' answers were given.
-        Ok(_) if output::an_input_failed() => ExitCode::from(2),
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::KernelSaysNo) => ExitCode::from(1),
+        // The library decided how the run ends (0, 1, or 2 when an input failed).
+        Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(e) => {
             output::print_error(&e);
             // A script reading --json's stdout gets JSON either way.

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use klpsym::{CacheDir, Kernel, KernelFailure, Note, Options, Progress, Queries};
+use klpsym::{CacheDir, KernelFailure, Kernels, Note, Options, Progress, Queries};
 
 use crate::cli::{SourceArgs, YesNo};
-use crate::output::{some_input_failed, CliError};
+use crate::output::CliError;
 
 impl SourceArgs {
     /// The library's options for these arguments, for a verb asking `queries`.
@@ -86,71 +86,29 @@ pub fn print_notes(notes: &[Note]) {
             Some(klpsym::Input::KernelVersion) => " (--kernel-version X.Y.Z)",
             _ => "",
         };
-        eprintln!(
-            "klpsym: {}: {}{settle}",
-            match n.level {
-                klpsym::Level::Note => "note",
-                klpsym::Level::Warning => "warning",
-            },
-            n.text
-        );
+        let level = match n.level {
+            klpsym::Level::Warning => "warning",
+            klpsym::Level::Error => "error",
+            _ => "note",
+        };
+        eprintln!("klpsym: {level}: {}{settle}", n.text);
     }
 }
 
 /// Prints a kernel that could not be opened or answered (the run then ends with exit 2).
 pub fn print_failure(f: &KernelFailure) {
-    some_input_failed();
     eprintln!("klpsym: error: {}: {}", f.kernel, f.error);
 }
 
-/// The kernels the arguments name (or the running one), opened, with what was said while
-/// opening printed. A kernel that cannot be opened is given back as a failure (its row), the
-/// others still answer; when none opens, the first error is the command's.
-pub fn open_kernels(
-    args: &SourceArgs,
-    opts: &Options,
-) -> Result<(Vec<Kernel>, Vec<KernelFailure>), CliError> {
-    let set = klpsym::KernelSet::open(&args.kernels, opts)?;
-    print_notes(set.notes());
-    let (kernels, failed, first_error) = set.into_parts();
-    if kernels.is_empty() {
-        if let Some(e) = first_error {
-            return Err(e.into());
-        }
-    }
-    for k in &kernels {
-        print_notes(k.notes());
-    }
-    Ok((kernels, failed))
+/// What a run said, then the kernels that failed, on stderr.
+pub fn print_run(notes: &[Note], failed: &[KernelFailure]) {
+    print_notes(notes);
+    failed.iter().for_each(print_failure);
 }
 
-/// Each kernel's answer to `ask`, in order; a kernel that cannot answer is a failure of its
-/// own (printed; the run ends with exit 2), the others still answer. When no kernel answers,
-/// the first error is the command's.
-pub fn answer_each<T>(
-    kernels: &[Kernel],
-    failed: &mut Vec<KernelFailure>,
-    ask: impl Fn(&Kernel) -> klpsym::Result<T>,
-) -> Result<Vec<T>, CliError> {
-    let mut out = Vec::with_capacity(kernels.len());
-    let mut first = None;
-    for k in kernels {
-        match ask(k) {
-            Ok(a) => out.push(a),
-            Err(e) if e.is_cancelled() => return Err(e.into()),
-            Err(e) => {
-                failed.push(KernelFailure::new(k.path().display().to_string(), &e));
-                first.get_or_insert(e);
-            }
-        }
-    }
-    match first {
-        Some(e) if out.is_empty() && failed.len() == 1 => Err(e.into()),
-        _ => {
-            for f in failed.iter() {
-                print_failure(f);
-            }
-            Ok(out)
-        }
-    }
+/// The kernels the arguments name (or the running one), opened as one run's: a source that
+/// cannot be opened is a failure row, the others still answer (the library's rule decides
+/// when it is the command's error instead).
+pub fn open_kernels(args: &SourceArgs, opts: &Options) -> Result<Kernels, CliError> {
+    Ok(klpsym::KernelSet::open(&args.kernels, opts)?.into_kernels()?)
 }

@@ -1,38 +1,4 @@
-//! Shared output helpers: exit outcomes, errors, hex formatting, JSON printing.
-
-/// How a verb ended when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Exit 0.
-    Ok,
-    /// Exit 1: the kernel would say no.
-    KernelSaysNo,
-}
-
-impl Outcome {
-    /// `Ok` when every item was fine.
-    pub fn all_ok(ok: bool) -> Outcome {
-        if ok {
-            Outcome::Ok
-        } else {
-            Outcome::KernelSaysNo
-        }
-    }
-}
-
-/// Set when some input could not be read while the others were answered: the run then
-/// ends with exit 2 whatever its verdicts.
-static INPUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Records that an input failed (its error was printed, the others went on).
-pub fn some_input_failed() {
-    INPUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// True when [`some_input_failed`] was called.
-pub fn an_input_failed() -> bool {
-    INPUT_FAILED.load(std::sync::atomic::Ordering::Relaxed)
-}
+//! Shared output helpers: errors, JSON printing.
 
 /// A user-facing error (exit 2).
 pub type CliError = Box<dyn std::error::Error + Send + Sync>;
@@ -40,15 +6,10 @@ pub type CliError = Box<dyn std::error::Error + Send + Sync>;
 /// Prints an error as the one JSON document of a `--json` run, on stdout:
 /// `{"error": {"kind", "message"}}`.
 pub fn print_error_json(e: &CliError) {
-    let kind = match e.downcast_ref::<klpsym::Error>().map(klpsym::Error::kind) {
-        Some(klpsym::ErrorKind::NotFound) => "not_found",
-        Some(klpsym::ErrorKind::BadInput) => "bad_input",
-        Some(klpsym::ErrorKind::TooLarge) => "too_large",
-        Some(klpsym::ErrorKind::Io) => "io",
-        Some(klpsym::ErrorKind::Usage) => "usage",
-        Some(klpsym::ErrorKind::Cancelled) => "cancelled",
-        _ => "other",
-    };
+    let kind = e
+        .downcast_ref::<klpsym::Error>()
+        .and_then(|e| serde_json::to_value(e.kind()).ok())
+        .unwrap_or_else(|| "other".into());
     let mut text = message(e);
     let mut src = e.source();
     while let Some(s) = src {
@@ -58,8 +19,10 @@ pub fn print_error_json(e: &CliError) {
         }
         src = s.source();
     }
-    let doc = serde_json::json!({"error": {"kind": kind, "message": text}});
-    println!("{doc}");
+    let error = serde_json::json!({"kind": kind, "message": text});
+    let doc = serde_json::json!({ "error": error });
+    let doc = klpsym::render::Versioned::new(&doc);
+    println!("{}", serde_json::to_string(&doc).unwrap_or_default());
 }
 
 /// The argument a library input comes from, and how the error names it: in front (`--modules:
@@ -120,7 +83,7 @@ pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock())
 }
 
-/// Prints a JSON value followed by a newline.
+/// Prints a JSON document (an object, the schema version its first field) and a newline.
 pub fn print_json<T: serde::Serialize>(v: &T) -> Result<(), CliError> {
     print_json_with(v, &mut klpsym::Resched::none())
 }
@@ -130,6 +93,15 @@ pub fn print_json_with<T: serde::Serialize>(
     v: &T,
     resched: &mut klpsym::Resched,
 ) -> Result<(), CliError> {
-    klpsym::render::json(&mut stdout(), v, resched)?;
+    klpsym::render::json_document(&mut stdout(), v, resched)?;
+    Ok(())
+}
+
+/// Prints a list of JSON documents (each kernel's, when several were given): each element
+/// carries the schema version.
+pub fn print_json_list<T: serde::Serialize>(v: &[T]) -> Result<(), CliError> {
+    let list: Vec<klpsym::render::Versioned<'_, T>> =
+        v.iter().map(klpsym::render::Versioned::new).collect();
+    klpsym::render::json(&mut stdout(), &list, &mut klpsym::Resched::none())?;
     Ok(())
 }

@@ -310,6 +310,107 @@ fn hidden_addresses_warn_and_names_still_work() {
     assert!(stderr(&o).contains("addresses are hidden"));
 }
 
+/// One kernel whose addresses are hidden is a failure row of its own: the other kernel still
+/// answers, the run ends 2 (an input failed), and the row says what kind of failure it is.
+#[test]
+fn a_kernel_with_hidden_addresses_does_not_sink_the_others() {
+    let f = Fixture::new();
+    let good = sample(&f);
+    let hidden = f.file(
+        "hidden.txt",
+        b"0000000000000000 T a\n0000000000000000 t b\n",
+    );
+    let o = run(&[
+        "addr",
+        "ffffffff81000010",
+        "-k",
+        &good,
+        "-k",
+        hidden.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{v}");
+    assert_eq!(results[0]["kernel"], good.as_str());
+    assert_eq!(results[0]["addresses"][0]["found"], true, "{v}");
+    let failed = v["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0]["kernel"], hidden.to_str().unwrap());
+    assert_eq!(failed[0]["kind"], "bad_input");
+    assert!(failed[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("addresses are hidden"));
+}
+
+/// How a run over several kernels ends is one rule for every verb: an answer that says no on
+/// one kernel makes the run say no (exit 1); a kernel that cannot be read makes it 2, its row
+/// typed, while the others still answer.
+#[test]
+fn a_run_says_no_when_one_kernel_does_and_fails_when_one_is_unreadable() {
+    let f = Fixture::new();
+    let a = sample(&f);
+    let b = f.file(
+        "b.txt",
+        b"ffffffff81000000 T _text\nffffffff81000100 t other\n",
+    );
+    let b = b.to_str().unwrap();
+    let o = run(&["search", "init_*", "-k", &a, "-k", b]);
+    assert_eq!(o.status.code(), Some(1), "no match on b: {}", stderr(&o));
+    let o = run(&["search", "_text", "-k", &a, "-k", b]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let missing = f.dir.path().join("missing.txt");
+    let o = run(&[
+        "search",
+        "_text",
+        "-k",
+        &a,
+        "-k",
+        missing.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["failed"][0]["kind"], "not_found", "{v}");
+    // Alone, the missing kernel's error is the run's: one JSON error document.
+    let o = run(&["search", "_text", "-k", missing.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "not_found", "{v}");
+}
+
+/// Every JSON document starts with its schema version, the error document included.
+#[test]
+fn every_json_document_names_its_schema_first() {
+    let f = Fixture::new();
+    let k = sample(&f);
+    for args in [
+        vec!["lookup", "do_thing", "-k", &k, "--json"],
+        vec!["sympos", "init_once", "-k", &k, "--json"],
+        vec!["search", "init_*", "-k", &k, "--json"],
+        vec!["addr", "ffffffff81000144", "-k", &k, "--json"],
+        vec!["info", "-k", &k, "--json"],
+        vec!["lookup", "x", "-k", "/no/such/kernel", "--json"],
+    ] {
+        let o = run(&args);
+        let text = stdout(&o);
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
+        assert_eq!(v["schema"], 2, "{args:?}: {text}");
+        let first_key = text.trim_start_matches(['{', ' ', '\n']).split('"').nth(1);
+        assert_eq!(first_key, Some("schema"), "{args:?}: {text}");
+    }
+    // Several kernels' info: a list, each element versioned.
+    let o = run(&["info", "-k", &k, "-k", &k, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert!(list.iter().all(|d| d["schema"] == 2), "{v}");
+}
+
 #[test]
 fn usage_errors_exit_2_and_help_teaches() {
     let o = run(&["lookup"]);

@@ -69,3 +69,68 @@ fn a_stated_count_is_found_where_it_is_written() {
     );
     assert!(stated_case_counts("every livepatch case").is_empty());
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// One word per concept: a module read from its `.ko` and not placed is `unplaced` in code,
+/// JSON, Python and docs. Its retired names (`relative`, `offline`) survive only as the JSON
+/// names kept one schema version for old readers, which the serializers write beside
+/// `unplaced` and docs/json.md marks deprecated; no identifier, enum variant or other JSON
+/// field uses them.
+#[test]
+fn retired_words_for_unplaced_appear_only_as_deprecated_json_names() {
+    let mut files = Vec::new();
+    for dir in ["crates", "python/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "only {} Rust files found", files.len());
+    let mut kept = 0;
+    let mut wrong = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for word in ["\"relative\"", "\"offline\""] {
+                if code.contains(word) {
+                    // Only a serde name or a serialized field, written beside `unplaced`.
+                    let window: String = text
+                        .lines()
+                        .skip(i.saturating_sub(4))
+                        .take(9)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if window.contains("unplaced") && !f.ends_with("docs.rs") {
+                        kept += 1;
+                    } else if !f.ends_with("docs.rs") {
+                        wrong.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+            for ident in ["Offline", "offline:", "relative:"] {
+                if code.contains(ident) && !f.ends_with("docs.rs") {
+                    wrong.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "retired words:\n{}", wrong.join("\n"));
+    assert!(
+        kept >= 2,
+        "the deprecated JSON names are no longer written ({kept})"
+    );
+    let json = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
+    assert!(
+        json.contains("deprecated") && json.contains("\"schema\""),
+        "docs/json.md says which names are deprecated and the schema version"
+    );
+}

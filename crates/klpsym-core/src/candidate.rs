@@ -211,7 +211,9 @@ mod tests {
         assert_eq!(v["address"], "0xffffffff81000010");
         assert_eq!(v["size"], "0x10");
         assert_eq!(v["type"], "t");
-        assert_eq!(v["relative"], false);
+        // `unplaced`, and its deprecated older name beside it.
+        assert_eq!(v["unplaced"], false);
+        assert_eq!(v["relative"], v["unplaced"]);
         assert!(v.get("kind").is_none());
         assert!(v.get("id").is_none());
         #[derive(Serialize)]

@@ -36,6 +36,7 @@ pub struct LookupRequest<'a> {
 /// The kernel's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LookupVerdict {
     /// The kernel would use `address`.
     Found,

@@ -14,6 +14,7 @@ impl ObjectId {
 /// What kind of object holds a symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ObjectKind {
     /// The kernel image: `objname == NULL` for livepatch.
     Vmlinux,

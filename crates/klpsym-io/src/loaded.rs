@@ -17,6 +17,7 @@ pub fn is_live(path: &std::path::Path) -> bool {
 
 /// What kind of source a file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum SourceKind {
     /// /proc/kallsyms or a copy of it.
     Kallsyms,

@@ -147,6 +147,7 @@ pub struct Problem {
 /// The overall outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum PatchVerdictKind {
     /// The kernel loads and enables the patch, and everything that decides that was checked:
     /// deferred objects against their modules, the module loader's facts, and (by the caller

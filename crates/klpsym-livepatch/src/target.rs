@@ -15,9 +15,9 @@ use crate::layouts::{KernelRules, StructLayouts};
 pub enum TableSource {
     /// The running (or image-derived) kernel: vmlinux and loaded modules.
     Kernel,
-    /// A module's own `.ko`, for an object that is not loaded (addresses are the offline
-    /// layout's, not real ones).
-    Offline,
+    /// A module's own `.ko`, for an object that is not loaded: unplaced (its addresses are
+    /// offsets in its sections, not real ones).
+    Unplaced,
 }
 
 /// The target kernel.
@@ -319,7 +319,7 @@ impl<'a> Target<'a> {
     ) -> (LookupOutcome, TableSource, &'a SymbolTable) {
         let obj = normalize_module_name(object);
         let (table, src) = match (coming, self.unplaced_modules.get(&obj)) {
-            (Some(c), Some(t)) if c == obj && !self.is_loaded(&obj) => (*t, TableSource::Offline),
+            (Some(c), Some(t)) if c == obj && !self.is_loaded(&obj) => (*t, TableSource::Unplaced),
             _ => (self.kernel, TableSource::Kernel),
         };
         let req = LookupRequest {
@@ -353,7 +353,7 @@ mod tests {
         let (o, src, _) = t.lookup("ext4", "first", 0, Some("ext4"));
         assert_eq!(
             (o.verdict, o.address, src),
-            (LookupVerdict::Found, Some(0), TableSource::Offline)
+            (LookupVerdict::Found, Some(0), TableSource::Unplaced)
         );
         assert_eq!(
             t.lookup("ext4", "dup", 0, Some("ext4")).0.verdict,

@@ -17,17 +17,14 @@ fn main() -> Result<(), klpsym::Error> {
     };
     let opts = Options::new();
     let patch = Patch::read(patch, &opts)?;
-    let (kernels, failed, first) =
-        KernelSet::open(&[target.into()], &opts.for_patch(&patch))?.into_parts();
-    if kernels.is_empty() {
-        return Err(first.unwrap_or_else(|| klpsym::Error::usage("no kernel")));
-    }
+    // Opened for this patch (a package's modules of its objects with the kernel); a kernel
+    // that cannot be opened or checked is a failure row of the run.
+    let kernels = KernelSet::open(&[target.into()], &opts.for_patch(&patch))?.into_kernels()?;
     let copts = CheckOptions {
         built_for: Some(built_for.into()),
         ..CheckOptions::default()
     };
-    let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
-    let run = klpsym::check(&patch, &refs, &copts)?;
+    let run = klpsym::check_kernels(&patch, kernels, &copts)?;
     for r in &run.results {
         println!("{}: {:?}", r.kernel, r.verdict());
         for b in &r.bindings {
@@ -44,6 +41,8 @@ fn main() -> Result<(), klpsym::Error> {
                 }
                 Some(AsBuilt::Unproven { why }) => format!("not proven: {why}"),
                 Some(AsBuilt::Assumed { why }) => format!("assumed, not proven: {why}"),
+                // A comparison this program does not know yet: the library's words for it.
+                Some(other) => other.detail(),
                 None => "not compared".to_string(),
             };
             let identity = b
@@ -62,8 +61,9 @@ fn main() -> Result<(), klpsym::Error> {
             println!("  the patch loads and patches other code than it was built for");
         }
     }
-    for f in run.failed.iter().chain(&failed) {
-        println!("{}: not checked: {}", f.kernel, f.error);
+    for f in &run.failed {
+        println!("{}: not checked ({:?}): {}", f.kernel, f.kind, f.error);
     }
-    Ok(())
+    // How the run ends, as the library decides it for every front end (0, 1, 2).
+    std::process::exit(run.outcome.exit_code().into())
 }

@@ -20,6 +20,7 @@ use std::rc::Rc;
 
 use crate::error::Result;
 use crate::kernel::Kernel;
+use crate::run::{settle, Answer, KernelFailure, Kernels, Run};
 use klpsym_core::Candidate;
 
 /// Where a patch names a symbol.
@@ -55,6 +56,7 @@ impl std::fmt::Display for Identity {
 /// How a binding compares with the one on the kernel the patch was built for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AsBuilt {
     /// The same definition.
     Same,
@@ -87,6 +89,22 @@ pub enum AsBuilt {
 }
 
 impl AsBuilt {
+    /// What it says, in words (`built for fs/proc/cmdline.c (copy 1 in it), which is position
+    /// 2 here`).
+    pub fn detail(&self) -> String {
+        match self {
+            AsBuilt::Same => "the definition it was built for".to_string(),
+            AsBuilt::Moved {
+                built_for,
+                intended_position,
+            } => format!("built for {built_for}, which is position {intended_position} here"),
+            AsBuilt::Gone { built_for } => {
+                format!("built for {built_for}, which this kernel does not have")
+            }
+            AsBuilt::Unproven { why } | AsBuilt::Assumed { why } => why.clone(),
+        }
+    }
+
     /// True when the kernel binds another definition than the built-for kernel does.
     pub fn binds_another(&self) -> bool {
         matches!(self, AsBuilt::Moved { .. } | AsBuilt::Gone { .. })
@@ -95,6 +113,7 @@ impl AsBuilt {
 
 /// What one symbol of the patch binds on one kernel.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Binding {
     /// A replaced function or a klp relocation symbol.
     pub source: BindingSource,
@@ -511,6 +530,7 @@ fn compare(
 /// How one definition of a name fares from one build to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DriftStatus {
     /// The same definition at the same position.
     Same,
@@ -527,6 +547,7 @@ pub enum DriftStatus {
 
 /// One definition's place on both builds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DriftRow {
     /// Its source file and rank in it, when known.
     pub identity: Option<Identity>,
@@ -541,6 +562,7 @@ pub struct DriftRow {
 /// A name's definitions on two builds, matched by identity (source file and rank in it; see
 /// the module docs): what a patch built for `from` binds on `to`, without a patch.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Drift {
     /// The name.
     pub name: String,
@@ -570,6 +592,40 @@ impl Drift {
             )
         })
     }
+}
+
+/// How the definitions of each of `names` in `object` differ between the first of `kernels`
+/// (the build positions were chosen on) and each other one, as one run: a kernel that cannot
+/// answer is a failure row (once, however many names), the others still answer.
+pub fn drift_all(kernels: Kernels, names: &[String], object: &str) -> Result<Run<Drift>> {
+    let (kernels, mut failed, notes) = kernels.into_parts();
+    let Some((from, others)) = kernels.split_first().filter(|(_, o)| !o.is_empty()) else {
+        let why: Vec<String> = failed
+            .iter()
+            .map(|f| format!("{}: {}", f.kernel, f.error))
+            .collect();
+        return Err(crate::Error::usage(format!(
+            "drift compares builds: only one kernel could be opened{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            }
+        )));
+    };
+    let mut results = Vec::new();
+    for to in others {
+        for name in names {
+            match drift(from, to, name, object) {
+                Ok(d) => results.push(d),
+                Err(e) if e.is_cancelled() => return Err(e),
+                Err(e) => failed.push(KernelFailure::new(to.path().display().to_string(), &e)),
+            }
+        }
+    }
+    failed.dedup_by(|a, b| a.kernel == b.kernel && a.error == b.error);
+    settle(results.len(), &mut failed)?;
+    Ok(Run::judged(results, failed, notes, Drift::says_no))
 }
 
 /// How the definitions of `name` in `object` differ between `from` and `to`.
@@ -643,6 +699,13 @@ pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Dri
         to: b,
         rows,
     })
+}
+
+/// A drift says no when a definition moved, is gone or is new.
+impl Answer for Drift {
+    fn says_no(&self) -> bool {
+        self.moved()
+    }
 }
 
 #[cfg(test)]

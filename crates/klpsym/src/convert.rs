@@ -33,6 +33,7 @@ pub enum Converted {
 
 /// The outcome of [`convert`] with what was said along the way.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ConvertRun {
     /// Written or refused.
     pub outcome: Converted,

@@ -23,10 +23,12 @@ use klpsym_elf::{CopiesIndex, CopyPlace, DebugLines, FunctionCopies};
 
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::run::Answer;
 
 /// What a copy of a function is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CopyKind {
     /// The function's own out-of-line code: the symbol of its name.
     OutOfLine,
@@ -42,6 +44,7 @@ pub enum CopyKind {
 
 /// One place a function's code lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Copy {
     /// What it is.
     pub kind: CopyKind,
@@ -82,6 +85,7 @@ impl Copy {
 
 /// One function as DWARF defines it, with every copy of its code.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Definition {
     /// Its name.
     pub name: String,
@@ -112,6 +116,7 @@ impl Definition {
 
 /// Where a name's functions live in one kernel ([`Kernel::copies`]).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Copies {
     /// The kernel's source.
     pub kernel: String,
@@ -566,5 +571,12 @@ impl ObjectDwarf<'_> {
             });
         }
         Ok(out)
+    }
+}
+
+/// No function of that name says no, as a name without definitions does.
+impl Answer for Copies {
+    fn says_no(&self) -> bool {
+        self.definitions.is_empty()
     }
 }

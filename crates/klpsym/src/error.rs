@@ -4,7 +4,8 @@ use std::fmt;
 
 /// What kind of failure an [`Error`] is, so a caller can act on it without reading the
 /// message: retry after a cancellation, ask the user for another file, report a bug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// A reschedule point said stop (the caller's cancel flag, or a callback): nothing is

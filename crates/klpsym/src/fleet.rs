@@ -29,10 +29,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
-use crate::check::{pick_release, BuiltFor, CheckOptions, KernelCheck, KernelFailure, Patch};
+use crate::check::{pick_release, BuiltFor, CheckOptions, KernelCheck, Patch};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
 use crate::options::Options;
+use crate::run::{KernelFailure, Outcome};
 use crate::sources::expand_dirs;
 
 /// The sources of one kernel, or of the few kernels one package set holds: a file alone, or
@@ -194,6 +195,17 @@ pub enum FleetItem {
     Checked(Box<KernelCheck>),
     /// The kernel could not be opened or checked (the others still are).
     Failed(KernelFailure),
+}
+
+impl FleetItem {
+    /// What this kernel does to the fleet's run: a failure [`Outcome::Failed`], a check its
+    /// [`KernelCheck::outcome`] (`strict`: as [`CheckOptions::strict`]).
+    pub fn outcome(&self, strict: bool) -> Outcome {
+        match self {
+            FleetItem::Checked(r) => r.outcome(strict),
+            FleetItem::Failed(_) => Outcome::Failed,
+        }
+    }
 }
 
 impl Fleet {

@@ -10,9 +10,11 @@ use klpsym_io::SourceKind;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
+use crate::run::Answer;
 
 /// What one source holds.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct KernelInfo {
     /// The source.
     pub kernel: String,
@@ -64,6 +66,7 @@ pub struct KernelInfo {
 
 /// One object of a table.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ObjectSummary {
     /// Its name.
     pub name: String,
@@ -73,8 +76,10 @@ pub struct ObjectSummary {
     pub symbols: u32,
     /// True when it is unplaced: a module read from its `.ko`, its addresses offsets in its
     /// sections.
-    #[serde(rename = "relative")]
     pub unplaced: bool,
+    /// `unplaced`'s older JSON name, kept for readers of older output (deprecated).
+    #[serde(rename = "relative")]
+    relative_deprecated: bool,
 }
 
 impl Kernel {
@@ -120,6 +125,7 @@ impl Kernel {
                     kind: o.kind,
                     symbols: o.symbol_count,
                     unplaced: o.unplaced,
+                    relative_deprecated: o.unplaced,
                 })
                 .collect(),
             read_ms: k.read_time.as_secs_f64() * 1e3,
@@ -183,4 +189,11 @@ impl Write for WriteRef<'_> {
 
 fn source_kind<S: serde::Serializer>(k: &SourceKind, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(k.as_str())
+}
+
+/// What a source holds never says no.
+impl Answer for KernelInfo {
+    fn says_no(&self) -> bool {
+        false
+    }
 }

@@ -16,11 +16,14 @@ use crate::version::{KernelVersion, VersionSource};
 /// How loud a [`Note`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Level {
     /// Worth knowing.
     Note,
     /// Something the user should act on or be wary of.
     Warning,
+    /// Something that went wrong in part of a run (the rest was answered).
+    Error,
 }
 
 /// Something said while opening or checking, for the caller to show (the library never
@@ -51,6 +54,15 @@ impl Note {
     pub fn warning(text: impl Into<String>) -> Note {
         Note {
             level: Level::Warning,
+            text: text.into(),
+            input: None,
+        }
+    }
+
+    /// An error in part of a run (the rest was answered).
+    pub fn error(text: impl Into<String>) -> Note {
+        Note {
+            level: Level::Error,
             text: text.into(),
             input: None,
         }

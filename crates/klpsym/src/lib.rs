@@ -86,6 +86,7 @@ mod open;
 mod options;
 mod query;
 pub mod render;
+mod run;
 mod sources;
 mod stack_entry;
 mod status;
@@ -95,13 +96,13 @@ mod trace;
 mod version;
 
 pub use binding::{
-    drift, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity, ModuleAsBuilt,
-    ModuleComparison, ModuleId,
+    drift, drift_all, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity,
+    ModuleAsBuilt, ModuleComparison, ModuleId,
 };
 pub use cache::{cache_listing, cache_listing_with, input_present, CacheListing, CachePrune};
 pub use check::{
-    check, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage,
-    KernelCheck, KernelFailure, OpenRow, Patch, Unchecked,
+    check, check_kernels, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy,
+    FunctionCoverage, KernelCheck, OpenRow, Patch, Unchecked,
 };
 pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
 pub use copies::{Copies, Copy, CopyKind, Definition};
@@ -111,16 +112,17 @@ pub use info::{KernelInfo, ObjectSummary};
 pub use kernel::{Kernel, Level, Note};
 pub use lines::SourceFrame;
 pub use open::{open, open_all, open_running, KernelSet, Opened, RUNNING_KERNEL};
-pub use options::{CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
+pub use options::{defaults, CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
 pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
 };
+pub use run::{Answer, KernelFailure, Kernels, Outcome, Run};
 pub use stack_entry::{parse_addr, parse_query, Query};
 pub use status::{loaded_livepatches, status, FuncStatus, ObjectStatus, PatchStatus, Status};
 pub use symbolize::{AddrAnswer, Ended, NoSymbol, Resolved};
 pub use target::{exported_by, knows_exports, Layouts, TargetFacts, TargetOptions, UnplacedModule};
-pub use trace::{Trace, TraceLine};
+pub use trace::{symbolize_trace, Trace, TraceAnswers, TraceLine};
 pub use version::{KernelVersion, VersionSource};
 
 /// Reschedule points, for callers that drive the lower layers themselves.

@@ -10,6 +10,7 @@ use klpsym_io::{LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
 use crate::options::{Options, Progress, Queries};
+use crate::run::{KernelFailure, Kernels};
 
 /// The source used when none is named: the running kernel.
 pub const RUNNING_KERNEL: &str = klpsym_io::DEFAULT_SOURCE;
@@ -85,9 +86,18 @@ impl KernelSet {
         &self.notes
     }
 
+    /// The kernels, ready to answer as one run ([`Kernels::answer`], [`crate::check_kernels`]):
+    /// the sources that did not open are failure rows, what was said is kept. When not one
+    /// source opened and a single one was given, its error is this call's.
+    pub fn into_kernels(self) -> Result<Kernels> {
+        let notes = self.notes.clone();
+        let (kernels, failed, _) = self.into_parts();
+        Kernels::new(kernels, failed, notes)
+    }
+
     /// The kernels that opened, the sources that did not (each as a failure row), and the
     /// first error among those.
-    pub fn into_parts(self) -> (Vec<Kernel>, Vec<crate::KernelFailure>, Option<Error>) {
+    pub fn into_parts(self) -> (Vec<Kernel>, Vec<KernelFailure>, Option<Error>) {
         let mut kernels = Vec::new();
         let mut failed = Vec::new();
         let mut first = None;
@@ -95,7 +105,7 @@ impl KernelSet {
             match kernel {
                 Ok(k) => kernels.push(k),
                 Err(e) => {
-                    failed.push(crate::KernelFailure::new(source.display().to_string(), &e));
+                    failed.push(KernelFailure::new(source.display().to_string(), &e));
                     first.get_or_insert(e);
                 }
             }

@@ -177,17 +177,17 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             cache: CacheDir::Default,
-            cache_max_bytes: klpsym_io::DEFAULT_MAX_BYTES,
+            cache_max_bytes: defaults::CACHE_MAX_BYTES,
             modules: Vec::new(),
             loaded: Vec::new(),
             place_from: None,
             debug_vmlinux: None,
             kallsyms_all: None,
             kernel_version: None,
-            max_input_size: 1 << 30,
-            max_decompressed_size: 1 << 30,
+            max_input_size: defaults::MAX_INPUT_SIZE,
+            max_decompressed_size: defaults::MAX_DECOMPRESSED_SIZE,
             policy: PointPolicy::Nothing,
-            interval: Duration::from_micros(50),
+            interval: Duration::from_micros(defaults::RESCHED_INTERVAL_US),
             cancel: None,
             queries: Queries::Many,
             progress: None,
@@ -305,4 +305,21 @@ impl Options {
             debug_packages: true,
         }
     }
+}
+
+/// The defaults every front end states (the command's flags, Python's keywords), written once:
+/// [`Options::new`], [`crate::CheckOptions::default`] and [`crate::SearchQuery::new`] use them.
+pub mod defaults {
+    /// [`super::Options::max_input_size`]: 1 GiB.
+    pub const MAX_INPUT_SIZE: u64 = 1 << 30;
+    /// [`super::Options::max_decompressed_size`]: 1 GiB.
+    pub const MAX_DECOMPRESSED_SIZE: u64 = 1 << 30;
+    /// [`super::Options::interval`] in microseconds: 50.
+    pub const RESCHED_INTERVAL_US: u64 = 50;
+    /// [`super::Options::cache_max_bytes`]: 4 GiB.
+    pub const CACHE_MAX_BYTES: u64 = klpsym_io::DEFAULT_MAX_BYTES;
+    /// [`crate::CheckOptions::hold_warn_ms`]: 100 ms.
+    pub const HOLD_WARN_MS: f64 = 100.0;
+    /// [`crate::SearchQuery::limit`]: 200 names listed.
+    pub const SEARCH_LIMIT: usize = 200;
 }

@@ -15,6 +15,7 @@ use klpsym_core::{
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
+use crate::run::Answer;
 
 pub use klpsym_core::{candidates, file_line_text, hex, Candidate};
 
@@ -120,6 +121,7 @@ impl<'q> LookupQuery<'q> {
 /// The kernel's answer to one lookup (`klp_find_object_symbol()`), with what an author needs
 /// to act on a refusal.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LookupAnswer {
     /// The source.
     pub kernel: String,
@@ -244,6 +246,7 @@ impl Kernel {
 
 /// Every definition of a name in one kernel: [`Kernel::sympos`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Definitions {
     /// The source.
     pub kernel: String,
@@ -362,6 +365,7 @@ impl Kernel {
 
 /// Names matching a pattern in one kernel: [`Kernel::search`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct SearchAnswer {
     /// The source.
     pub kernel: String,
@@ -373,6 +377,7 @@ pub struct SearchAnswer {
 
 /// One name a search found.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct NameMatch {
     /// The name.
     pub name: String,
@@ -409,7 +414,7 @@ impl<'a> SearchQuery<'a> {
         SearchQuery {
             pattern,
             object: None,
-            limit: 200,
+            limit: crate::options::defaults::SEARCH_LIMIT,
             duplicates: false,
             sort_by_name: false,
             fold_twins: false,
@@ -563,6 +568,28 @@ pub(crate) fn choose_by_file(files: &[Option<&str>], wanted: &str) -> Result<u64
             None => Err(FileMiss::None),
         },
         _ => Err(FileMiss::Several(exact)),
+    }
+}
+
+/// A lookup says no unless the kernel finds the symbol.
+impl Answer for LookupAnswer {
+    fn says_no(&self) -> bool {
+        self.verdict != LookupVerdict::Found
+    }
+}
+
+/// Definitions say no when there is none, when a path given can only be matched by base
+/// name, or when the kernel names no source files (nothing tells its definitions apart).
+impl Answer for Definitions {
+    fn says_no(&self) -> bool {
+        self.candidates.is_empty() || self.base_name_only || self.files_unknown
+    }
+}
+
+/// A search says no when no name matches.
+impl Answer for SearchAnswer {
+    fn says_no(&self) -> bool {
+        self.names == 0
     }
 }
 

@@ -9,9 +9,11 @@ use klpsym_core::{find_object_symbol, LookupRequest, LookupVerdict, SymbolTable}
 
 use crate::error::Result;
 use crate::kernel::Kernel;
+use crate::run::Answer;
 
 /// One function of a loaded patch.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct FuncStatus {
     /// The replaced function's name.
     pub name: String,
@@ -28,6 +30,7 @@ pub struct FuncStatus {
 
 /// One object of a loaded patch.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ObjectStatus {
     /// `vmlinux` or a module name.
     pub name: String,
@@ -39,6 +42,7 @@ pub struct ObjectStatus {
 
 /// One loaded patch.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PatchStatus {
     /// The patch module's name.
     pub name: String,
@@ -52,6 +56,7 @@ pub struct PatchStatus {
 
 /// Every loaded patch.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Status {
     /// The patches, sorted by name.
     pub patches: Vec<PatchStatus>,
@@ -127,5 +132,12 @@ pub fn status(patches: &[klpsym_io::SysfsPatch], kernel: &Kernel) -> Status {
                     .collect(),
             })
             .collect(),
+    }
+}
+
+/// A status says no when a loaded patch's function does not resolve.
+impl Answer for Status {
+    fn says_no(&self) -> bool {
+        !self.all_resolved()
     }
 }

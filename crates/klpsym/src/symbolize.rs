@@ -16,6 +16,7 @@ use crate::stack_entry::{claimed_symbol, Query};
 /// Why an address has no symbol (`%pS` then prints the number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum NoSymbol {
     /// Below the table's first symbol.
     BeforeFirstSymbol,
@@ -36,6 +37,7 @@ pub enum NoSymbol {
 
 /// The answer to one query: `%pS` of an address, or the address `name+0xoff` stands for.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct AddrAnswer {
     /// The argument or input line, as given.
     pub input: String,
@@ -150,6 +152,7 @@ fn resolved_addresses<S: serde::Serializer>(
 
 /// How one query ended (ordered from best to worst).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Ended {
     /// Answered.
     Found,

@@ -4,8 +4,11 @@
 
 use std::io::BufRead;
 
+use serde::Serialize;
+
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, Note};
+use crate::run::{Answer, Kernels, Outcome, Run};
 use crate::stack_entry::{arch_of, parse_line, parse_query, text_arch, Line, Query};
 use crate::symbolize::{AddrAnswer, Ended};
 use crate::version::KernelVersion;
@@ -32,6 +35,9 @@ pub enum TraceLine {
 pub struct Trace {
     /// The lines.
     pub lines: Vec<TraceLine>,
+    /// True when the queries are arguments ([`Trace::from_args`]): one that cannot be read
+    /// is a question not asked, where a pasted trace's is an entry that cannot be decoded.
+    from_args: bool,
 }
 
 impl Trace {
@@ -66,7 +72,10 @@ impl Trace {
                 line: Some(i + 1),
             });
         }
-        Ok(Trace { lines })
+        Ok(Trace {
+            lines,
+            from_args: false,
+        })
     }
 
     /// Each argument a query.
@@ -78,6 +87,7 @@ impl Trace {
         };
         Trace {
             lines: args.iter().map(query).collect(),
+            from_args: true,
         }
     }
 }
@@ -189,4 +199,91 @@ impl Kernel {
         }
         (out, worst)
     }
+}
+
+/// One kernel's answers to a [`Trace`].
+#[derive(Debug, Serialize)]
+#[non_exhaustive]
+pub struct TraceAnswers {
+    /// The kernel's source.
+    pub kernel: String,
+    /// When the trace is of another architecture than the kernel: which, and how it shows.
+    pub arch_mismatch: Option<String>,
+    /// What the answers took from the trace or assumed (the kernel version).
+    pub notes: Vec<Note>,
+    /// Every query's answer, in the trace's order.
+    pub addresses: Vec<AddrAnswer>,
+    /// How the worst query ended (a trace of another architecture: at best not found).
+    #[serde(skip)]
+    pub ended: Ended,
+}
+
+/// Answers say no when a query found nothing, could not be read, or the trace is another
+/// architecture's.
+impl Answer for TraceAnswers {
+    fn says_no(&self) -> bool {
+        self.ended != Ended::Found
+    }
+}
+
+impl Kernel {
+    /// Every query of `trace` answered on this kernel, as `%pS` does (return addresses with
+    /// `%pB` when `return_addresses`), with file:line where the kernel has line tables and
+    /// `source_lines` is asked. The trace's own header line tells the kernel version where
+    /// nothing else did. A kernel whose addresses are hidden cannot answer.
+    pub fn symbolize_trace(
+        &mut self,
+        trace: &Trace,
+        return_addresses: bool,
+        source_lines: bool,
+    ) -> Result<TraceAnswers> {
+        self.require_addresses()?;
+        let mut notes: Vec<Note> = self.hear_trace(trace).into_iter().collect();
+        let k = &*self;
+        let (mut addresses, mut ended) = k.answer_trace(trace, return_addresses);
+        notes.extend(k.version_assumed(&addresses));
+        // A trace of another architecture: every answer is this kernel's, none the trace's.
+        let arch_mismatch = trace.arch_mismatch(k);
+        if let Some(m) = &arch_mismatch {
+            notes.push(Note::warning(m.clone()));
+            ended = ended.max(Ended::NotFound);
+        }
+        if source_lines && k.has_line_tables() {
+            k.add_source_lines(&mut addresses, return_addresses)?;
+        }
+        Ok(TraceAnswers {
+            kernel: k.path().display().to_string(),
+            arch_mismatch,
+            notes,
+            addresses,
+            ended,
+        })
+    }
+}
+
+/// `trace` answered by every kernel, as one run ([`Kernel::symbolize_trace`] each; a kernel
+/// that cannot answer, its addresses hidden, is a failure row and the others answer). A query
+/// that cannot be read is marked in place: in a pasted trace it is an entry that could not be
+/// decoded, an answer that says no; among arguments it is a question that was not asked, and
+/// the run ends [`Outcome::Failed`]. Either way the run's notes say so.
+pub fn symbolize_trace(
+    kernels: Kernels,
+    trace: &Trace,
+    return_addresses: bool,
+    source_lines: bool,
+) -> Result<Run<TraceAnswers>> {
+    let mut run = kernels.answer(|k| k.symbolize_trace(trace, return_addresses, source_lines))?;
+    if run.results.iter().any(|r| r.ended == Ended::Unreadable) {
+        if trace.from_args {
+            run.notes.push(Note::error(
+                "some argument could not be read (marked in place); the rest was answered",
+            ));
+            run.at_least(Outcome::Failed);
+        } else {
+            run.notes.push(Note::error(
+                "some stack entries could not be decoded (marked in place); the rest was answered",
+            ));
+        }
+    }
+    Ok(run)
 }

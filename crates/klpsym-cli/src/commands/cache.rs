@@ -1,7 +1,9 @@
 //! `klpsym cache`: what the cache of decoded tables holds, and pruning it.
 
 use crate::cli::CacheArgs;
-use crate::output::{print_json, stdout, CliError, Outcome};
+use klpsym::Outcome;
+
+use crate::output::{print_json, stdout, CliError};
 
 pub fn run(args: &CacheArgs) -> Result<Outcome, CliError> {
     let prune = klpsym::CachePrune {

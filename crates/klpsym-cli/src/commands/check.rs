@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use klpsym::{CheckRun, FleetItem, KernelCheck, KernelFailure, Patch, Queries, Resched};
+use klpsym::{CheckRun, FleetItem, KernelCheck, KernelFailure, Outcome, Patch, Queries, Resched};
 
 use crate::cli::CheckArgs;
-use crate::options::{open_kernels, print_failure, print_notes};
-use crate::output::{print_json_with, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_failure, print_notes, print_run};
+use crate::output::{print_json_with, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct CheckJson<'a> {
@@ -21,6 +21,7 @@ struct CheckJson<'a> {
 /// One line of `--jsonl`: a kernel's result or its failure, with the patch.
 #[derive(Serialize)]
 struct FleetLine<'a, T: Serialize> {
+    schema: u32,
     patch: &'a str,
     #[serde(flatten)]
     line: &'a T,
@@ -38,36 +39,8 @@ impl CheckArgs {
             built_for: self.built_for.clone(),
             force: self.force,
             coverage: !self.no_coverage,
+            strict: self.strict,
         }
-    }
-}
-
-/// How a run over kernels ends: 1 when one refuses the patch, binds another definition or
-/// leaves a copy of a replaced function running the old code, or, with `--strict`, when
-/// something that decides the load, or a replaced function's copies, was not checked.
-#[derive(Default)]
-struct Tally {
-    refused: bool,
-    misbinds: bool,
-    partial: bool,
-    incomplete: bool,
-}
-
-impl Tally {
-    fn add(&mut self, r: &KernelCheck) {
-        self.refused |= r.refused();
-        self.misbinds |= r.binds_another();
-        self.partial |= r.partial_coverage();
-        self.incomplete |= r.incomplete();
-    }
-
-    fn outcome(&self, strict: bool) -> Outcome {
-        if strict && self.incomplete && !self.refused {
-            eprintln!("klpsym: error: --strict: not everything that decides the load, or every copy of what the patch replaces, was checked (see above)");
-        }
-        Outcome::all_ok(
-            !(self.refused || self.misbinds || self.partial || (strict && self.incomplete)),
-        )
     }
 }
 
@@ -79,17 +52,15 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
     if args.jsonl || args.shard.is_some() {
         return run_fleet(args, Arc::new(patch), &opts);
     }
-    let (kernels, unopened) = open_kernels(&args.source, &opts)?;
-    let refs: Vec<&klpsym::Kernel> = kernels.iter().collect();
-    let mut run = klpsym::check(&patch, &refs, &args.options())?;
-    run.failed.splice(0..0, unopened);
-    run.failed.iter().for_each(print_failure);
+    let kernels = open_kernels(&args.source, &opts)?;
+    let run = klpsym::check_kernels(&patch, kernels, &args.options())?;
+    print_run(&run.notes, &run.failed);
     let mut rs = opts.resched();
-    let mut tally = Tally::default();
-    run.results.iter().for_each(|r| tally.add(r));
     render(args, &run, &mut rs)?;
+    strict_note(args, run.results.iter().any(KernelCheck::incomplete));
+    let outcome = run.outcome;
     run.free(&mut rs)?;
-    Ok(tally.outcome(args.strict))
+    Ok(outcome)
 }
 
 /// The reports (each kernel's warnings on stderr), then the matrix of several; or the JSON.
@@ -137,13 +108,17 @@ fn run_fleet(
         .jobs(args.jobs);
     print_notes(fleet.notes());
     let patch_name = args.patch.display().to_string();
-    let mut tally = Tally::default();
+    let mut outcome = Outcome::Ok;
+    let mut incomplete = false;
     for item in fleet.check(patch, args.options()) {
-        match item? {
+        let item = item?;
+        outcome = outcome.and(item.outcome(args.strict));
+        match item {
             FleetItem::Checked(r) => {
                 print_notes(&r.warnings());
-                tally.add(&r);
+                incomplete |= r.incomplete();
                 print_line(&FleetLine {
+                    schema: klpsym::render::JSON_SCHEMA,
                     patch: &patch_name,
                     line: &r,
                 })?;
@@ -151,13 +126,22 @@ fn run_fleet(
             FleetItem::Failed(f) => {
                 print_failure(&f);
                 print_line(&FleetLine {
+                    schema: klpsym::render::JSON_SCHEMA,
                     patch: &patch_name,
                     line: &f,
                 })?;
             }
         }
     }
-    Ok(tally.outcome(args.strict))
+    strict_note(args, incomplete);
+    Ok(outcome)
+}
+
+/// With --strict, says why a run whose kernels left something open ends with exit 1.
+fn strict_note(args: &CheckArgs, incomplete: bool) {
+    if args.strict && incomplete {
+        eprintln!("klpsym: error: --strict: not everything that decides the load, or every copy of what the patch replaces, was checked (see above)");
+    }
 }
 
 /// One JSON line, written whole.

@@ -4,7 +4,9 @@
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
-use crate::output::{stdout, CliError, Outcome};
+use klpsym::Outcome;
+
+use crate::output::{stdout, CliError};
 
 pub fn run(args: &CompletionsArgs) -> Result<Outcome, CliError> {
     let mut cmd = Cli::command();

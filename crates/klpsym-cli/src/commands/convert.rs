@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use klpsym::{ConvertReport, Converted, Pin, Queries};
+use klpsym::{ConvertReport, Converted, Outcome, Pin, Queries};
 
 use crate::cli::ConvertArgs;
 use crate::options::{open_kernels, print_notes};
-use crate::output::{print_json_with, stdout, CliError, Outcome};
+use crate::output::{print_json_with, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct ConvertJson<'a> {
@@ -23,7 +23,12 @@ struct RefusedJson<'a> {
 }
 
 pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
+    // Opened for this module as check opens for a patch: a package's modules are read with
+    // the kernel (any of them may define what the module refers to).
     let opts = args.source.options(Queries::Names);
+    let input = klpsym::Patch::read(&args.input, &opts)?;
+    let opts = opts.for_patch(&input);
+    drop(input);
     let mut rs = opts.resched();
     let rs = &mut rs;
     let mut pins: Vec<Pin> = args
@@ -38,10 +43,11 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         target: args.target.options(),
         pins,
     };
-    let (kernels, failed) = open_kernels(&args.source, &opts)?;
-    let ([k], []) = (kernels.as_slice(), failed.as_slice()) else {
+    let kernels = open_kernels(&args.source, &opts)?;
+    let ([k], []) = (kernels.kernels.as_slice(), kernels.failed()) else {
         return Err("convert needs exactly one --kernel (the target)".into());
     };
+    print_notes(kernels.notes());
     let run = klpsym::convert(&args.input, &args.output, k, &copts)?;
     print_notes(&run.notes);
     match run.outcome {
@@ -78,7 +84,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                     "klpsym: note: a pin is given with --pin [OBJ:]NAME=POS or --pin [OBJ:]NAME@PATH (repeatable), or one per line in --pins-file FILE"
                 );
             }
-            Ok(Outcome::KernelSaysNo)
+            Ok(Outcome::No)
         }
     }
 }

@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use klpsym::{Copies, KernelFailure, Queries};
+use klpsym::{Copies, KernelFailure, Outcome, Queries};
 
 use crate::cli::CopiesArgs;
-use crate::options::{answer_each, open_kernels};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct CopiesJson<'a> {
@@ -17,20 +17,18 @@ struct CopiesJson<'a> {
 }
 
 pub fn run(args: &CopiesArgs) -> Result<Outcome, CliError> {
-    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
-    let results = answer_each(&kernels, &mut failed, |k| {
-        k.copies(&args.name, args.file.as_deref(), args.object.as_deref())
-    })?;
-    // No function of that name is "not found": exit 1, as sympos does.
-    let ok = results.iter().all(|r| !r.definitions.is_empty());
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let run =
+        kernels.answer(|k| k.copies(&args.name, args.file.as_deref(), args.object.as_deref()))?;
+    print_run(&run.notes, &run.failed);
     if args.source.json {
         print_json(&CopiesJson {
             name: &args.name,
-            results: &results,
-            failed: &failed,
+            results: &run.results,
+            failed: &run.failed,
         })?;
     } else {
-        klpsym::render::copies(&mut stdout(), &results)?;
+        klpsym::render::copies(&mut stdout(), &run.results)?;
     }
-    Ok(Outcome::all_ok(ok))
+    Ok(run.outcome)
 }

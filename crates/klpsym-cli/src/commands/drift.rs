@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use klpsym::{Drift, KernelFailure, Queries};
+use klpsym::{Drift, KernelFailure, Outcome, Queries};
 
 use crate::cli::DriftArgs;
-use crate::options::{open_kernels, print_failure};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct DriftJson<'a> {
@@ -24,39 +24,16 @@ pub fn run(args: &DriftArgs) -> Result<Outcome, CliError> {
         )
         .into());
     }
-    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
-    let Some((from, others)) = kernels.split_first().filter(|(_, o)| !o.is_empty()) else {
-        return Err(
-            klpsym::Error::usage("drift compares builds: only one kernel could be opened").into(),
-        );
-    };
-    let mut results = Vec::new();
-    for to in others {
-        for name in &args.names {
-            match klpsym::drift(from, to, name, &args.object) {
-                Ok(d) => results.push(d),
-                Err(e) if e.is_cancelled() => return Err(e.into()),
-                Err(e) => failed.push(KernelFailure::new(to.path().display().to_string(), &e)),
-            }
-        }
-    }
-    failed.dedup_by(|a, b| a.kernel == b.kernel && a.error == b.error);
-    for f in &failed {
-        print_failure(f);
-    }
-    if results.is_empty() {
-        if let Some(f) = failed.first() {
-            return Err(f.error.clone().into());
-        }
-    }
-    let moved = results.iter().any(Drift::moved);
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let run = klpsym::drift_all(kernels, &args.names, &args.object)?;
+    print_run(&run.notes, &run.failed);
     if args.source.json {
         print_json(&DriftJson {
-            results: &results,
-            failed: &failed,
+            results: &run.results,
+            failed: &run.failed,
         })?;
     } else {
-        klpsym::render::drift(&mut stdout(), &results)?;
+        klpsym::render::drift(&mut stdout(), &run.results)?;
     }
-    Ok(Outcome::all_ok(!moved))
+    Ok(run.outcome)
 }

@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
-use klpsym::Queries;
+use klpsym::{Outcome, Queries};
 
 use crate::cli::DumpArgs;
-use crate::options::open_kernels;
-use crate::output::{stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_notes};
+use crate::output::{stdout, CliError};
 
 pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     if args.source.json {
@@ -15,10 +15,11 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
                 .into(),
         );
     }
-    let (kernels, failed) = open_kernels(&args.source, &args.source.options(Queries::Few))?;
-    let ([k], []) = (kernels.as_slice(), failed.as_slice()) else {
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Few))?;
+    let ([k], []) = (kernels.kernels.as_slice(), kernels.failed()) else {
         return Err("dump takes exactly one --kernel".into());
     };
+    print_notes(kernels.notes());
     let object = args.object.as_deref();
     let unplaced = k.unplaced_objects(object)?;
     if !unplaced.is_empty() {

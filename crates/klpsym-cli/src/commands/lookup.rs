@@ -2,12 +2,12 @@
 
 use serde::Serialize;
 
-use klpsym::{KernelFailure, LookupAnswer, LookupQuery, LookupVerdict, Queries};
+use klpsym::{KernelFailure, LookupAnswer, LookupQuery, Outcome, Queries};
 
 use super::warn_livepatch_unsupported;
 use crate::cli::LookupArgs;
-use crate::options::{answer_each, open_kernels};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct LookupJson<'a> {
@@ -19,28 +19,29 @@ struct LookupJson<'a> {
 }
 
 pub fn run(args: &LookupArgs) -> Result<Outcome, CliError> {
-    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Few))?;
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Few))?;
     let q = LookupQuery {
         name: &args.name,
         object: args.object.as_deref(),
         sympos: args.sympos,
         file: args.file.as_deref(),
     };
-    let results = answer_each(&kernels, &mut failed, |k| k.lookup(&q))?;
-    for r in &results {
+    let run = kernels.answer(|k| k.lookup(&q))?;
+    print_run(&run.notes, &run.failed);
+    let results = &run.results;
+    for r in results {
         warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
     }
-    let all_found = results.iter().all(|r| r.verdict == LookupVerdict::Found);
     if args.source.json {
         print_json(&LookupJson {
             name: &args.name,
             object: results.last().map_or("", |r| r.object.as_str()),
             sympos: args.sympos,
-            results: &results,
-            failed: &failed,
+            results,
+            failed: &run.failed,
         })?;
     } else {
-        klpsym::render::lookup(&mut stdout(), &args.name, &results)?;
+        klpsym::render::lookup(&mut stdout(), &args.name, results)?;
     }
-    Ok(Outcome::all_ok(all_found))
+    Ok(run.outcome)
 }

@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use klpsym::{KernelFailure, NamePattern, Queries, SearchAnswer, SearchQuery};
+use klpsym::{KernelFailure, NamePattern, Outcome, Queries, SearchAnswer, SearchQuery};
 
 use crate::cli::SearchArgs;
-use crate::options::{answer_each, open_kernels};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct SearchJson<'a> {
@@ -22,7 +22,7 @@ struct SearchJson<'a> {
 pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
     let m =
         NamePattern::new(&args.pattern).map_err(|e| format!("PATTERN '{}': {e}", args.pattern))?;
-    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
     let q = SearchQuery {
         object: args.object.as_deref(),
         limit: args.limit,
@@ -31,17 +31,23 @@ pub fn run(args: &SearchArgs) -> Result<Outcome, CliError> {
         fold_twins: args.fold,
         ..SearchQuery::new(&m)
     };
-    let results = answer_each(&kernels, &mut failed, |k| k.search_by(&q))?;
-    let any = results.iter().any(|r| r.names > 0);
+    let run = kernels.answer(|k| k.search_by(&q))?;
+    print_run(&run.notes, &run.failed);
     if args.source.json {
         print_json(&SearchJson {
             pattern: &args.pattern,
             mode: m.mode(),
-            results: &results,
-            failed: &failed,
+            results: &run.results,
+            failed: &run.failed,
         })?;
     } else {
-        klpsym::render::search(&mut stdout(), &m, &args.pattern, args.duplicates, &results)?;
+        klpsym::render::search(
+            &mut stdout(),
+            &m,
+            &args.pattern,
+            args.duplicates,
+            &run.results,
+        )?;
     }
-    Ok(Outcome::all_ok(any))
+    Ok(run.outcome)
 }

@@ -1,25 +1,28 @@
 //! `klpsym status`: the livepatches loaded on the running system, their functions resolved
 //! against the kernel's symbols (see docs/cli.md).
 
-use klpsym::Queries;
+use klpsym::{Outcome, Queries};
 
 use crate::cli::StatusArgs;
-use crate::options::{open_kernels, print_failure};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, print_json_list, stdout, CliError};
 
 pub fn run(args: &StatusArgs) -> Result<Outcome, CliError> {
     let loaded = klpsym::loaded_livepatches(&args.sysfs)?;
-    let (kernels, failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
-    failed.iter().for_each(print_failure);
-    let [k, ..] = kernels.as_slice() else {
-        return Err("status: no kernel could be opened".into());
-    };
-    let s = klpsym::status(&loaded, k);
-    let ok = s.all_resolved();
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    // Each kernel given answers for the loaded patches (one, the running kernel, by default).
+    let run = kernels.answer(|k| Ok(klpsym::status(&loaded, k)))?;
+    print_run(&run.notes, &run.failed);
     if args.source.json {
-        print_json(&s)?;
+        match run.results.as_slice() {
+            [one] => print_json(one)?,
+            all => print_json_list(all)?,
+        }
     } else {
-        klpsym::render::status(&mut stdout(), &s)?;
+        let mut out = stdout();
+        for s in &run.results {
+            klpsym::render::status(&mut out, s)?;
+        }
     }
-    Ok(Outcome::all_ok(ok))
+    Ok(run.outcome)
 }

@@ -2,12 +2,12 @@
 
 use serde::Serialize;
 
-use klpsym::{Definitions, KernelFailure, Queries};
+use klpsym::{Definitions, KernelFailure, Outcome, Queries};
 
 use super::warn_livepatch_unsupported;
 use crate::cli::SymposArgs;
-use crate::options::{answer_each, open_kernels};
-use crate::output::{print_json, stdout, CliError, Outcome};
+use crate::options::{open_kernels, print_run};
+use crate::output::{print_json, stdout, CliError};
 
 #[derive(Debug, Serialize)]
 struct SymposJson<'a> {
@@ -17,11 +17,12 @@ struct SymposJson<'a> {
 }
 
 pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
-    let (kernels, mut failed) = open_kernels(&args.source, &args.source.options(Queries::Many))?;
-    let results = answer_each(&kernels, &mut failed, |k| {
-        k.sympos(&args.name, args.object.as_deref(), args.file.as_deref())
-    })?;
-    for r in &results {
+    let kernels = open_kernels(&args.source, &args.source.options(Queries::Many))?;
+    let run =
+        kernels.answer(|k| k.sympos(&args.name, args.object.as_deref(), args.file.as_deref()))?;
+    print_run(&run.notes, &run.failed);
+    let results = &run.results;
+    for r in results {
         warn_livepatch_unsupported(&r.kernel, r.livepatch_unsupported.as_deref());
         match &r.file_note {
             // The note names the kernel itself.
@@ -30,16 +31,11 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             None => {}
         }
     }
-    // A path the kernel can only match by base name, or a kernel that names no source files,
-    // is not an answer for that path (exit 1); the kernels that answered still did.
-    let ok = results
-        .iter()
-        .all(|r| !r.candidates.is_empty() && !r.base_name_only && !r.files_unknown);
     if args.source.json {
         print_json(&SymposJson {
             name: &args.name,
-            results: &results,
-            failed: &failed,
+            results,
+            failed: &run.failed,
         })?;
     } else {
         klpsym::render::sympos(
@@ -47,8 +43,8 @@ pub fn run(args: &SymposArgs) -> Result<Outcome, CliError> {
             &args.name,
             args.object.as_deref(),
             args.file.as_deref(),
-            &results,
+            results,
         )?;
     }
-    Ok(Outcome::all_ok(ok))
+    Ok(run.outcome)
 }

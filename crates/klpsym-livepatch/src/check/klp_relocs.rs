@@ -392,7 +392,7 @@ impl Ctx<'_, '_, '_, '_> {
             return Ok(None);
         }
         match out.address {
-            Some(a) => Ok(Some((a, src == TableSource::Offline))),
+            Some(a) => Ok(Some((a, src == TableSource::Unplaced))),
             None => {
                 self.warn_once(format!(
                     "{}: resolved, but the target hides addresses: values not computed",

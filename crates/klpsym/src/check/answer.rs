@@ -6,9 +6,10 @@ use serde::{Serialize, Serializer};
 use klpsym_core::{Cancelled, Resched};
 use klpsym_livepatch::{CheckReport, LoaderCheckKind, PatchVerdictKind, ResolutionCost};
 
+use super::patch::Patch;
 use crate::binding::{AsBuilt, Binding, ModuleComparison};
-use crate::error::Error;
 use crate::kernel::Note;
+use crate::run::{KernelFailure, Outcome};
 
 /// Which row of a check's answer was left open: what a program tests (`matches!(u.row,
 /// OpenRow::LoaderCheck { check: LoaderCheckKind::Signature })`) instead of reading the
@@ -93,6 +94,7 @@ impl Serialize for Unchecked {
 /// One kernel's answer for a patch. JSON: docs/json.md's `results` element (`unchecked` in
 /// words, then `open`: the same rows typed).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct KernelCheck {
     /// The kernel's source.
     pub kernel: String,
@@ -212,6 +214,19 @@ impl KernelCheck {
         !self.unchecked.is_empty() || self.coverage_unchecked().next().is_some()
     }
 
+    /// What this kernel's answer does to a run: [`Outcome::No`] when the kernel refuses the
+    /// patch, binds another definition or leaves a copy of a replaced function running the
+    /// old code, or, `strict`, when something that decides the load or a replaced function's
+    /// copies was not checked; else [`Outcome::Ok`].
+    pub fn outcome(&self, strict: bool) -> Outcome {
+        Outcome::of(
+            !(self.refused()
+                || self.binds_another()
+                || self.partial_coverage()
+                || (strict && self.incomplete())),
+        )
+    }
+
     /// The bindings that bind another definition than on the built-for kernel.
     pub fn misbindings(&self) -> impl Iterator<Item = &Binding> {
         self.bindings
@@ -302,31 +317,9 @@ impl KernelCheck {
     }
 }
 
-/// A kernel that could not be checked (its facts could not be read: a broken BTF,
-/// configuration or Module.symvers), or opened: the others still are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KernelFailure {
-    /// The kernel's source.
-    pub kernel: String,
-    /// Why, as the error says it.
-    pub error: String,
-}
-
-impl KernelFailure {
-    /// `kernel` could not be opened or checked because of `error`. The error's own mention of
-    /// the file in front is left out (the row names it).
-    pub fn new(kernel: impl Into<String>, error: &Error) -> KernelFailure {
-        let kernel = kernel.into();
-        let text = error.to_string();
-        let error = text
-            .strip_prefix(&format!("{kernel}: "))
-            .map_or(text.clone(), str::to_string);
-        KernelFailure { kernel, error }
-    }
-}
-
 /// A patch checked against every kernel given.
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct CheckRun {
     /// The patch's path.
     pub patch: String,
@@ -337,9 +330,50 @@ pub struct CheckRun {
     /// True when sections were placed (ordinary relocations are then exact).
     #[serde(skip)]
     pub placed: bool,
+    /// What was said while opening the kernels (each kernel's own warnings are in its
+    /// [`KernelCheck::warnings`]).
+    #[serde(skip)]
+    pub notes: Vec<Note>,
+    /// How the run ends: [`Outcome::Failed`] when a kernel could not be checked, else
+    /// [`Outcome::No`] when one says no ([`KernelCheck::outcome`]), else [`Outcome::Ok`].
+    #[serde(skip)]
+    pub outcome: Outcome,
 }
 
 impl CheckRun {
+    pub(crate) fn new(
+        patch: &Patch,
+        results: Vec<KernelCheck>,
+        failed: Vec<KernelFailure>,
+        placed: bool,
+        strict: bool,
+    ) -> CheckRun {
+        let outcome = CheckRun::judge(&results, &failed, strict);
+        CheckRun {
+            patch: patch.path.display().to_string(),
+            results,
+            failed,
+            placed,
+            notes: Vec::new(),
+            outcome,
+        }
+    }
+
+    pub(crate) fn judge(
+        results: &[KernelCheck],
+        failed: &[KernelFailure],
+        strict: bool,
+    ) -> Outcome {
+        let checked = results
+            .iter()
+            .fold(Outcome::Ok, |o, r| o.and(r.outcome(strict)));
+        if failed.is_empty() {
+            checked
+        } else {
+            Outcome::Failed
+        }
+    }
+
     /// True when some kernel refuses the patch.
     pub fn refused(&self) -> bool {
         self.results.iter().any(KernelCheck::refused)

@@ -18,6 +18,7 @@ use crate::kernel::Kernel;
 /// Whether the patch replaces a copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CopyStatus {
     /// The patch replaces the function holding it (the copy itself, or its caller).
     Replaced,
@@ -42,6 +43,7 @@ pub enum CopyAsBuilt {
 
 /// One copy of a replaced function, and whether the patch replaces it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct CoveredCopy {
     /// The copy.
     #[serde(flatten)]
@@ -59,6 +61,7 @@ pub struct CoveredCopy {
 
 /// Every copy of one function the patch replaces, on one kernel.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct FunctionCoverage {
     /// The object (`vmlinux` or a module).
     pub object: String,

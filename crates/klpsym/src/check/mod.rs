@@ -9,7 +9,7 @@ mod built_for;
 mod coverage;
 mod patch;
 
-pub use answer::{CheckRun, KernelCheck, KernelFailure, OpenRow, Unchecked};
+pub use answer::{CheckRun, KernelCheck, OpenRow, Unchecked};
 pub(crate) use built_for::{open_built_for, pick_release, BuiltFor};
 pub use coverage::{CopyAsBuilt, CopyStatus, CoveredCopy, FunctionCoverage};
 pub(crate) use patch::read_module;
@@ -24,6 +24,7 @@ use klpsym_livepatch::{
 use crate::binding::{AsBuilt, Binding, BuiltForWay};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::Kernel;
+use crate::run::{settle, KernelFailure, Kernels};
 use crate::target::{Layouts, TargetFacts, TargetOptions};
 use patch::{objects_of, parse};
 
@@ -58,6 +59,10 @@ pub struct CheckOptions {
     /// other functions, cloned) and whether the patch replaces it ([`KernelCheck::coverage`]).
     /// On by default; off, nothing is said of copies either way.
     pub coverage: bool,
+    /// A check that leaves something open (what decides the load, a replaced function's
+    /// copies) says no ([`KernelCheck::outcome`]): off, only a refusal, another binding or a
+    /// copy not replaced does.
+    pub strict: bool,
 }
 
 impl Default for CheckOptions {
@@ -67,11 +72,12 @@ impl Default for CheckOptions {
             section_bases: Vec::new(),
             sections_from: None,
             explain: false,
-            hold_warn_ms: 100.0,
+            hold_warn_ms: crate::options::defaults::HOLD_WARN_MS,
             visit_ns: None,
             built_for: None,
             force: false,
             coverage: true,
+            strict: false,
         }
     }
 }
@@ -170,12 +176,33 @@ pub(crate) fn check_with(
     if let Some((_, m)) = parsed {
         m.drop_with_points(rs)?;
     }
-    Ok(CheckRun {
-        patch: patch.path.display().to_string(),
+    Ok(CheckRun::new(
+        patch,
         results,
         failed,
-        placed: !bases.is_empty(),
-    })
+        !bases.is_empty(),
+        copts.strict,
+    ))
+}
+
+/// [`check`] over the kernels of a set: the sources that did not open are failure rows
+/// beside the others' answers, what was said while opening is in [`CheckRun::notes`], and
+/// [`CheckRun::outcome`] says how the run ends (a run without an answer follows the one rule
+/// of every run: a single kernel's error is the run's).
+pub fn check_kernels(patch: &Patch, kernels: Kernels, copts: &CheckOptions) -> Result<CheckRun> {
+    let (kernels, mut unopened, notes) = kernels.into_parts();
+    let mut run = if kernels.is_empty() {
+        CheckRun::new(patch, Vec::new(), Vec::new(), false, copts.strict)
+    } else {
+        let refs: Vec<&Kernel> = kernels.iter().collect();
+        check(patch, &refs, copts)?
+    };
+    unopened.append(&mut run.failed);
+    settle(run.results.len(), &mut unopened)?;
+    run.failed = unopened;
+    run.notes = notes;
+    run.outcome = CheckRun::judge(&run.results, &run.failed, copts.strict);
+    Ok(run)
 }
 
 /// True for an error that concerns one kernel only (not a cancellation, not a usage mistake

@@ -52,6 +52,8 @@ pub fn verdict_line(c: &KernelCheck) -> String {
             "NOT A LIVEPATCH: {} has no livepatch tag, klp relocations, klp_patch or klp_enable_patch call; the kernel loads it as an ordinary module",
             r.module
         ),
+        // A verdict this renderer does not know yet: its JSON name.
+        other => format!("{other:?}").to_uppercase(),
     }
 }
 
@@ -476,5 +478,6 @@ fn matrix_verdict(kind: PatchVerdictKind) -> &'static str {
         PatchVerdictKind::RefusedAtLoad => "refused",
         PatchVerdictKind::RefusedWhenModuleLoads => "refused later",
         PatchVerdictKind::OrdinaryModule => "not livepatch",
+        _ => "?",
     }
 }

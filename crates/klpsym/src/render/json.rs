@@ -7,6 +7,36 @@ use klpsym_core::Resched;
 
 use super::Result;
 
+/// The version of the JSON documents' shape (docs/json.md), the first field of every
+/// document: 2 since fields got one name per concept (`unplaced`, where `relative` and
+/// `offline` stay one more version, deprecated). A reader that knows version N reads every
+/// later one: fields are only added, and renamed ones keep their old name for a version.
+pub const JSON_SCHEMA: u32 = 2;
+
+/// A document with the schema version first: `{"schema": 2, ...v's fields}`. `v` must be an
+/// object (a struct or map), never a list.
+#[derive(Debug, serde::Serialize)]
+pub struct Versioned<'a, T: serde::Serialize> {
+    schema: u32,
+    #[serde(flatten)]
+    doc: &'a T,
+}
+
+impl<'a, T: serde::Serialize> Versioned<'a, T> {
+    /// `doc`, versioned.
+    pub fn new(doc: &'a T) -> Versioned<'a, T> {
+        Versioned {
+            schema: JSON_SCHEMA,
+            doc,
+        }
+    }
+}
+
+/// [`json`] of an object document, with the schema version first ([`Versioned`]).
+pub fn json_document<T: serde::Serialize>(out: &mut dyn Write, v: &T, rs: &mut Resched) -> Result {
+    json(out, &Versioned::new(v), rs)
+}
+
 /// Writes `v` as pretty JSON and a newline to `out`, ticking `rs` every 4 KiB.
 pub fn json<T: serde::Serialize>(out: &mut dyn Write, v: &T, rs: &mut Resched) -> Result {
     let mut w = TickingWriter {

@@ -17,7 +17,7 @@ pub use addr::{addr_line, resolved_lines, trace};
 pub use check::{check_report, matrix, verdict_line};
 pub use copies::copies;
 pub use facts::{cache_listing, convert_report, info, status};
-pub use json::json;
+pub use json::{json, json_document, Versioned, JSON_SCHEMA};
 pub use names::{candidates, drift, lookup, search, sympos, variants, UNPLACED_NOTE};
 
 /// What every renderer returns: an I/O error, or a cancellation at a reschedule point (a
