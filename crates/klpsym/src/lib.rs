@@ -135,7 +135,7 @@ pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 pub use klpsym_livepatch::{
     errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck,
     LoaderCheckKind, LogLine, ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin,
-    Problem, ProblemKind, RelocationReport, ResolutionCost, Stage,
+    Problem, ProblemKind, RelocationReport, RelocationStatus, ResolutionCost, Stage,
 };
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe
