@@ -110,7 +110,7 @@ pub use info::{KernelInfo, ObjectSummary};
 pub use kernel::{Kernel, Level, Note};
 pub use lines::SourceFrame;
 pub use open::{open, open_all, open_running, KernelSet, Opened, RUNNING_KERNEL};
-pub use options::{CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
+pub use options::{CacheDir, Loaded, Options, PointPolicy, Progress, ProgressFn, Queries};
 pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
