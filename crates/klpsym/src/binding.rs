@@ -12,7 +12,7 @@
 //! a `-dbg` package or a `.ko`'s STT_FILE entries do) has no identity: its binding cannot be
 //! proven either way, and says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use klpsym_livepatch::{parse_klp_symbol, LivepatchModule};
 
@@ -23,7 +23,7 @@ use crate::kernel::Kernel;
 use klpsym_core::Candidate;
 
 /// Where a patch names a symbol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BindingSource {
     /// A `klp_func`: the function it replaces (`old_name`, `old_sympos`).
@@ -509,7 +509,7 @@ fn compare(
 }
 
 /// How one definition of a name fares from one build to another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DriftStatus {
     /// The same definition at the same position.

@@ -16,7 +16,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use klpsym_core::{hex_serde, ObjectId, SymbolTable, SymbolizeOutcome};
 use klpsym_elf::{CopiesIndex, CopyPlace, DebugLines, FunctionCopies};
@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 
 /// What a copy of a function is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CopyKind {
     /// The function's own out-of-line code: the symbol of its name.

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::options::Options;
 
 /// How loud a [`Note`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// Worth knowing.
