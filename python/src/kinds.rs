@@ -61,7 +61,7 @@ fn every<T: DeserializeOwned>() -> Vec<T> {
     variant_names::<T>()
         .iter()
         .filter_map(|n| {
-            let d: de::value::StrDeserializer<'_, de::value::Error> = n.into_deserializer();
+            let d: de::value::StrDeserializer<'_, de::value::Error> = (*n).into_deserializer();
             T::deserialize(d).ok()
         })
         .collect()

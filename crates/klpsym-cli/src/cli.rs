@@ -253,7 +253,9 @@ fn parse_section_base(s: &str) -> Result<(String, u64), String> {
     let a = (!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_hexdigit()))
         .then(|| u64::from_str_radix(digits, 16).ok())
         .flatten()
-        .ok_or_else(|| format!("'{addr}' is not an address in hex (at most 16 digits; {EXAMPLE})"))?;
+        .ok_or_else(|| {
+            format!("'{addr}' is not an address in hex (at most 16 digits; {EXAMPLE})")
+        })?;
     Ok((name.to_string(), a))
 }
 
@@ -648,7 +650,10 @@ mod tests {
         let e = Cli::try_parse_from(["klpsym", "check", "lp.ko", "--section-base", "0x1000"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--section-base") && e.contains("NAME=ADDR"), "{e}");
+        assert!(
+            e.contains("--section-base") && e.contains("NAME=ADDR"),
+            "{e}"
+        );
     }
 
     #[test]

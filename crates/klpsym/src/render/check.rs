@@ -373,7 +373,9 @@ fn relocations(out: &mut dyn Write, list: &[RelocationReport], rs: &mut Resched)
             x.expression,
             x.value
                 .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
-            x.bytes.as_deref().map_or_else(|| "?".to_string(), hex_bytes),
+            x.bytes
+                .as_deref()
+                .map_or_else(|| "?".to_string(), hex_bytes),
             x.status,
             if x.unplaced { " (unplaced module)" } else { "" }
         )?;
