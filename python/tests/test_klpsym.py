@@ -121,19 +121,25 @@ def test_a_check_places_the_patch_s_sections_as_the_command_does():
     image = lab("KLPSYM_TEST_IMAGE_DEB")
     lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")
     k = klpsym.open(image)
-    patch = klpsym.Patch(f"{lp}/unique/klp_unique.ko")
-    text = 0xFFFFFFFFC0A00000
-    (by_dict,) = klpsym.check(patch, [k], section_bases={".text": text}).results
-    (by_pairs,) = klpsym.check(patch, [k], section_bases=[(".text", text)]).results
-    want = cli("check", patch.path, "-k", image, "--section-base", f".text={text:#x}")
+    # A converted patch: klp relocations in its .text.unlikely, a PC-relative one among them.
+    patch = klpsym.Patch(f"{lp}/conv-static-func/klp_conv_static_func.converted.ko")
+    sec, at = ".text.unlikely", 0xFFFFFFFFC0A00000
+    (by_dict,) = klpsym.check(patch, [k], section_bases={sec: at}).results
+    (by_pairs,) = klpsym.check(patch, [k], section_bases=[(sec, at)]).results
+    (unplaced,) = klpsym.check(patch, [k]).results
+    want = cli("check", patch.path, "-k", image, "--section-base", f"{sec}={at:#x}")
     relocs = json.loads(by_dict.json)["report"]["relocations"]
     assert relocs and relocs == json.loads(by_pairs.json)["report"]["relocations"]
     assert relocs == want["results"][0]["report"]["relocations"]
-    assert all(r["status"] != klpsym.RelocationStatus.FAILED for r in relocs), relocs
+    assert all(r["status"] == klpsym.RelocationStatus.APPLIED for r in relocs), relocs
+    # What needed the place's address has it now: a value and the bytes written.
+    before = json.loads(unplaced.json)["report"]["relocations"]
+    needed = [i for i, r in enumerate(before) if r["value"] is None]
+    assert needed and all(relocs[i]["value"] and relocs[i]["bytes"] for i in needed), relocs
     with pytest.raises(klpsym.UsageError):
-        klpsym.check(patch, [k], section_bases={".no_such_section": text})
+        klpsym.check(patch, [k], section_bases={".no_such_section": at})
     with pytest.raises(TypeError):
-        klpsym.check(patch, [k], section_bases={".text": -1})
+        klpsym.check(patch, [k], section_bases={sec: -1})
 
 
 def test_a_fleet_iterates_kernels_and_failures(tmp_path):
