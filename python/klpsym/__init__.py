@@ -14,7 +14,8 @@ and livepatch would, with the definition every symbol binds.
     >>> k.describe(k.lookup("init_once", sympos=3).address + 4)
     'init_once+0x4/0x10'
 
-Addresses are ints; kinds are strings (the constants below); errors are exceptions by kind
+Addresses are ints; kinds are strings (each kind's values are a class of constants below:
+``klpsym.ProblemKind.SYMBOL_NOT_FOUND``); errors are exceptions by kind
 (``klpsym.Error`` and its subclasses); long work runs without the GIL and stops on Ctrl-C.
 """
 
@@ -52,52 +53,217 @@ from ._klpsym import (  # noqa: F401
     open_running,
 )
 
-# Lookup verdicts (Lookup.verdict).
-FOUND = "found"
-NOT_FOUND = "not_found"
-AMBIGUOUS = "ambiguous"
-POSITION_NOT_FOUND = "position_not_found"
+# Kinds come back as strings; each class below holds one kind's every value, by the
+# library's own name for it (tests/test_kinds.py holds them to the Rust enums of that name).
+# Compare with them: ``if r.verdict == klpsym.PatchVerdictKind.ACCEPTED``.
 
-# Patch verdicts (CheckResult.verdict).
-ACCEPTED = "accepted"
-UNVERIFIED = "unverified"
-BINDS_ANOTHER_DEFINITION = "binds_another_definition"
-PARTIAL_COVERAGE = "partial_coverage"
-REFUSED_AT_LOAD = "refused_at_load"
-REFUSED_WHEN_MODULE_LOADS = "refused_when_module_loads"
-ORDINARY_MODULE = "ordinary_module"
 
-# Copy.kind (Kernel.copies, CheckResult.coverage).
-OUT_OF_LINE = "out_of_line"
-CLONE = "clone"
-INLINED = "inlined"
-BY_NAME = "by_name"
+class SourceKind:
+    """Kernel.kind: what a kernel was opened from."""
 
-# Copy.status in a check's coverage.
-REPLACED = "replaced"
-NOT_REPLACED = "not_replaced"
-INIT = "init"
-UNKNOWN = "unknown"
+    KALLSYMS = "kallsyms"
+    SYSTEM_MAP = "system_map"
+    VMLINUX_ELF = "vmlinux_elf"
+    KERNEL_IMAGE = "kernel_image"
+    MODULE = "module"
 
-# Binding.as_built.
-SAME = "same"
-MOVED = "moved"
-GONE = "gone"
-UNPROVEN = "unproven"
-# This kernel is itself the one taken as built-for (its release is the vermagic's): not proven.
-ASSUMED = "assumed"
 
-# How a run ends (CheckRun.outcome, CheckResult.outcome): the command's exit status 0, 1, 2.
-OK = "ok"
-NO = "no"
-FAILED = "failed"
+class Level:
+    """The level of a note (Kernel.notes, open_all's notes): ``(level, text)``."""
 
-# Failure.kind: why a kernel could not be opened or checked (the exception classes' kinds).
-KIND_NOT_FOUND = "not_found"
-KIND_BAD_INPUT = "bad_input"
-KIND_TOO_LARGE = "too_large"
-KIND_IO = "io"
-KIND_USAGE = "usage"
-KIND_CANCELLED = "cancelled"
+    NOTE = "note"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class LookupVerdict:
+    """Lookup.verdict: what klp_find_object_symbol() answers."""
+
+    FOUND = "found"
+    NOT_FOUND = "not_found"
+    AMBIGUOUS = "ambiguous"
+    POSITION_NOT_FOUND = "position_not_found"
+
+
+class PatchVerdictKind:
+    """CheckResult.verdict."""
+
+    ACCEPTED = "accepted"
+    UNVERIFIED = "unverified"
+    BINDS_ANOTHER_DEFINITION = "binds_another_definition"
+    PARTIAL_COVERAGE = "partial_coverage"
+    REFUSED_AT_LOAD = "refused_at_load"
+    REFUSED_WHEN_MODULE_LOADS = "refused_when_module_loads"
+    ORDINARY_MODULE = "ordinary_module"
+
+
+class ProblemKind:
+    """Problem.kind: what the kernel refuses, and where."""
+
+    MODULES_UNSUPPORTED = "modules_unsupported"
+    ELF_HEADER = "elf_header"
+    THIS_MODULE = "this_module"
+    VERMAGIC_MISMATCH = "vermagic_mismatch"
+    SYMBOL_VERSION_MISMATCH = "symbol_version_mismatch"
+    LIVEPATCH_DISABLED = "livepatch_disabled"
+    FORCE_LOAD_REQUIRED = "force_load_required"
+    UNSIGNED_MODULE = "unsigned_module"
+    NOT_LIVEPATCH_MODULE = "not_livepatch_module"
+    UNKNOWN_SYMBOL = "unknown_symbol"
+    COMMON_SYMBOL = "common_symbol"
+    BAD_SECTION_NAME = "bad_section_name"
+    NOT_LIVEPATCH_SYMBOL = "not_livepatch_symbol"
+    BAD_SYMBOL_NAME = "bad_symbol_name"
+    VMLINUX_SYMBOL_IN_MODULE_SECTION = "vmlinux_symbol_in_module_section"
+    SYMBOL_NOT_FOUND = "symbol_not_found"
+    AMBIGUOUS = "ambiguous"
+    POSITION_NOT_FOUND = "position_not_found"
+    RELOCATION_OVERFLOW = "relocation_overflow"
+    RELOCATION_TARGET_NONZERO = "relocation_target_nonzero"
+    RELOCATION_TYPE = "relocation_type"
+    INVALID_PATCH_TABLE = "invalid_patch_table"
+    DUPLICATE_SYSFS_NAME = "duplicate_sysfs_name"
+    NO_FTRACE_LOCATION = "no_ftrace_location"
+
+
+class LoaderCheckKind:
+    """The first of each CheckResult.loader_checks ``(check, status, detail)``, in the kernel's
+    order; also the second of an open row ``("loader_check", check)``."""
+
+    MODULE_SUPPORT = "module_support"
+    SIGNATURE = "signature"
+    ELF_HEADER = "elf_header"
+    THIS_MODULE = "this_module"
+    MODULE_LAYOUT = "module_layout"
+    VERMAGIC = "vermagic"
+    LIVEPATCH_SUPPORT = "livepatch_support"
+    SYMBOL_VERSIONS = "symbol_versions"
+    UNRESOLVED_SYMBOLS = "unresolved_symbols"
+    RELOCATIONS = "relocations"
+
+
+class CheckStatus:
+    """The second of each CheckResult.loader_checks ``(check, status, detail)``."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_CHECKED = "not_checked"
+    NOT_APPLICABLE = "not_applicable"
+    NOT_REACHED = "not_reached"
+
+
+class RelocationStatus:
+    """A relocation's ``status`` in CheckResult.json (``relocations``,
+    ``ordinary_relocations``)."""
+
+    APPLIED = "applied"
+    NEEDS_PLACEMENT = "needs_placement"
+    FAILED = "failed"
+    NOT_REACHED = "not_reached"
+    NONE = "none"
+
+
+class BindingSource:
+    """Binding.source: where the patch names the symbol."""
+
+    FUNCTION = "function"
+    RELOCATION = "relocation"
+
+
+class AsBuilt:
+    """Binding.as_built: the binding against the kernel the patch was built for."""
+
+    SAME = "same"
+    MOVED = "moved"
+    GONE = "gone"
+    UNPROVEN = "unproven"
+    # This kernel is itself the one taken as built-for (its release is the vermagic's): not
+    # proven.
+    ASSUMED = "assumed"
+
+
+class CopyKind:
+    """Copy.kind (Kernel.copies, CheckResult.coverage)."""
+
+    OUT_OF_LINE = "out_of_line"
+    CLONE = "clone"
+    INLINED = "inlined"
+    BY_NAME = "by_name"
+
+
+class CopyStatus:
+    """Copy.status in a check's coverage."""
+
+    REPLACED = "replaced"
+    NOT_REPLACED = "not_replaced"
+    INIT = "init"
+    UNKNOWN = "unknown"
+
+
+class CopyAsBuilt:
+    """Copy.as_built in a check's coverage: against the kernel the patch was built for."""
+
+    SAME = "same"
+    NEW = "new"
+
+
+class DriftStatus:
+    """DriftRow.status."""
+
+    SAME = "same"
+    MOVED = "moved"
+    GONE = "gone"
+    NEW = "new"
+    UNKNOWN = "unknown"
+
+
+class Outcome:
+    """How a run ends (CheckRun.outcome, CheckResult.outcome): the command's exit status 0, 1, 2."""
+
+    OK = "ok"
+    NO = "no"
+    FAILED = "failed"
+
+
+class ErrorKind:
+    """Failure.kind: why a kernel could not be opened or checked (the exceptions' kinds)."""
+
+    NOT_FOUND = "not_found"
+    BAD_INPUT = "bad_input"
+    TOO_LARGE = "too_large"
+    IO = "io"
+    USAGE = "usage"
+    CANCELLED = "cancelled"
+
+
+# The same values under their first names, kept for the programs that use them.
+FOUND = LookupVerdict.FOUND
+NOT_FOUND = LookupVerdict.NOT_FOUND
+AMBIGUOUS = LookupVerdict.AMBIGUOUS
+POSITION_NOT_FOUND = LookupVerdict.POSITION_NOT_FOUND
+ACCEPTED = PatchVerdictKind.ACCEPTED
+UNVERIFIED = PatchVerdictKind.UNVERIFIED
+BINDS_ANOTHER_DEFINITION = PatchVerdictKind.BINDS_ANOTHER_DEFINITION
+PARTIAL_COVERAGE = PatchVerdictKind.PARTIAL_COVERAGE
+REFUSED_AT_LOAD = PatchVerdictKind.REFUSED_AT_LOAD
+REFUSED_WHEN_MODULE_LOADS = PatchVerdictKind.REFUSED_WHEN_MODULE_LOADS
+ORDINARY_MODULE = PatchVerdictKind.ORDINARY_MODULE
+OUT_OF_LINE = CopyKind.OUT_OF_LINE
+CLONE = CopyKind.CLONE
+INLINED = CopyKind.INLINED
+BY_NAME = CopyKind.BY_NAME
+REPLACED = CopyStatus.REPLACED
+NOT_REPLACED = CopyStatus.NOT_REPLACED
+INIT = CopyStatus.INIT
+UNKNOWN = CopyStatus.UNKNOWN
+SAME = AsBuilt.SAME
+MOVED = AsBuilt.MOVED
+GONE = AsBuilt.GONE
+UNPROVEN = AsBuilt.UNPROVEN
+ASSUMED = AsBuilt.ASSUMED
+
+OK = Outcome.OK
+NO = Outcome.NO
+FAILED = Outcome.FAILED
 
 __all__ = [name for name in dir() if not name.startswith("_")]

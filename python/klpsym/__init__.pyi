@@ -1,11 +1,137 @@
 """Type stubs for klpsym (the extension module klpsym._klpsym)."""
 
 from os import PathLike
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 _Path = Union[str, "PathLike[str]"]
 
 __version__: str
+
+class SourceKind:
+    KALLSYMS: str
+    SYSTEM_MAP: str
+    VMLINUX_ELF: str
+    KERNEL_IMAGE: str
+    MODULE: str
+
+class Level:
+    NOTE: str
+    WARNING: str
+    ERROR: str
+
+class Outcome:
+    OK: str
+    NO: str
+    FAILED: str
+
+class ErrorKind:
+    NOT_FOUND: str
+    BAD_INPUT: str
+    TOO_LARGE: str
+    IO: str
+    USAGE: str
+    CANCELLED: str
+
+class LookupVerdict:
+    FOUND: str
+    NOT_FOUND: str
+    AMBIGUOUS: str
+    POSITION_NOT_FOUND: str
+
+class PatchVerdictKind:
+    ACCEPTED: str
+    UNVERIFIED: str
+    BINDS_ANOTHER_DEFINITION: str
+    PARTIAL_COVERAGE: str
+    REFUSED_AT_LOAD: str
+    REFUSED_WHEN_MODULE_LOADS: str
+    ORDINARY_MODULE: str
+
+class ProblemKind:
+    MODULES_UNSUPPORTED: str
+    ELF_HEADER: str
+    THIS_MODULE: str
+    VERMAGIC_MISMATCH: str
+    SYMBOL_VERSION_MISMATCH: str
+    LIVEPATCH_DISABLED: str
+    FORCE_LOAD_REQUIRED: str
+    UNSIGNED_MODULE: str
+    NOT_LIVEPATCH_MODULE: str
+    UNKNOWN_SYMBOL: str
+    COMMON_SYMBOL: str
+    BAD_SECTION_NAME: str
+    NOT_LIVEPATCH_SYMBOL: str
+    BAD_SYMBOL_NAME: str
+    VMLINUX_SYMBOL_IN_MODULE_SECTION: str
+    SYMBOL_NOT_FOUND: str
+    AMBIGUOUS: str
+    POSITION_NOT_FOUND: str
+    RELOCATION_OVERFLOW: str
+    RELOCATION_TARGET_NONZERO: str
+    RELOCATION_TYPE: str
+    INVALID_PATCH_TABLE: str
+    DUPLICATE_SYSFS_NAME: str
+    NO_FTRACE_LOCATION: str
+
+class LoaderCheckKind:
+    MODULE_SUPPORT: str
+    SIGNATURE: str
+    ELF_HEADER: str
+    THIS_MODULE: str
+    MODULE_LAYOUT: str
+    VERMAGIC: str
+    LIVEPATCH_SUPPORT: str
+    SYMBOL_VERSIONS: str
+    UNRESOLVED_SYMBOLS: str
+    RELOCATIONS: str
+
+class CheckStatus:
+    PASSED: str
+    FAILED: str
+    NOT_CHECKED: str
+    NOT_APPLICABLE: str
+    NOT_REACHED: str
+
+class RelocationStatus:
+    APPLIED: str
+    NEEDS_PLACEMENT: str
+    FAILED: str
+    NOT_REACHED: str
+    NONE: str
+
+class BindingSource:
+    FUNCTION: str
+    RELOCATION: str
+
+class AsBuilt:
+    SAME: str
+    MOVED: str
+    GONE: str
+    UNPROVEN: str
+    ASSUMED: str
+
+class CopyKind:
+    OUT_OF_LINE: str
+    CLONE: str
+    INLINED: str
+    BY_NAME: str
+
+class CopyStatus:
+    REPLACED: str
+    NOT_REPLACED: str
+    INIT: str
+    UNKNOWN: str
+
+class CopyAsBuilt:
+    SAME: str
+    NEW: str
+
+class DriftStatus:
+    SAME: str
+    MOVED: str
+    GONE: str
+    NEW: str
+    UNKNOWN: str
 
 FOUND: str
 NOT_FOUND: str
@@ -14,14 +140,23 @@ POSITION_NOT_FOUND: str
 ACCEPTED: str
 UNVERIFIED: str
 BINDS_ANOTHER_DEFINITION: str
+PARTIAL_COVERAGE: str
 REFUSED_AT_LOAD: str
 REFUSED_WHEN_MODULE_LOADS: str
 ORDINARY_MODULE: str
+OUT_OF_LINE: str
+CLONE: str
+INLINED: str
+BY_NAME: str
+REPLACED: str
+NOT_REPLACED: str
+INIT: str
+UNKNOWN: str
 SAME: str
-ASSUMED: str
 MOVED: str
 GONE: str
 UNPROVEN: str
+ASSUMED: str
 
 class Error(Exception): ...
 class NotFoundError(Error): ...
@@ -195,16 +330,10 @@ class FleetIter(Iterator[Union[CheckResult, Failure]]):
 def open(source: _Path, *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, debug_vmlinux: Optional[_Path] = None, yield_cpu: bool = False, kernel_version: Optional[str] = None) -> Kernel: ...
 def open_running(*, no_cache: bool = False, yield_cpu: bool = False) -> Kernel: ...
 def open_all(sources: Sequence[_Path], *, cache_dir: Optional[_Path] = None, no_cache: bool = False, modules: Optional[_Path] = None, yield_cpu: bool = False) -> Tuple[List[Kernel], List[Failure], List[Tuple[str, str]]]: ...
-def check(patch: Patch, kernels: Sequence[Kernel], *, built_for: Optional[_Path] = None, force: bool = False, btf: Optional[_Path] = None, strict: bool = False) -> CheckRun: ...
+def check(patch: Patch, kernels: Sequence[Kernel], *, built_for: Optional[_Path] = None, force: bool = False, btf: Optional[_Path] = None, section_bases: Optional[Union[Mapping[str, int], Iterable[Tuple[str, int]]]] = None, strict: bool = False) -> CheckRun: ...
 def drift(from_kernel: Kernel, to_kernel: Kernel, name: str, *, object: str = "vmlinux") -> Drift: ...
 def fleet(patch: Patch, sources: Sequence[_Path], *, shard: Optional[str] = None, jobs: int = 1, built_for: Optional[_Path] = None, force: bool = False, cache_dir: Optional[_Path] = None, no_cache: bool = False, strict: bool = False) -> FleetIter: ...
 
 OK: str
 NO: str
 FAILED: str
-KIND_NOT_FOUND: str
-KIND_BAD_INPUT: str
-KIND_TOO_LARGE: str
-KIND_IO: str
-KIND_USAGE: str
-KIND_CANCELLED: str

@@ -492,7 +492,7 @@ pub struct Failure {
     /// The kernel's source.
     pub kernel: String,
     /// What kind of failure: `not_found`, `bad_input`, `too_large`, `io`, `usage`,
-    /// `cancelled` (the constants `KIND_*`; the exception classes' kinds).
+    /// `cancelled` (the constants of `ErrorKind`; the exception classes' kinds).
     pub kind: String,
     /// Why.
     pub error: String,

@@ -418,12 +418,37 @@ fn check_options(
     }
 }
 
+/// `section_bases` as the check takes them: a mapping `{name: address}` or `(name, address)`
+/// pairs, in order.
+fn section_bases_arg(given: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, u64)>> {
+    let Some(given) = given else {
+        return Ok(Vec::new());
+    };
+    let pairs = if given.hasattr("items")? {
+        given.call_method0("items")?
+    } else {
+        given.clone()
+    };
+    let bad = |e: PyErr| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "section_bases: a dict {{section name: address}} or (section name, address) pairs, \
+             an address a non-negative int below 2**64 ({e})"
+        ))
+    };
+    pairs
+        .try_iter()
+        .map_err(bad)?
+        .map(|p| p.and_then(|p| p.extract::<(String, u64)>()).map_err(bad))
+        .collect()
+}
+
 /// What the kernel will do with `patch` on each of `kernels`: a CheckRun (`results`,
 /// `failed`, `outcome`). `built_for`: the kernel the patch was built for (bindings are proven
-/// against it); `force`: a forced load; `strict`: a check that leaves something open says no
-/// (as `klpsym check --strict`).
+/// against it); `force`: a forced load; `section_bases`: sections of the patch placed at load
+/// addresses (`{".text": 0xffffffffc0a00000}`, or pairs), so PC-relative values are exact;
+/// `strict`: a check that leaves something open says no (as `klpsym check --strict`).
 #[pyfunction]
-#[pyo3(signature = (patch, kernels, *, built_for=None, force=false, btf=None, strict=false))]
+#[pyo3(signature = (patch, kernels, *, built_for=None, force=false, btf=None, section_bases=None, strict=false))]
 fn check(
     py: Python<'_>,
     patch: &Patch,
@@ -431,8 +456,10 @@ fn check(
     built_for: Option<PathBuf>,
     force: bool,
     btf: Option<PathBuf>,
+    section_bases: Option<&Bound<'_, PyAny>>,
     strict: bool,
 ) -> PyResult<CheckRun> {
+    let bases = section_bases_arg(section_bases)?;
     let held: Vec<Arc<klpsym::Kernel>> =
         kernels.iter().map(|k| Arc::clone(&k.get().inner)).collect();
     let Some(first) = kernels.first() else {
@@ -442,6 +469,7 @@ fn check(
     };
     let interrupt = first.get().interrupt.clone();
     let copts = klpsym::CheckOptions {
+        section_bases: bases,
         strict,
         ..check_options(built_for, force, btf)
     };
@@ -554,6 +582,7 @@ fn _klpsym(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(drift, m)?)?;
     m.add_function(wrap_pyfunction!(fleet, m)?)?;
+    m.add_function(wrap_pyfunction!(kinds::kind_names, m)?)?;
     m.add_class::<Kernel>()?;
     m.add_class::<Patch>()?;
     m.add_class::<FleetIter>()?;

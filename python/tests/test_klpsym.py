@@ -1,6 +1,7 @@
 """klpsym from Python: the library's answers as Python objects, held to the command's on the
 lab's Debian packages (scripts/test.sh runs this suite with KLPSYM_TEST_* set)."""
 
+import json
 import signal
 import threading
 import time
@@ -13,7 +14,7 @@ from conftest import cli, lab
 
 def test_a_kallsyms_file_answers_like_the_kernel(sample):
     k = klpsym.open(sample, no_cache=True)
-    assert len(k) == 10 and k.kind == "kallsyms"
+    assert len(k) == 10 and k.kind == klpsym.SourceKind.KALLSYMS
     defs = k.sympos("init_once")
     assert [c.position for c in defs] == [1, 2, 3, 1]
     assert [c.object for c in defs] == ["vmlinux"] * 3 + ["nf_tables"]
@@ -122,7 +123,36 @@ def test_a_check_gives_the_verdict_lines_and_bindings_with_files():
     bad = bad_run.results[0]
     assert bad.refused and bad.verdict == klpsym.REFUSED_AT_LOAD
     reached = [p for p in bad.problems if p.reached]
-    assert reached[0].kind == "ambiguous" and reached[0].log[0].startswith("livepatch: unresolvable ambiguity")
+    assert reached[0].kind == klpsym.ProblemKind.AMBIGUOUS
+    assert reached[0].log[0].startswith("livepatch: unresolvable ambiguity")
+    (lc,) = [c for c in r.loader_checks if c[0] == klpsym.LoaderCheckKind.VERMAGIC]
+    (wc,) = [c for c in want["report"]["loader_checks"] if c["check"] == "vermagic"]
+    assert lc[1] == wc["status"] and lc[1] in vars(klpsym.CheckStatus).values()
+
+
+def test_a_check_places_the_patch_s_sections_as_the_command_does():
+    image = lab("KLPSYM_TEST_IMAGE_DEB")
+    lp = lab("KLPSYM_TEST_LIVEPATCH_DIR")
+    k = klpsym.open(image)
+    # A converted patch: klp relocations in its .text.unlikely, a PC-relative one among them.
+    patch = klpsym.Patch(f"{lp}/conv-static-func/klp_conv_static_func.converted.ko")
+    sec, at = ".text.unlikely", 0xFFFFFFFFC0A00000
+    (by_dict,) = klpsym.check(patch, [k], section_bases={sec: at}).results
+    (by_pairs,) = klpsym.check(patch, [k], section_bases=[(sec, at)]).results
+    (unplaced,) = klpsym.check(patch, [k]).results
+    want = cli("check", patch.path, "-k", image, "--section-base", f"{sec}={at:#x}")
+    relocs = json.loads(by_dict.json)["report"]["relocations"]
+    assert relocs and relocs == json.loads(by_pairs.json)["report"]["relocations"]
+    assert relocs == want["results"][0]["report"]["relocations"]
+    assert all(r["status"] == klpsym.RelocationStatus.APPLIED for r in relocs), relocs
+    # What needed the place's address has it now: a value and the bytes written.
+    before = json.loads(unplaced.json)["report"]["relocations"]
+    needed = [i for i, r in enumerate(before) if r["value"] is None]
+    assert needed and all(relocs[i]["value"] and relocs[i]["bytes"] for i in needed), relocs
+    with pytest.raises(klpsym.UsageError):
+        klpsym.check(patch, [k], section_bases={".no_such_section": at})
+    with pytest.raises(TypeError):
+        klpsym.check(patch, [k], section_bases={sec: -1})
 
 
 def test_a_fleet_iterates_kernels_and_failures(tmp_path):
@@ -137,7 +167,7 @@ def test_a_fleet_iterates_kernels_and_failures(tmp_path):
     failed = [i for i in items if isinstance(i, klpsym.Failure)]
     assert len(checked) == 1 and len(failed) == 1
     # A package cut short is bad input, typed.
-    assert failed[0].kind == klpsym.KIND_BAD_INPUT, failed[0].error
+    assert failed[0].kind == klpsym.ErrorKind.BAD_INPUT, failed[0].error
     assert checked[0].verdict in (klpsym.ACCEPTED, klpsym.UNVERIFIED)
 
 

@@ -101,8 +101,8 @@ pub struct SourceArgs {
     /// Which modules of --modules count as loaded, in the order /proc/kallsyms lists them (newest
     /// first): `a,b,c`, or `@FILE` for a /proc/modules-format file (`@/proc/modules` for the
     /// running system).
-    #[arg(long, value_name = "LIST")]
-    pub loaded: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = parse_loaded)]
+    pub loaded: Option<klpsym::Loaded>,
     /// Place loaded modules at the addresses a /proc/kallsyms (live or captured) shows for them;
     /// without it, offline modules keep section-relative addresses and answer no address query.
     #[arg(long, value_name = "KALLSYMS")]
@@ -215,6 +215,48 @@ impl TargetArgs {
             kernel_config: self.kernel_config.clone(),
         }
     }
+}
+
+/// `--loaded`'s value: `a,b,c`, or `@FILE` for a /proc/modules-format file.
+fn parse_loaded(s: &str) -> Result<klpsym::Loaded, String> {
+    match s.strip_prefix('@') {
+        Some("") => Err(
+            "'@' names no file: `@FILE` for a /proc/modules-format file (`@/proc/modules`)"
+                .to_string(),
+        ),
+        Some(file) => Ok(klpsym::Loaded::ProcModules(PathBuf::from(file))),
+        None => Ok(klpsym::Loaded::Names(
+            s.split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )),
+    }
+}
+
+/// `--section-base`'s value: `NAME=ADDR`, a section of the patch module and its load address
+/// in hex (`0x` optional).
+fn parse_section_base(s: &str) -> Result<(String, u64), String> {
+    const EXAMPLE: &str = "a section name and its load address in hex: .text=0xffffffffc0a00000";
+    let Some((name, addr)) = s.rsplit_once('=') else {
+        return Err(format!("expected NAME=ADDR ({EXAMPLE})"));
+    };
+    if name.is_empty() {
+        return Err(format!("no section name before '=' ({EXAMPLE})"));
+    }
+    let digits = addr
+        .strip_prefix("0x")
+        .or_else(|| addr.strip_prefix("0X"))
+        .unwrap_or(addr);
+    // from_str_radix takes a sign; an address has none.
+    let a = (!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(digits, 16).ok())
+        .flatten()
+        .ok_or_else(|| {
+            format!("'{addr}' is not an address in hex (at most 16 digits; {EXAMPLE})")
+        })?;
+    Ok((name.to_string(), a))
 }
 
 /// `--kernel-version`'s value.
@@ -398,10 +440,10 @@ pub struct CheckArgs {
     pub patch: PathBuf,
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Place a section of the patch module (`.text=0xffffffffc0a00000`) so PC-relative values
-    /// are exact.
-    #[arg(long = "section-base", value_name = "NAME=ADDR")]
-    pub section_bases: Vec<String>,
+    /// Place a section of the patch module (`.text=0xffffffffc0a00000`: its name and its load
+    /// address, in hex) so PC-relative values are exact.
+    #[arg(long = "section-base", value_name = "NAME=ADDR", value_parser = parse_section_base)]
+    pub section_bases: Vec<(String, u64)>,
     /// Place every section as the kernel did when it loaded this module: its
     /// `/sys/module/<name>/sections` folder (or a copy). With --explain, the bytes of every
     /// relocation are then exact.
@@ -572,6 +614,73 @@ mod tests {
         };
         assert_eq!(l.source.kernels.len(), 2);
         assert_eq!(l.sympos, 2);
+    }
+
+    #[test]
+    fn section_bases_are_names_and_hex_addresses() {
+        for (s, want) in [
+            (".text=0xffffffffc0a00000", (".text", 0xffff_ffff_c0a0_0000)),
+            (".text=FFFFFFFFC0A00000", (".text", 0xffff_ffff_c0a0_0000)),
+            (".data..ro_after_init=0X10", (".data..ro_after_init", 0x10)),
+            ("a=b=0x1", ("a=b", 1)),
+        ] {
+            assert_eq!(
+                parse_section_base(s),
+                Ok((want.0.to_string(), want.1)),
+                "{s}"
+            );
+        }
+        for (bad, says) in [
+            (".text", "expected NAME=ADDR"),
+            ("=0x10", "no section name"),
+            (".text=", "not an address in hex"),
+            (".text=0x", "not an address in hex"),
+            (".text=0xzz", "'0xzz' is not an address in hex"),
+            (".text=+10", "not an address in hex"),
+            (".text=0x1ffffffffffffffff", "at most 16 digits"),
+        ] {
+            let e = parse_section_base(bad).unwrap_err();
+            assert!(e.contains(says) && e.contains(".text=0x"), "{bad}: {e}");
+        }
+        let c = Cli::try_parse_from([
+            "klpsym",
+            "check",
+            "lp.ko",
+            "-k",
+            "k",
+            "--section-base",
+            ".text=0x1000",
+            "--section-base",
+            ".data=2000",
+        ])
+        .unwrap();
+        let Command::Check(a) = c.command else {
+            panic!()
+        };
+        assert_eq!(
+            a.section_bases,
+            vec![(".text".to_string(), 0x1000), (".data".to_string(), 0x2000)]
+        );
+        let e = Cli::try_parse_from(["klpsym", "check", "lp.ko", "--section-base", "0x1000"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--section-base") && e.contains("NAME=ADDR"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn loaded_is_names_or_a_proc_modules_file() {
+        assert_eq!(
+            parse_loaded("a-b, c.ko,"),
+            Ok(klpsym::Loaded::Names(vec!["a-b".into(), "c.ko".into()]))
+        );
+        assert_eq!(
+            parse_loaded("@/proc/modules"),
+            Ok(klpsym::Loaded::ProcModules("/proc/modules".into()))
+        );
+        assert!(parse_loaded("@").unwrap_err().contains("@FILE"));
     }
 
     #[test]

@@ -23,17 +23,7 @@ impl SourceArgs {
             .yield_cpu(self.yield_cpu)
             .queries(queries);
         o.modules = self.modules.clone();
-        o.loaded = match self.loaded.as_deref() {
-            // `@FILE`: a /proc/modules-format file, read when the kernels open.
-            Some(s) if s.starts_with('@') => vec![s.to_string()],
-            Some(s) => s
-                .split(',')
-                .map(str::trim)
-                .filter(|x| !x.is_empty())
-                .map(str::to_string)
-                .collect(),
-            None => Vec::new(),
-        };
+        o.loaded = self.loaded.clone();
         o.place_from = self.place_from.clone();
         o.debug_vmlinux = self.debug_vmlinux.clone();
         o.kallsyms_all = self.kallsyms_all.map(|v| v == YesNo::Y);

@@ -1036,3 +1036,78 @@ fn addr_takes_the_kernel_version_stated_or_from_the_oops_or_says_it_assumed() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("X.Y.Z"), "{}", stderr(&o));
 }
+
+/// `--section-base NAME=ADDR` is read as the arguments are (a value that is not NAME=ADDR is
+/// refused there, naming the flag), checked against the patch's sections, and places them: a
+/// relocation in the patch's data to its own strings is then written, its bytes (hex in JSON)
+/// the little-endian value.
+#[test]
+fn section_bases_are_parsed_by_the_command_and_place_the_patch() {
+    use klpsym_testkit::module::{build_module, ModSpec};
+    let f = Fixture::new();
+    let k = f
+        .file(
+            "k.txt",
+            b"ffffffff81000000 T _text\nffffffff81000100 t cmdline_proc_show\n\
+              ffffffff81000200 T klp_enable_patch\nffffffff81000300 T _etext\n",
+        )
+        .display()
+        .to_string();
+    let lp = f.file("lp.ko", &build_module(&ModSpec::default()));
+    let lp = lp.to_str().unwrap();
+    let o = run(&["check", lp, "-k", &k, "--section-base", ".rodata"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--section-base") && stderr(&o).contains("NAME=ADDR"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["check", lp, "-k", &k, "--section-base", ".nosuch=0x1000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--section-base") && stderr(&o).contains("'.nosuch'"),
+        "{}",
+        stderr(&o)
+    );
+    let data_relocs = |extra: &[&str]| {
+        let mut args = vec!["check", lp, "-k", &k, "--json", "--explain"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+        v["results"][0]["report"]["ordinary_relocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["type_name"] == "R_X86_64_64" && r["target_section"] == ".data")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let unplaced = data_relocs(&[]);
+    assert!(!unplaced.is_empty());
+    assert!(
+        unplaced.iter().all(|r| r["bytes"].is_null()),
+        "{unplaced:?}"
+    );
+    let placed = data_relocs(&[
+        "--section-base",
+        ".rodata=0xffffffffc0002000",
+        "--section-base",
+        ".text=FFFFFFFFC0000000",
+        "--section-base",
+        ".data=0xffffffffc0003000",
+    ]);
+    assert_eq!(placed.len(), unplaced.len());
+    let mut written = 0;
+    for r in &placed {
+        let Some(v) = r["value"].as_str() else {
+            continue;
+        };
+        let v = u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap();
+        let want: String = v.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(r["bytes"], want.as_str(), "{r}");
+        assert!(v >= 0xffff_ffff_c000_0000, "{r}");
+        written += 1;
+    }
+    assert!(written >= 1, "{placed:?}");
+}

@@ -150,6 +150,18 @@ pub fn hex(v: u64) -> String {
     format!("{v:#018x}")
 }
 
+/// Bytes as JSON and text carry them: two lowercase hex digits each, in memory order, without
+/// a prefix (`00002081`).
+pub fn hex_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
 /// Serde helpers: numbers kept as `u64` in Rust, rendered as JSON strings of hex.
 pub mod hex_serde {
     use serde::Serializer;
@@ -183,6 +195,15 @@ pub mod hex_serde {
     /// A size or offset: `"0x10"`.
     pub fn num<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{v:#x}"))
+    }
+
+    /// Optional bytes, in memory order ([`hex_bytes`](super::hex_bytes)): `"00002081"` or
+    /// `null`.
+    pub fn bytes_opt<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_str(&super::hex_bytes(b)),
+            None => s.serialize_none(),
+        }
     }
 }
 
@@ -224,6 +245,21 @@ mod tests {
         let p = serde_json::to_value(P { c: vec![c()] }).unwrap();
         assert_eq!(p["c"][0]["kind"], "t");
         assert_eq!(p["c"][0]["position"], 2);
+    }
+
+    #[test]
+    fn bytes_are_two_lowercase_digits_each_in_memory_order() {
+        assert_eq!(hex_bytes(&[0, 0, 0x20, 0x81]), "00002081");
+        assert_eq!(hex_bytes(&[0xAB, 0x0c]), "ab0c");
+        assert_eq!(hex_bytes(&[]), "");
+        #[derive(Serialize)]
+        struct B {
+            #[serde(serialize_with = "hex_serde::bytes_opt")]
+            b: Option<Vec<u8>>,
+        }
+        let j = |b| serde_json::to_string(&B { b }).unwrap();
+        assert_eq!(j(Some(vec![0xff, 1])), r#"{"b":"ff01"}"#);
+        assert_eq!(j(None), r#"{"b":null}"#);
     }
 
     #[test]

@@ -27,7 +27,8 @@ mod table;
 mod table_io;
 
 pub use candidate::{
-    candidate, candidates, file_line_text, hex, hex_serde, serialize_problem_candidates, Candidate,
+    candidate, candidates, file_line_text, hex, hex_bytes, hex_serde, serialize_problem_candidates,
+    Candidate,
 };
 pub use format::{address_text, write_kallsyms, KallsymsWriter};
 /// Reschedule points (re-exported from `klpsym-resched`, where every parser finds them

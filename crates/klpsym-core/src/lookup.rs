@@ -16,7 +16,7 @@
 //!    `symbol position %lu for symbol '%s' in object '%s' not found` — vmlinux reads
 //!    `'vmlinux'` here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::object::{normalize_module_name, ObjectId};
 use crate::table::{SymbolId, SymbolTable};
@@ -34,7 +34,7 @@ pub struct LookupRequest<'a> {
 }
 
 /// The kernel's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LookupVerdict {

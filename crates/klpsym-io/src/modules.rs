@@ -418,21 +418,6 @@ pub enum LoadedSpec {
 }
 
 impl LoadedSpec {
-    /// Parses `--loaded`: `a,b,c`, or `@FILE` for a /proc/modules-format file
-    /// (`@/proc/modules` for the running system).
-    pub fn parse(s: &str) -> LoadedSpec {
-        match s.strip_prefix('@') {
-            Some(p) => LoadedSpec::ProcModules(PathBuf::from(p)),
-            None => LoadedSpec::List(
-                s.split(',')
-                    .map(str::trim)
-                    .filter(|x| !x.is_empty())
-                    .map(normalize_module_name)
-                    .collect(),
-            ),
-        }
-    }
-
     /// The module names, in /proc/kallsyms order.
     pub fn names(&self) -> Result<Vec<String>, LoadError> {
         match self {
@@ -597,15 +582,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loaded_spec_parses_lists_and_files() {
-        assert_eq!(
-            LoadedSpec::parse("a-b, c.ko,"),
-            LoadedSpec::List(vec!["a_b".into(), "c".into()])
-        );
+    fn loaded_spec_reads_proc_modules_files() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("modules");
         std::fs::write(&p, "8021q 40960 0 - Live 0xffffffffc0300000\ngarp 20480 1 8021q, Live 0xffffffffc0290000\n").unwrap();
-        let spec = LoadedSpec::parse(&format!("@{}", p.display()));
+        let spec = LoadedSpec::ProcModules(p.clone());
         assert_eq!(
             spec.names().unwrap(),
             vec!["8021q".to_string(), "garp".to_string()]

@@ -55,6 +55,6 @@ pub use names::{
 pub use report::{
     errno_name, CheckReport, CheckStatus, FuncReport, LoaderCheck, LoaderCheckKind, LogLine,
     ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Problem, ProblemKind,
-    RelocationReport, Stage, PLACEMENT_HINT,
+    RelocationReport, RelocationStatus, Stage, PLACEMENT_HINT,
 };
 pub use target::{ExportInfo, ExportLookup, Fact, LoaderFacts, ModuleFtrace, Target};

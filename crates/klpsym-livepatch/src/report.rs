@@ -2,7 +2,7 @@
 //!
 //! JSON field names are part of the CLI's contract (see docs/cli.md and docs/json.md); add fields, never rename.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use klpsym_core::resched::{Cancelled, Resched};
 
@@ -27,7 +27,7 @@ pub enum Stage {
 }
 
 /// What went wrong (stable identifiers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// The target has no module support (CONFIG_MODULES off): `finit_module(2)` fails with
@@ -145,7 +145,7 @@ pub struct Problem {
 }
 
 /// The overall outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PatchVerdictKind {
@@ -313,6 +313,15 @@ pub struct ObjectReport {
     pub funcs: Vec<FuncReport>,
 }
 
+/// A relocation's `unplaced` in JSON, with `offline`, its older name, beside it.
+fn unplaced_and_its_old_name<S: serde::Serializer>(v: &bool, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("unplaced", v)?;
+    m.serialize_entry("offline", v)?;
+    m.end()
+}
+
 /// One klp relocation (`--explain`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RelocationReport {
@@ -333,9 +342,10 @@ pub struct RelocationReport {
     /// The resolved address (S); `None` when unresolved or hidden.
     #[serde(serialize_with = "hex_opt")]
     pub resolved: Option<u64>,
-    /// True when S is an unplaced module symbol (an offset in its section, from the `.ko`
-    /// read offline), not a load address.
-    #[serde(rename = "offline")]
+    /// True when S is an unplaced module symbol (an offset in its section, from the module's
+    /// own `.ko`), not a load address. JSON `unplaced`, and `offline`, its older name, beside
+    /// it (deprecated: schema 2 is the last to write it).
+    #[serde(flatten, serialize_with = "unplaced_and_its_old_name")]
     pub unplaced: bool,
     /// `r_addend`.
     pub addend: i64,
@@ -344,14 +354,68 @@ pub struct RelocationReport {
     /// The value computed, when known.
     #[serde(serialize_with = "hex_opt")]
     pub value: Option<u64>,
-    /// The bytes written, lowercase hex, when known.
-    pub bytes: Option<String>,
-    /// `applied` (the kernel applies it; `bytes` may still be unknown without placement),
-    /// `failed`, `not_reached`, `deferred_unchecked`, `needs_placement` (whether the kernel
-    /// accepts it depends on where the module lands), `none`.
-    pub status: &'static str,
+    /// The bytes written, in memory order, when known (JSON: lowercase hex, `"00002081"`).
+    #[serde(serialize_with = "klpsym_core::hex_serde::bytes_opt")]
+    pub bytes: Option<Vec<u8>>,
+    /// What the kernel does with it.
+    pub status: RelocationStatus,
     /// A remark.
     pub note: Option<String>,
+}
+
+/// What the kernel does with one relocation ([`RelocationReport::status`]): a typed name, so
+/// that a program asks `status == RelocationStatus::Applied` (it still compares equal to its
+/// JSON name: `status == "applied"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RelocationStatus {
+    /// The architecture's code applies it (`value` and `bytes` may still be unknown: a
+    /// PC-relative value needs the place's address).
+    Applied,
+    /// Whether the architecture's code accepts it depends on where the loader places the
+    /// module: a PC-relative field that fits some places of the module area and overflows at
+    /// others.
+    NeedsPlacement,
+    /// The architecture's code refuses it (the problem is in `problems`).
+    Failed,
+    /// The kernel stops at an earlier failure first (or, for a klp relocation, its symbol was
+    /// not resolved).
+    NotReached,
+    /// A NONE relocation (`R_X86_64_NONE`, `R_AARCH64_NONE`): nothing is written.
+    None,
+}
+
+impl RelocationStatus {
+    /// Its name in JSON and in the readable report (`applied`, `needs_placement`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelocationStatus::Applied => "applied",
+            RelocationStatus::NeedsPlacement => "needs_placement",
+            RelocationStatus::Failed => "failed",
+            RelocationStatus::NotReached => "not_reached",
+            RelocationStatus::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for RelocationStatus {
+    /// Its name, padded as a `{:<16}` asks.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for RelocationStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for RelocationStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
 }
 
 /// What the `relocations` loader check's detail says of values that depend on where the loader
@@ -360,7 +424,7 @@ pub struct RelocationReport {
 pub const PLACEMENT_HINT: &str = "exact once the sections' load addresses are given";
 
 /// How one of the module loader's checks went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckStatus {
     /// Ran and passed.
@@ -378,7 +442,7 @@ pub enum CheckStatus {
 /// Which of the module loader's checks a [`LoaderCheck`] is, in the kernel's order: a typed
 /// name, so that a program asks `check == LoaderCheckKind::Signature` instead of comparing
 /// strings (it still compares equal to its JSON name: `check == "signature"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LoaderCheckKind {
@@ -539,5 +603,87 @@ pub fn errno_name(errno: i32) -> &'static str {
         38 => "ENOSYS",
         129 => "EKEYREJECTED",
         _ => "E?",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(status: RelocationStatus, bytes: Option<Vec<u8>>) -> RelocationReport {
+        RelocationReport {
+            section: ".klp.rela.vmlinux..text".into(),
+            index: 0,
+            target_section: ".text".into(),
+            offset: 0x10,
+            r_type: 2,
+            type_name: "R_X86_64_PC32".into(),
+            symbol: ".klp.sym.vmlinux.f,1".into(),
+            resolved: Some(0xffff_ffff_8100_0000),
+            unplaced: false,
+            addend: -4,
+            expression: "S + A - P".into(),
+            value: Some(0x8120),
+            bytes,
+            status,
+            note: None,
+        }
+    }
+
+    /// The JSON row keeps today's shape: bytes as one lowercase hex string in memory order,
+    /// the status by its name.
+    #[test]
+    fn relocation_json_keeps_bytes_as_hex_and_status_as_its_name() {
+        let j = serde_json::to_string(&report(
+            RelocationStatus::NeedsPlacement,
+            Some(vec![0, 0, 0x20, 0x81]),
+        ))
+        .unwrap();
+        assert!(
+            j.ends_with(r#""value":"0x0000000000008120","bytes":"00002081","status":"needs_placement","note":null}"#),
+            "{j}"
+        );
+        assert!(j.contains(r#""unplaced":false,"offline":false"#), "{j}");
+        let j = serde_json::to_value(report(RelocationStatus::None, None)).unwrap();
+        assert_eq!(j["bytes"], serde_json::Value::Null);
+        assert_eq!(j["status"], "none");
+    }
+
+    /// `as_str` (the readable report) is the JSON name of every status, and a name reads back
+    /// as its status.
+    #[test]
+    fn relocation_status_names_are_its_json_names() {
+        let all = [
+            RelocationStatus::Applied,
+            RelocationStatus::NeedsPlacement,
+            RelocationStatus::Failed,
+            RelocationStatus::NotReached,
+            RelocationStatus::None,
+        ];
+        for s in all {
+            // A new status stops this match compiling until it is listed above.
+            match s {
+                RelocationStatus::Applied
+                | RelocationStatus::NeedsPlacement
+                | RelocationStatus::Failed
+                | RelocationStatus::NotReached
+                | RelocationStatus::None => {}
+            }
+            let j = serde_json::to_value(s).unwrap();
+            assert_eq!(j, s.as_str());
+            assert_eq!(serde_json::from_value::<RelocationStatus>(j).unwrap(), s);
+            assert_eq!(s, s.as_str());
+            assert_eq!(format!("{s:<16}|").len(), 17);
+        }
+        let names: std::collections::HashSet<_> = all.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names.len(), all.len());
+    }
+
+    /// Every loader check's `as_str` is its JSON name.
+    #[test]
+    fn loader_check_names_are_their_json_names() {
+        for c in LoaderCheckKind::ALL {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
     }
 }

@@ -180,7 +180,10 @@ mod tests {
         );
         assert!(r.problems.is_empty());
         assert_eq!(r.relocations.len(), 5_000);
-        assert!(r.relocations.iter().all(|x| x.status == "applied"));
+        assert!(r
+            .relocations
+            .iter()
+            .all(|x| x.status == RelocationStatus::Applied));
         assert_eq!(r.relocations[1].symbol, ".klp.sym.vmlinux.generated_fn_1,0");
         assert_eq!(r.objects.len(), 1);
         assert_eq!(r.objects[0].funcs.len(), 250);

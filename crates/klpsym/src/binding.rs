@@ -12,7 +12,7 @@
 //! a `-dbg` package or a `.ko`'s STT_FILE entries do) has no identity: its binding cannot be
 //! proven either way, and says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use klpsym_livepatch::{parse_klp_symbol, LivepatchModule};
 
@@ -24,7 +24,7 @@ use crate::run::{settle, Answer, KernelFailure, Kernels, Run};
 use klpsym_core::Candidate;
 
 /// Where a patch names a symbol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BindingSource {
     /// A `klp_func`: the function it replaces (`old_name`, `old_sympos`).
@@ -89,6 +89,20 @@ pub enum AsBuilt {
 }
 
 impl AsBuilt {
+    /// Every status name (JSON `status`, Python's `AsBuilt` constants), in declaration order.
+    pub const STATUSES: &'static [&'static str] = &["same", "moved", "gone", "unproven", "assumed"];
+
+    /// Its status name (JSON `status`).
+    pub fn status(&self) -> &'static str {
+        match self {
+            AsBuilt::Same => "same",
+            AsBuilt::Moved { .. } => "moved",
+            AsBuilt::Gone { .. } => "gone",
+            AsBuilt::Unproven { .. } => "unproven",
+            AsBuilt::Assumed { .. } => "assumed",
+        }
+    }
+
     /// What it says, in words (`built for fs/proc/cmdline.c (copy 1 in it), which is position
     /// 2 here`).
     pub fn detail(&self) -> String {
@@ -528,7 +542,7 @@ fn compare(
 }
 
 /// How one definition of a name fares from one build to another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DriftStatus {
@@ -752,5 +766,43 @@ mod tests {
         assert_eq!(position_of(&other, &id), Some(4));
         let gone = [def(1, Some("inode.c"))];
         assert_eq!(position_of(&gone, &id), None);
+    }
+
+    #[test]
+    fn as_built_statuses_are_every_variant_s_json_tag() {
+        let id = || Identity {
+            file: "f.c".into(),
+            rank: 1,
+        };
+        let every = [
+            AsBuilt::Same,
+            AsBuilt::Moved {
+                built_for: id(),
+                intended_position: 2,
+            },
+            AsBuilt::Gone { built_for: id() },
+            AsBuilt::Unproven { why: "w".into() },
+            AsBuilt::Assumed { why: "w".into() },
+        ];
+        let tags: Vec<String> = every
+            .iter()
+            .map(|a| {
+                // A new variant stops this match compiling: give it a status and a sample.
+                match a {
+                    AsBuilt::Same
+                    | AsBuilt::Moved { .. }
+                    | AsBuilt::Gone { .. }
+                    | AsBuilt::Unproven { .. }
+                    | AsBuilt::Assumed { .. } => {}
+                }
+                let tag = serde_json::to_value(a).unwrap()["status"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                assert_eq!(a.status(), tag);
+                tag
+            })
+            .collect();
+        assert_eq!(tags, AsBuilt::STATUSES);
     }
 }

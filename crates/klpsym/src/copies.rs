@@ -16,7 +16,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use klpsym_core::{hex_serde, ObjectId, SymbolTable, SymbolizeOutcome};
 use klpsym_elf::{CopiesIndex, CopyPlace, DebugLines, FunctionCopies};
@@ -26,7 +26,7 @@ use crate::kernel::Kernel;
 use crate::run::Answer;
 
 /// What a copy of a function is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CopyKind {

@@ -4,7 +4,7 @@ use std::fmt;
 
 /// What kind of failure an [`Error`] is, so a caller can act on it without reading the
 /// message: retry after a cancellation, ask the user for another file, report a bug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {

@@ -14,7 +14,7 @@ use crate::options::Options;
 use crate::version::{KernelVersion, VersionSource};
 
 /// How loud a [`Note`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Level {

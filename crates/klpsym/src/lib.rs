@@ -112,7 +112,9 @@ pub use info::{KernelInfo, ObjectSummary};
 pub use kernel::{Kernel, Level, Note};
 pub use lines::SourceFrame;
 pub use open::{open, open_all, open_running, KernelSet, Opened, RUNNING_KERNEL};
-pub use options::{defaults, CacheDir, Options, PointPolicy, Progress, ProgressFn, Queries};
+pub use options::{
+    defaults, CacheDir, Loaded, Options, PointPolicy, Progress, ProgressFn, Queries,
+};
 pub use query::{
     candidates, file_line_text, hex, Candidate, Definitions, LookupAnswer, LookupQuery, NameMatch,
     SearchAnswer, SearchQuery,
@@ -138,7 +140,7 @@ pub use klpsym_io::{EntryInfo, SourceFacts, SourceKind, SysfsPatch};
 pub use klpsym_livepatch::{
     errno_name, Arch, CheckReport, CheckStatus, ConvertReport, FuncReport, LoaderCheck,
     LoaderCheckKind, LogLine, ObjectReport, ObjectState, PatchVerdict, PatchVerdictKind, Pin,
-    Problem, ProblemKind, RelocationReport, ResolutionCost, Stage,
+    Problem, ProblemKind, RelocationReport, RelocationStatus, ResolutionCost, Stage,
 };
 
 /// Restores the default action of SIGPIPE, so that a command writing to a closed pipe

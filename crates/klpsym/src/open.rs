@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use klpsym_core::{ObjectId, Resched};
-use klpsym_io::{LoadOptions, LoadedKernel, LoadedSpec, ModuleTree, Placement};
+use klpsym_io::{LoadOptions, LoadedKernel, ModuleTree, Placement};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kernel::{Kernel, Note};
@@ -117,17 +117,7 @@ impl KernelSet {
 fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec<Note>)> {
     let load = opts.load_options();
     let mut rs = opts.resched();
-    let loaded: Vec<String> = match opts.loaded.as_slice() {
-        [one] if one.starts_with('@') => LoadedSpec::parse(one).names().map_err(|e| {
-            Error::from(e)
-                .context("loaded modules")
-                .about(crate::error::Input::LoadedModules)
-        })?,
-        list => list
-            .iter()
-            .map(|n| klpsym_core::normalize_module_name(n))
-            .collect(),
-    };
+    let loaded = opts.loaded_names()?;
     if opts.place_from.is_some() && loaded.is_empty() {
         return Err(Error::usage(
             "a placement (kallsyms) places the loaded modules, and no loaded modules are named",

@@ -34,6 +34,19 @@ pub enum Queries {
     Names,
 }
 
+/// Which modules of [`Options::modules`] count as loaded ([`Options::loaded`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Loaded {
+    /// These modules, in the order `/proc/kallsyms` lists them (newest first), each spelled
+    /// as the kernel spells it or as its file (`nf-tables`, `nf_tables.ko`: the kernel's
+    /// `nf_tables`).
+    Names(Vec<String>),
+    /// The modules a `/proc/modules`-format file lists, in its order (`/proc/modules` for
+    /// the running system), read when the kernels open.
+    ProcModules(PathBuf),
+}
+
 /// What a long operation reports while it runs (opening many kernels).
 #[derive(Debug, Clone)]
 pub enum Progress {
@@ -109,9 +122,9 @@ pub struct Options {
     /// kernel name; a name in several is the first place's. None given, for the running
     /// kernel (no source named): `/lib/modules/$(uname -r)` when it exists.
     pub modules: Vec<PathBuf>,
-    /// Which modules of [`Options::modules`] count as loaded, in the order `/proc/kallsyms`
-    /// lists them (newest first).
-    pub loaded: Vec<String>,
+    /// Which modules of [`Options::modules`] count as loaded; `None`: none, the kernel's
+    /// source lists its own (a `/proc/kallsyms` lists every loaded module).
+    pub loaded: Option<Loaded>,
     /// A `/proc/kallsyms` (live or captured) whose module lines place the loaded modules.
     pub place_from: Option<PathBuf>,
     /// The same build's vmlinux with debug info (a `-dbg` package's): source files and lines.
@@ -179,7 +192,7 @@ impl Default for Options {
             cache: CacheDir::Default,
             cache_max_bytes: defaults::CACHE_MAX_BYTES,
             modules: Vec::new(),
-            loaded: Vec::new(),
+            loaded: None,
             place_from: None,
             debug_vmlinux: None,
             kallsyms_all: None,
@@ -219,6 +232,12 @@ impl Options {
     /// out-of-tree modules; see [`Options::modules`]).
     pub fn modules(mut self, dir: impl Into<PathBuf>) -> Options {
         self.modules.push(dir.into());
+        self
+    }
+
+    /// Says which modules of [`Options::modules`] count as loaded (see [`Options::loaded`]).
+    pub fn loaded(mut self, loaded: Loaded) -> Options {
+        self.loaded = Some(loaded);
         self
     }
 
@@ -290,6 +309,25 @@ impl Options {
     }
 
     /// The I/O layer's options.
+    /// The modules [`Options::loaded`] names, as the kernel spells them, in `/proc/kallsyms`
+    /// order (a `/proc/modules`-format file is read now); empty when none are named.
+    pub(crate) fn loaded_names(&self) -> crate::Result<Vec<String>> {
+        Ok(match &self.loaded {
+            None => Vec::new(),
+            Some(Loaded::Names(list)) => list
+                .iter()
+                .map(|n| klpsym_core::normalize_module_name(n))
+                .collect(),
+            Some(Loaded::ProcModules(file)) => klpsym_io::LoadedSpec::ProcModules(file.clone())
+                .names()
+                .map_err(|e| {
+                    crate::Error::from(e)
+                        .context("loaded modules")
+                        .about(crate::error::Input::LoadedModules)
+                })?,
+        })
+    }
+
     pub(crate) fn load_options(&self) -> klpsym_io::LoadOptions {
         klpsym_io::LoadOptions {
             max_input_size: self.max_input_size,
@@ -322,4 +360,33 @@ pub mod defaults {
     pub const HOLD_WARN_MS: f64 = 100.0;
     /// [`crate::SearchQuery::limit`]: 200 names listed.
     pub const SEARCH_LIMIT: usize = 200;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaded_names_are_the_kernel_s_spelling_or_a_proc_modules_file_s() {
+        assert!(Options::new().loaded_names().unwrap().is_empty());
+        let named = Options::new().loaded(Loaded::Names(vec![
+            "nf-tables".into(),
+            "dummy.ko".into(),
+            "/lib/modules/x/kernel/a-b.ko.xz".into(),
+        ]));
+        assert_eq!(named.loaded_names().unwrap(), ["nf_tables", "dummy", "a_b"]);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("modules");
+        std::fs::write(
+            &file,
+            "8021q 40960 0 - Live 0xffffffffc0300000\ngarp 20480 1 8021q, Live 0xffffffffc0290000\n",
+        )
+        .unwrap();
+        let listed = Options::new().loaded(Loaded::ProcModules(file.clone()));
+        assert_eq!(listed.loaded_names().unwrap(), ["8021q", "garp"]);
+        std::fs::write(&file, "ffffffff81000000 T _text\n").unwrap();
+        let e = listed.loaded_names().unwrap_err();
+        assert_eq!(e.input(), Some(crate::Input::LoadedModules), "{e}");
+        assert!(e.to_string().contains("loaded modules"), "{e}");
+    }
 }

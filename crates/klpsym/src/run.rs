@@ -9,7 +9,9 @@ use crate::error::{Error, ErrorKind, Input, Result};
 use crate::kernel::{Kernel, Note};
 
 /// How a run ends. Ordered: a run's outcome is the worst of its parts'.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Outcome {

@@ -1,7 +1,7 @@
 //! One kernel's modules from several places at once (#48): a package's or a module tree's,
 //! and a folder of out-of-tree modules.
 
-use klpsym::{CacheDir, Options};
+use klpsym::{CacheDir, Loaded, Options};
 use klpsym_testkit::module::{build_module, ModSpec};
 
 fn folder_with(name: &str) -> tempfile::TempDir {
@@ -28,7 +28,7 @@ fn an_out_of_tree_folder_joins_the_tree_s_modules() {
         .cache(CacheDir::Off)
         .modules(tree.path())
         .modules(oot.path());
-    opts.loaded = vec!["oot-drv".to_string(), "dummy".to_string()];
+    opts.loaded = Some(Loaded::Names(vec!["oot-drv".into(), "dummy".into()]));
     let k = klpsym::open(&kallsyms, &opts).unwrap();
     for m in ["dummy", "oot_drv"] {
         assert!(k.table().object_by_name(m).is_some(), "{m} composed");

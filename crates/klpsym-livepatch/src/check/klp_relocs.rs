@@ -130,7 +130,7 @@ impl Ctx<'_, '_, '_, '_> {
             };
             let was_blocked = self.blocked(stage);
             match reloc::apply(self.m.arch, &self.m.name, &input) {
-                Ok(None) => rep.status = "none",
+                Ok(None) => rep.status = RelocationStatus::None,
                 Ok(Some(a)) => {
                     self.record_applied(&mut rep, a, target, r.offset, was_blocked)?;
                 }
@@ -165,7 +165,7 @@ impl Ctx<'_, '_, '_, '_> {
             expression: String::new(),
             value: None,
             bytes: None,
-            status: "not_reached",
+            status: RelocationStatus::NotReached,
             note: None,
         }
     }
@@ -184,21 +184,20 @@ impl Ctx<'_, '_, '_, '_> {
     ) -> Result<bool, Cancelled> {
         rep.expression = a.expression.to_string();
         rep.value = a.value;
-        rep.bytes = a
-            .bytes
-            .as_ref()
-            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
         rep.note = a.note;
         let exact = a.bytes.is_some() && !a.overflow_unknown;
         rep.status = if was_blocked {
-            "not_reached"
+            RelocationStatus::NotReached
         } else if a.overflow_unknown {
-            "needs_placement"
+            RelocationStatus::NeedsPlacement
         } else {
-            "applied"
+            RelocationStatus::Applied
         };
-        let written = a.bytes.unwrap_or_else(|| vec![0xff; usize::from(a.width)]);
-        self.write_overlay(target, offset, &written)?;
+        match &a.bytes {
+            Some(b) => self.write_overlay(target, offset, b)?,
+            None => self.write_overlay(target, offset, &vec![0xff; usize::from(a.width)])?,
+        }
+        rep.bytes = a.bytes;
         Ok(exact)
     }
 
@@ -211,7 +210,11 @@ impl Ctx<'_, '_, '_, '_> {
         stage: &Stage,
         was_blocked: bool,
     ) {
-        rep.status = if was_blocked { "not_reached" } else { "failed" };
+        rep.status = if was_blocked {
+            RelocationStatus::NotReached
+        } else {
+            RelocationStatus::Failed
+        };
         let place = format!("{}+{:#x}", rep.target_section, rep.offset);
         let (kind, hint) = if f.lines[0].contains("overflow") {
             (

@@ -161,7 +161,7 @@ impl Ctx<'_, '_, '_, '_> {
                 },
             };
             match reloc::apply(m.arch, &m.name, &input) {
-                Ok(None) => rep.status = "none",
+                Ok(None) => rep.status = RelocationStatus::None,
                 Ok(Some(mut a)) => {
                     if probe {
                         // Computed from a stand-in S: only the verdict holds.

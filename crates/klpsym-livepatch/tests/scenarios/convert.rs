@@ -63,7 +63,7 @@ fn convert_round_trip_is_accepted() {
     assert_eq!(r.relocations.len(), 2);
     assert_eq!(r.relocations[0].resolved, Some(0xffff_ffff_8120_0000));
     assert_eq!(r.relocations[0].expression, "S + A - P");
-    assert_eq!(r.relocations[0].status, "applied");
+    assert_eq!(r.relocations[0].status, RelocationStatus::Applied);
     // with a placement, the value is exact
     let k = kernel();
     let t = target(&k).with_section_base(sec.info, 0xffff_ffff_c000_0000);

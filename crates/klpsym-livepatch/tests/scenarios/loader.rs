@@ -606,7 +606,7 @@ fn an_ordinary_relocation_that_overflows_refuses_the_load() {
     let failed: Vec<_> = r
         .ordinary_relocations
         .iter()
-        .filter(|x| x.status == "failed")
+        .filter(|x| x.status == RelocationStatus::Failed)
         .collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].symbol, "printk");
@@ -655,7 +655,7 @@ fn placed_ordinary_relocations_have_exact_bytes() {
     };
     let x = pc(&unplaced);
     // x86 never checks a PC32 for overflow: the verdict is known, the bytes are not.
-    assert_eq!((x.status, x.bytes), ("applied", None));
+    assert_eq!((x.status, x.bytes), (RelocationStatus::Applied, None));
     // A library message names inputs, never a command's flag (the command adds its own).
     let detail = &relocations_check(&unplaced).detail;
     assert!(
@@ -668,17 +668,14 @@ fn placed_ordinary_relocations_have_exact_bytes() {
     let want = 0xffff_ffff_8170_0000u64
         .wrapping_sub(4)
         .wrapping_sub(text + x.offset) as u32;
-    assert_eq!(x.status, "applied");
-    assert_eq!(
-        x.bytes.as_deref(),
-        Some(hex_le(&want.to_le_bytes()).as_str())
-    );
+    assert_eq!(x.status, RelocationStatus::Applied);
+    assert_eq!(x.bytes.as_deref(), Some(&want.to_le_bytes()[..]));
     let abs = placed
         .ordinary_relocations
         .iter()
         .find(|x| x.r_type == elf::R_X86_64_32S && x.symbol == "printk")
         .expect("the 32S");
-    assert_eq!(abs.bytes.as_deref(), Some("08007081"));
+    assert_eq!(abs.bytes.as_deref(), Some(&[0x08, 0x00, 0x70, 0x81][..]));
     assert_eq!(relocations_check(&placed).status, CheckStatus::Passed);
 }
 
@@ -688,10 +685,6 @@ fn ordinary_relocations_are_not_reached_after_an_unknown_symbol() {
     // The unknown symbol stops the load before apply_relocations().
     assert_eq!(only_problem(&r).kind, ProblemKind::UnknownSymbol);
     assert_eq!(relocations_check(&r).status, CheckStatus::NotReached);
-}
-
-fn hex_le(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// An object as read back: its name and its functions (old_name, old_sympos).

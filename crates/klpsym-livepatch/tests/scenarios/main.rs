@@ -481,12 +481,15 @@ fn relocation_overflow_and_nonzero_target() {
         (p.kind, r.verdict.errno),
         (ProblemKind::RelocationOverflow, Some(8))
     );
-    assert_eq!(r.relocations[0].status, "failed");
+    assert_eq!(r.relocations[0].status, RelocationStatus::Failed);
     // 32S of the same address fits
     let (out, _) = converted(&refs(&[("static_helper", elf::R_X86_64_32S, 0)]), &[]);
     let r = check61(&out);
     assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted);
-    assert_eq!(r.relocations[0].bytes.as_deref(), Some("00002081"));
+    assert_eq!(
+        r.relocations[0].bytes.as_deref(),
+        Some(&[0x00, 0x00, 0x20, 0x81][..])
+    );
     let dirty = ModSpec {
         dirty_slots: true,
         ..refs(&[("static_helper", elf::R_X86_64_64, 0)])
@@ -587,16 +590,16 @@ fn arm64_module_round_trip() {
     // without a placement, the branch range check depends on P
     let r = check(&m, &t);
     assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
-    assert_eq!(r.relocations[0].status, "needs_placement");
+    assert_eq!(r.relocations[0].status, RelocationStatus::NeedsPlacement);
     // placed 64 KiB below the target: bl with imm26 = 0x4000
     let text = m.elf.section_by_name(".text").unwrap().index;
     let off = r.relocations[0].offset;
     let t = t.with_section_base(text, 0xffff_ffff_8120_0000 - 0x1_0000 - off);
     let r = check(&m, &t);
     let rel = &r.relocations[0];
-    assert_eq!(rel.status, "applied");
+    assert_eq!(rel.status, RelocationStatus::Applied);
     // the fixture's slot holds no opcode (zero): only imm26 = 0x10000 >> 2 is filled in
-    assert_eq!(rel.bytes.as_deref(), Some("00400000"));
+    assert_eq!(rel.bytes.as_deref(), Some(&[0x00, 0x40, 0x00, 0x00][..]));
     assert_eq!(rel.value, Some(0x1_0000));
 }
 

@@ -139,7 +139,7 @@ pub(crate) fn open_built_for(path: &Path, opts: &crate::Options) -> Result<Kerne
     let opts = crate::Options {
         progress: None,
         debug_vmlinux: None,
-        loaded: Vec::new(),
+        loaded: None,
         place_from: None,
         modules: Vec::new(),
         // Its version is its own (its banner's), not the version stated for the others.

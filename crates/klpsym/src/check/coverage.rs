@@ -8,7 +8,7 @@
 //! kpatch-build and klp-build find these copies when they build, for the build they compile;
 //! this finds them on the kernel the patch is checked against.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::binding::{Binding, BindingSource};
 use crate::copies::{Copy, CopyKind};
@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::kernel::Kernel;
 
 /// Whether the patch replaces a copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CopyStatus {
@@ -31,7 +31,7 @@ pub enum CopyStatus {
 }
 
 /// A copy against the kernel the patch was built for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CopyAsBuilt {
     /// The built-for kernel has it too (the same kind of copy in a function of that name).

@@ -33,9 +33,10 @@ use patch::{objects_of, parse};
 pub struct CheckOptions {
     /// What is known of the targets beyond their symbols.
     pub target: TargetOptions,
-    /// Sections of the patch placed at addresses (`.text=0xffffffffc0a00000`), so
-    /// PC-relative values are exact.
-    pub section_bases: Vec<String>,
+    /// Sections of the patch placed at load addresses, each `(section name, address)`:
+    /// `(".text".into(), 0xffff_ffff_c0a0_0000)`, so that PC-relative values are exact. A
+    /// name the patch has no section of is a usage error ([`crate::Input::SectionBase`]).
+    pub section_bases: Vec<(String, u64)>,
     /// A `/sys/module/<name>/sections` folder (or a copy) placing every section as the kernel
     /// did.
     pub sections_from: Option<PathBuf>,
@@ -340,22 +341,15 @@ fn section_bases(
             bases.push((index, addr));
         }
     }
-    for s in &copts.section_bases {
-        let (name, addr) = s.rsplit_once('=').ok_or_else(|| {
-            Error::usage(format!("section base '{s}': expected NAME=ADDR"))
-                .about(crate::error::Input::SectionBase)
-        })?;
-        let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16).map_err(|_| {
-            Error::usage(format!("section base '{s}': '{addr}' is not hex"))
-                .about(crate::error::Input::SectionBase)
-        })?;
-        let index = by_name.get(name).copied().ok_or_else(|| {
+    for (name, addr) in &copts.section_bases {
+        let index = by_name.get(name.as_str()).copied().ok_or_else(|| {
             Error::usage(format!(
-                "section base '{s}': the module has no section '{name}'"
+                "section base '{name}={addr:#x}': {} has no section '{name}'",
+                patch.path.display()
             ))
             .about(crate::error::Input::SectionBase)
         })?;
-        bases.push((index, a));
+        bases.push((index, *addr));
     }
     Ok(bases)
 }

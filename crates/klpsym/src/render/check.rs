@@ -2,10 +2,10 @@
 
 use std::io::Write;
 
-use klpsym_core::{hex, Resched};
+use klpsym_core::{hex, hex_bytes, Resched};
 use klpsym_livepatch::{
     errno_name, CheckReport, CheckStatus, LoaderCheckKind, ObjectState, PatchVerdictKind, Problem,
-    RelocationReport, ResolutionCost, Stage, PLACEMENT_HINT,
+    RelocationReport, RelocationStatus, ResolutionCost, Stage, PLACEMENT_HINT,
 };
 
 use super::names::UNPLACED_NOTE;
@@ -375,14 +375,16 @@ fn relocations(out: &mut dyn Write, list: &[RelocationReport], rs: &mut Resched)
             x.expression,
             x.value
                 .map_or_else(|| "?".to_string(), |v| format!("{v:#x}")),
-            x.bytes.as_deref().unwrap_or("?"),
+            x.bytes
+                .as_deref()
+                .map_or_else(|| "?".to_string(), hex_bytes),
             x.status,
             if x.unplaced { " (unplaced module)" } else { "" }
         )?;
         if let Some(n) = &x.note {
             writeln!(out, "      {n}")?;
         }
-        if x.value.is_none() && x.resolved.is_some() && x.status != "none" {
+        if x.value.is_none() && x.resolved.is_some() && x.status != RelocationStatus::None {
             writeln!(
                 out,
                 "      value ?: {} is PC-relative, so it depends on where the kernel loads {}; give --section-base {}=ADDR",
