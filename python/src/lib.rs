@@ -449,6 +449,7 @@ fn section_bases_arg(given: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, 
 /// `strict`: a check that leaves something open says no (as `klpsym check --strict`).
 #[pyfunction]
 #[pyo3(signature = (patch, kernels, *, built_for=None, force=false, btf=None, section_bases=None, strict=false))]
+#[allow(clippy::too_many_arguments)]
 fn check(
     py: Python<'_>,
     patch: &Patch,
