@@ -225,6 +225,14 @@ class Outcome:
     FAILED = "failed"
 
 
+class Stage:
+    """Problem.stage: when the kernel hits the problem."""
+
+    MODULE_LOAD = "module_load"
+    PATCH_ENABLE = "patch_enable"
+    MODULE_COMING = "module_coming"
+
+
 class ErrorKind:
     """Failure.kind: why a kernel could not be opened or checked (the exceptions' kinds)."""
 

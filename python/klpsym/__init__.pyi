@@ -24,6 +24,11 @@ class Outcome:
     NO: str
     FAILED: str
 
+class Stage:
+    MODULE_LOAD: str
+    PATCH_ENABLE: str
+    MODULE_COMING: str
+
 class ErrorKind:
     NOT_FOUND: str
     BAD_INPUT: str

@@ -440,11 +440,7 @@ impl CheckResult {
                 .iter()
                 .map(|p| Problem {
                     kind: kind_name(&p.kind),
-                    stage: match &p.stage {
-                        klpsym::Stage::ModuleLoad => "module_load".into(),
-                        klpsym::Stage::PatchEnable => "patch_enable".into(),
-                        klpsym::Stage::ModuleComing { .. } => "module_coming".into(),
-                    },
+                    stage: p.stage.name().to_string(),
                     module: match &p.stage {
                         klpsym::Stage::ModuleComing { module } => Some(module.clone()),
                         _ => None,

@@ -109,6 +109,10 @@ pub(crate) fn kind_names() -> Vec<(&'static str, Vec<String>)> {
         ("CopyAsBuilt", names::<klpsym::CopyAsBuilt>()),
         ("DriftStatus", names::<klpsym::DriftStatus>()),
         ("Outcome", names::<klpsym::Outcome>()),
+        (
+            "Stage",
+            klpsym::Stage::NAMES.iter().map(|s| s.to_string()).collect(),
+        ),
         ("ErrorKind", names::<klpsym::ErrorKind>()),
     ]
 }

@@ -16,8 +16,8 @@ def test_each_kind_class_holds_every_name_of_its_rust_enum():
     groups = dict(_klpsym._kind_names())
     # SourceKind, Level, LookupVerdict, PatchVerdictKind, ProblemKind, LoaderCheckKind,
     # CheckStatus, RelocationStatus, BindingSource, AsBuilt, CopyKind, CopyStatus,
-    # CopyAsBuilt, DriftStatus, Outcome, ErrorKind.
-    assert len(groups) == 16, sorted(groups)
+    # CopyAsBuilt, DriftStatus, Outcome, Stage, ErrorKind.
+    assert len(groups) == 17, sorted(groups)
     for name, rust in groups.items():
         assert len(rust) >= 2 and len(set(rust)) == len(rust), (name, rust)
         mine = _constants(getattr(klpsym, name))

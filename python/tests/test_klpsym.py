@@ -124,6 +124,7 @@ def test_a_check_gives_the_verdict_lines_and_bindings_with_files():
     assert bad.refused and bad.verdict == klpsym.REFUSED_AT_LOAD
     reached = [p for p in bad.problems if p.reached]
     assert reached[0].kind == klpsym.ProblemKind.AMBIGUOUS
+    assert reached[0].stage in (klpsym.Stage.MODULE_LOAD, klpsym.Stage.PATCH_ENABLE)
     assert reached[0].log[0].startswith("livepatch: unresolvable ambiguity")
     (lc,) = [c for c in r.loader_checks if c[0] == klpsym.LoaderCheckKind.VERMAGIC]
     (wc,) = [c for c in want["report"]["loader_checks"] if c["check"] == "vermagic"]

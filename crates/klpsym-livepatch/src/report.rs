@@ -26,6 +26,20 @@ pub enum Stage {
     },
 }
 
+impl Stage {
+    /// Every stage's name (JSON `stage`, Python's `Stage` constants), in declaration order.
+    pub const NAMES: &'static [&'static str] = &["module_load", "patch_enable", "module_coming"];
+
+    /// Its name (JSON `stage`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::ModuleLoad => "module_load",
+            Stage::PatchEnable => "patch_enable",
+            Stage::ModuleComing { .. } => "module_coming",
+        }
+    }
+}
+
 /// What went wrong (stable identifiers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -685,5 +699,23 @@ mod tests {
         for c in LoaderCheckKind::ALL {
             assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
         }
+    }
+
+    #[test]
+    fn stage_names_are_every_variant_s_json_tag() {
+        let every = [
+            Stage::ModuleLoad,
+            Stage::PatchEnable,
+            Stage::ModuleComing { module: "m".into() },
+        ];
+        let names: Vec<&str> = every
+            .iter()
+            .map(|s| {
+                let tag = serde_json::to_value(s).unwrap()["stage"].clone();
+                assert_eq!(tag, s.name());
+                s.name()
+            })
+            .collect();
+        assert_eq!(names, Stage::NAMES);
     }
 }

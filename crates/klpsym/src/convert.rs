@@ -41,6 +41,13 @@ pub struct ConvertRun {
     pub notes: Vec<Note>,
 }
 
+impl ConvertRun {
+    /// How the run ends: written is [`crate::Outcome::Ok`], refused [`crate::Outcome::No`].
+    pub fn run_outcome(&self) -> crate::Outcome {
+        crate::Outcome::of(matches!(self.outcome, Converted::Written(_)))
+    }
+}
+
 /// Reads pins from a file, one per line (`[OBJ:]NAME=POS` or `[OBJ:]NAME@PATH`); `#` starts
 /// a comment. A line that is not UTF-8 or not a pin is an error naming it.
 pub fn read_pins_file(path: &Path, limit: u64, rs: &mut Resched) -> Result<Vec<Pin>> {

@@ -50,6 +50,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     print_notes(kernels.notes());
     let run = klpsym::convert(&args.input, &args.output, k, &copts)?;
     print_notes(&run.notes);
+    let outcome = run.run_outcome();
     match run.outcome {
         Converted::Written(report) => {
             if args.source.json {
@@ -65,7 +66,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                 klpsym::render::convert_report(&mut stdout(), &report, &args.output, rs)?;
             }
             report.drop_with_points(rs)?;
-            Ok(Outcome::Ok)
+            Ok(outcome)
         }
         Converted::Refused(problems) => {
             if args.source.json {
@@ -84,7 +85,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
                     "klpsym: note: a pin is given with --pin [OBJ:]NAME=POS or --pin [OBJ:]NAME@PATH (repeatable), or one per line in --pins-file FILE"
                 );
             }
-            Ok(Outcome::No)
+            Ok(outcome)
         }
     }
 }
