@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use klpsym_core::{bulk, Resched};
 use klpsym_livepatch::{convert_with, ConvertError, ConvertReport, LivepatchModule, Pin};
 
+use crate::check::Patch;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, Note};
 use crate::target::{Layouts, TargetFacts, TargetOptions};
@@ -102,21 +103,53 @@ pub fn convert(
     kernel: &Kernel,
     copts: &ConvertOptions,
 ) -> Result<ConvertRun> {
+    not_the_input(input, output)?;
+    let opts = kernel.options();
+    let mut rs = opts.resched();
+    let bytes = crate::check::read_module(input, opts.max_input_size, &mut rs)?;
+    let run = convert_bytes(input, &bytes, output, kernel, copts)?;
+    // A module is megabytes: freed in steps too.
+    bulk::free_with_points(bytes, &mut rs)?;
+    Ok(run)
+}
+
+/// [`convert`] of a module already read (the [`Patch`] that shaped what was opened,
+/// [`crate::Options::for_patch`]): the module is not read again.
+pub fn convert_patch(
+    module: &Patch,
+    output: &Path,
+    kernel: &Kernel,
+    copts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    not_the_input(&module.path, output)?;
+    convert_bytes(&module.path, &module.bytes, output, kernel, copts)
+}
+
+fn not_the_input(input: &Path, output: &Path) -> Result<()> {
     if same_file(input, output) {
         return Err(Error::usage(
             "the output path is the input: convert never modifies its input",
         ));
     }
+    Ok(())
+}
+
+fn convert_bytes(
+    input: &Path,
+    bytes: &[u8],
+    output: &Path,
+    kernel: &Kernel,
+    copts: &ConvertOptions,
+) -> Result<ConvertRun> {
     let opts = kernel.options();
     let mut rs = opts.resched();
     let rs = &mut rs;
-    let bytes = crate::check::read_module(input, opts.max_input_size, rs)?;
     let layouts = Layouts::for_kernel(&copts.target, kernel)?;
     let mut notes = layouts.notes.clone();
     // The module's objects, and the objects pins name, may be modules that are not loaded:
     // their .ko is offered.
     let mut names: Vec<String> = copts.pins.iter().filter_map(|p| p.object.clone()).collect();
-    let module = LivepatchModule::parse_with(&bytes, &layouts.layouts, rs)
+    let module = LivepatchModule::parse_with(bytes, &layouts.layouts, rs)
         .map_err(|e| Error::from(e).context(input.display()))?;
     if let Ok(p) = &module.patch {
         names.extend(p.objects.iter().map(|o| o.object_name().to_string()));
@@ -171,7 +204,7 @@ pub fn convert(
         .and_then(klpsym_livepatch::Arch::from_machine)
         .unwrap_or(arch);
     let result = facts.with_target(arch, &[], |t| {
-        convert_with(&bytes, t, &copts.pins, &exported, rs)
+        convert_with(bytes, t, &copts.pins, &exported, rs)
     });
     match result {
         Ok((out, report)) => {
@@ -184,7 +217,6 @@ pub fn convert(
             })?;
             bulk::free_with_points(out, rs)?;
             notes.extend(report.warnings.iter().map(|w| Note::warning(w.clone())));
-            bulk::free_with_points(bytes, rs)?;
             Ok(ConvertRun {
                 outcome: Converted::Written(report),
                 notes,

@@ -104,7 +104,9 @@ pub use check::{
     check, check_kernels, CheckOptions, CheckRun, CopyAsBuilt, CopyStatus, CoveredCopy,
     FunctionCoverage, KernelCheck, OpenRow, Patch, Unchecked,
 };
-pub use convert::{convert, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted};
+pub use convert::{
+    convert, convert_patch, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted,
+};
 pub use copies::{Copies, Copy, CopyKind, Definition};
 pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};

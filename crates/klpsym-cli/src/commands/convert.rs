@@ -28,7 +28,6 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
     let opts = args.source.options(Queries::Names);
     let input = klpsym::Patch::read(&args.input, &opts)?;
     let opts = opts.for_patch(&input);
-    drop(input);
     let mut rs = opts.resched();
     let rs = &mut rs;
     let mut pins: Vec<Pin> = args
@@ -48,7 +47,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome, CliError> {
         return Err("convert needs exactly one --kernel (the target)".into());
     };
     print_notes(kernels.notes());
-    let run = klpsym::convert(&args.input, &args.output, k, &copts)?;
+    let run = klpsym::convert_patch(&input, &args.output, k, &copts)?;
     print_notes(&run.notes);
     let outcome = run.run_outcome();
     match run.outcome {
