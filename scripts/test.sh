@@ -39,9 +39,11 @@ elif [ "${1:-}" = --emptied-oracle ]; then
 	shift
 fi
 
-# The tests get a cache folder of their own (decoded tables; see `klpsym cache`): they meet
-# both a cold and a warm cache, and never read or fill the user's.
-XDG_CACHE_HOME="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-test-cache.XXXXXX")"
+# The tests get a cache folder of their own (decoded tables; see `klpsym cache`), never the
+# user's: a fresh one here, deleted at exit; with the lab, the lab cache's `test-cache`
+# (below). The tests that judge a cold and a warm run name cache folders of their own.
+scratch_cache="$(mktemp -d "${TMPDIR:-/tmp}/klpsym-test-cache.XXXXXX")"
+XDG_CACHE_HOME="$scratch_cache"
 export XDG_CACHE_HOME
 mkdir -p target
 # Every check a test could not judge is one line here (klpsym_testkit::lab::skip).
@@ -49,7 +51,7 @@ KLPSYM_TEST_SKIP_LOG="$PWD/target/test-skips.txt"
 export KLPSYM_TEST_SKIP_LOG
 : >"$KLPSYM_TEST_SKIP_LOG"
 test_log="$(mktemp "${TMPDIR:-/tmp}/klpsym-test-log.XXXXXX")"
-trap 'rm -rf "$XDG_CACHE_HOME" "$test_log"' EXIT
+trap 'rm -rf "$scratch_cache" "$test_log"' EXIT
 
 # summary STATUS: totals the `test result:` lines of the cargo test output and the skip
 # log, prints them with every skip, and exits with STATUS (1 when a test failed).
@@ -142,6 +144,15 @@ else
 	export KLPSYM_TEST_LIVEPATCH_DIR="$(lab_get LIVEPATCH_DIR)"
 	# Every skip fails from here on.
 	export KLPSYM_REQUIRE_LAB=1
+	# The lab's tests decode the same packages every run (each -dbg package's DWARF and
+	# module debug files: ~15 minutes cold on 2 cores). klpsym's own cache keeps them between
+	# runs: its entries are keyed by each input's content (hash or build id) and the cache
+	# format, proven by a stamp, so a changed input or a new format is decoded anew, never
+	# answered from a stale entry. Kept in the lab cache, bounded like any klpsym cache
+	# (4 GiB, least recently used first).
+	XDG_CACHE_HOME="$(realpath -m "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}")/test-cache"
+	mkdir -p "$XDG_CACHE_HOME"
+	echo "== the tests' klpsym cache: $XDG_CACHE_HOME ($(du -sh "$XDG_CACHE_HOME" | cut -f1))" >&2
 fi
 
 if [ "$emptied" = 1 ]; then
