@@ -3,6 +3,7 @@ lab's Debian packages (scripts/test.sh runs this suite with KLPSYM_TEST_* set)."
 
 import json
 import signal
+import subprocess
 import threading
 import time
 
@@ -65,6 +66,118 @@ def test_a_batch_symbolizes_as_the_single_calls_do(sample):
     batch = k.symbolize_batch(addrs)
     one = [k.symbolize(a) for a in addrs]
     assert [b and b.text for b in batch] == [o and o.text for o in one]
+
+
+def test_lines_without_dwarf_are_empty_lists(sample):
+    k = klpsym.open(sample, no_cache=True)
+    assert not k.has_line_tables
+    found = 0xFFFFFFFF81000144
+    assert k.symbolize(found) is not None
+    assert k.source_lines(found) == [] and k.source_lines(found, return_address=True) == []
+    assert k.source_lines_batch([found, 0x10, 0xFFFFFFFFC0000044]) == [[], [], []]
+    assert k.source_lines_batch([]) == []
+
+
+def _addr2line(vmlinux, addresses):
+    """binutils' `addr2line -a -f -i` on `addresses`: per address its chain, innermost first,
+    as (function, file, line, discriminator) strings as addr2line prints them."""
+    out = subprocess.run(
+        ["addr2line", "-a", "-f", "-i", "-e", vmlinux, *[hex(a) for a in addresses]],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    chains, function = [], None
+    for line in out:
+        if function is None and line.startswith("0x"):
+            chains.append([])
+        elif function is None:
+            function = line
+        else:
+            place, _, disc = line.partition(" (discriminator ")
+            file, _, num = place.rpartition(":")
+            chains[-1].append((function, file, num, disc.rstrip(")") or None))
+            function = None
+    assert len(chains) == len(addresses), out[:10]
+    return chains
+
+
+def _agrees(ours, theirs):
+    """Our chain against addr2line's: the same functions and lines, our file the tail of its
+    path, relative to the source tree."""
+    if not ours:
+        # addr2line knows nothing there either (`??` at `??:0`).
+        return len(theirs) == 1 and theirs[0][1] == "??"
+    if len(ours) != len(theirs):
+        return False
+    for i, (f, (func, file, num, disc)) in enumerate(zip(ours, theirs)):
+        if func == "??" and file == "??":
+            # addr2line knows nothing there: neither may we.
+            if (f.file, f.line) != (None, None):
+                return False
+            continue
+        if f.function != func or str(f.line) != num:
+            return False
+        if f.file is None or f.file.startswith("/"):
+            return False
+        if not (file == f.file or file.endswith("/" + f.file)):
+            return False
+        if i == 0 and (str(f.discriminator) if f.discriminator else None) != disc:
+            return False
+    return True
+
+
+# Functions of several kinds: C in units and headers, clones, an assembly entry (whose unit
+# keeps the absolute build path), a boot one.
+LINE_NAMES = ["init_once", "cmdline_proc_show", "vfs_read", "schedule", "jhash",
+              "do_sys_openat2", "kmem_cache_alloc", "entry_SYSCALL_64", "startup_64"]
+
+
+def test_source_lines_are_binutils_addr2line_s():
+    vmlinux = lab("KLPSYM_TEST_VMLINUX")
+    k = klpsym.open(vmlinux)
+    assert k.has_line_tables
+    addrs = []
+    for name in LINE_NAMES:
+        for c in k.sympos(name):
+            if c.address is not None and c.size and c.type.lower() == "t":
+                addrs += [c.address, c.address + c.size // 2, c.address + c.size - 1]
+    assert len(addrs) >= 30, addrs
+    batch = k.source_lines_batch(addrs)
+    want = _addr2line(vmlinux, addrs)
+    bad = [(hex(a), [str(f) for f in o], w) for a, o, w in zip(addrs, batch, want) if not _agrees(o, w)]
+    assert not bad, bad[:5]
+    # Judged on chains that say something: inlined ones, and an assembly file's.
+    assert sum(len(o) > 1 for o in batch) >= 3, batch
+    assert any(o and o[0].file.endswith(".S") for o in batch), batch
+    assert sum(bool(o) for o in batch) >= 25, [hex(a) for a, o in zip(addrs, batch) if not o]
+    # One address at a time answers as the batch does.
+    for a, o in list(zip(addrs, batch))[::7]:
+        assert [str(f) for f in k.source_lines(a)] == [str(f) for f in o]
+    # A return address is looked up one byte back, in the call (decode_stacktrace.sh).
+    mids = addrs[1::3]
+    back = _addr2line(vmlinux, [a - 1 for a in mids])
+    for a, w in zip(mids, back):
+        assert _agrees(k.source_lines(a, return_address=True), w), hex(a)
+    # Outside every symbol: nothing.
+    assert k.source_lines(0x10) == []
+
+
+def test_source_lines_from_an_image_and_its_dbg_package_are_the_vmlinux_s():
+    image, dbg, vmlinux = lab("KLPSYM_TEST_IMAGE_DEB"), lab("KLPSYM_TEST_DBG_DEB"), lab("KLPSYM_TEST_VMLINUX")
+    kernels, failed, _ = klpsym.open_all([image, dbg])
+    assert len(kernels) == 1 and not failed
+    k = kernels[0]
+    assert k.has_line_tables
+    addrs = [c.address + 4 for name in LINE_NAMES for c in k.sympos(name)
+             if c.address is not None and c.size and c.size > 4 and c.type.lower() == "t"]
+    assert len(addrs) >= 10, addrs
+    got = k.source_lines_batch(addrs)
+    want = _addr2line(vmlinux, addrs)
+    bad = [(hex(a), [str(f) for f in o], w) for a, o, w in zip(addrs, got, want) if not _agrees(o, w)]
+    assert not bad, bad[:5]
+    assert sum(bool(o) for o in got) >= 10, got
+    # The image alone has no DWARF: no lines, and it says so.
+    alone = klpsym.open(image)
+    assert not alone.has_line_tables and alone.source_lines(addrs[0]) == []
 
 
 def test_a_lab_package_gives_the_commands_answers():
