@@ -240,7 +240,7 @@ impl Kernel {
 
     /// Whether a vmlinux with DWARF is at hand: a vmlinux with debug info, or an image or
     /// package opened with its `-dbg` package (`open_all([image, dbg])`, `debug_vmlinux=`).
-    /// Without it `source_lines` answers `[]`.
+    /// Without it `source_lines` answers `[]` for vmlinux addresses.
     #[getter]
     fn has_line_tables(&self) -> bool {
         self.inner.has_line_tables()
@@ -253,9 +253,9 @@ impl Kernel {
     /// `-dbg` package). `return_address`: as `%pB` (looked up one byte back, in the call).
     ///
     /// `[]` where the address has no symbol, DWARF does not tell, or no DWARF is at hand
-    /// (`has_line_tables`): for lines, open the kernel with its `-dbg` package
-    /// (`klpsym.open_all([image, dbg])`) or a vmlinux with debug info. The first call reads
-    /// the DWARF (seconds for a package not in the cache); later calls reuse it.
+    /// (for vmlinux addresses: `has_line_tables`): for lines, open the kernel with its `-dbg`
+    /// package (`klpsym.open_all([image, dbg])`) or a vmlinux with debug info. The first call
+    /// reads the DWARF (seconds for a package not in the cache); later calls reuse it.
     #[pyo3(signature = (address, *, return_address=false))]
     fn source_lines(
         &self,
@@ -315,16 +315,14 @@ impl Kernel {
 
 /// The inline chain of each of `addresses` (`return_address`: as `%pB`), as `klpsym addr`
 /// gives it: the addresses answered, then their places found in one pass (modules' debug
-/// files looked for once for all). Empty lists where no vmlinux DWARF is at hand, as the
-/// command prints none.
+/// files looked for once for all). Asked for, so a module's debug file is looked for even
+/// where the vmlinux has no DWARF (a saved kallsyms with an unstripped `.ko` among its
+/// modules); empty lists where none is found.
 fn source_lines_of(
     k: &klpsym::Kernel,
     addresses: &[u64],
     return_address: bool,
 ) -> klpsym::Result<Vec<Vec<klpsym::SourceFrame>>> {
-    if !k.has_line_tables() {
-        return Ok(vec![Vec::new(); addresses.len()]);
-    }
     let mut rs = k.options().resched();
     let mut answers = Vec::with_capacity(addresses.len());
     for &a in addresses {
