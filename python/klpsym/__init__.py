@@ -41,6 +41,7 @@ from ._klpsym import (  # noqa: F401
     NotFoundError,
     Patch,
     Problem,
+    SourceFrame,
     Symbol,
     TooLargeError,
     UsageError,

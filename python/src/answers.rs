@@ -258,6 +258,62 @@ impl Symbol {
     }
 }
 
+/// One frame of a place's inline chain, as `addr2line -f -i` gives it
+/// (`Kernel.source_lines`): innermost first, every frame after the first the call site its
+/// predecessor was inlined at (`(inlined by)`).
+#[pyclass(module = "klpsym", frozen)]
+pub struct SourceFrame {
+    frame: klpsym::SourceFrame,
+}
+
+impl From<klpsym::SourceFrame> for SourceFrame {
+    fn from(frame: klpsym::SourceFrame) -> SourceFrame {
+        SourceFrame { frame }
+    }
+}
+
+#[pymethods]
+impl SourceFrame {
+    /// The function, when DWARF names one (for an assembly function's outermost frame, the
+    /// symbol's name, as addr2line gives it).
+    #[getter]
+    fn function(&self) -> Option<&str> {
+        self.frame.function.as_deref()
+    }
+
+    /// The file, relative to the kernel's source tree as `scripts/faddr2line` prints it;
+    /// None where DWARF has no line for the place (`??` to addr2line).
+    #[getter]
+    fn file(&self) -> Option<&str> {
+        self.frame.file.as_deref()
+    }
+
+    /// The line (0 where the line table says 0); None without `file`.
+    #[getter]
+    fn line(&self) -> Option<u32> {
+        self.frame.line
+    }
+
+    /// The line table row's discriminator (innermost frame only); None when 0.
+    #[getter]
+    fn discriminator(&self) -> Option<u32> {
+        self.frame.discriminator
+    }
+
+    /// `function at file:line`, as `addr2line -f -p` prints a frame.
+    fn __str__(&self) -> String {
+        self.frame.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<SourceFrame {}>", self.frame)
+    }
+
+    fn __eq__(&self, other: &SourceFrame) -> bool {
+        self.frame == other.frame
+    }
+}
+
 /// One problem the kernel meets, with its lines.
 #[pyclass(module = "klpsym", frozen, get_all)]
 #[derive(Clone)]
@@ -637,6 +693,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Lookup>()?;
     m.add_class::<NameMatch>()?;
     m.add_class::<Symbol>()?;
+    m.add_class::<SourceFrame>()?;
     m.add_class::<Problem>()?;
     m.add_class::<Binding>()?;
     m.add_class::<CheckResult>()?;

@@ -238,6 +238,56 @@ impl Kernel {
         })
     }
 
+    /// Whether a vmlinux with DWARF is at hand: a vmlinux with debug info, or an image or
+    /// package opened with its `-dbg` package (`open_all([image, dbg])`, `debug_vmlinux=`).
+    /// Without it `source_lines` answers `[]` for vmlinux addresses.
+    #[getter]
+    fn has_line_tables(&self) -> bool {
+        self.inner.has_line_tables()
+    }
+
+    /// The `file:line` and inline chain of `address` from the kernel's DWARF, as `addr2line
+    /// -f -i` (and `klpsym addr`) give them: a list of SourceFrame, innermost first, paths
+    /// relative to the source tree. A module address is read from the module's debug file
+    /// (its own `.ko` with DWARF, `/usr/lib/debug/lib/modules/RELEASE`, or the kernel's
+    /// `-dbg` package). `return_address`: as `%pB` (looked up one byte back, in the call).
+    ///
+    /// `[]` where the address has no symbol, DWARF does not tell, or no DWARF is at hand
+    /// (for vmlinux addresses: `has_line_tables`): for lines, open the kernel with its `-dbg`
+    /// package (`klpsym.open_all([image, dbg])`) or a vmlinux with debug info. The first call
+    /// reads the DWARF (seconds for a package not in the cache); later calls reuse it.
+    #[pyo3(signature = (address, *, return_address=false))]
+    fn source_lines(
+        &self,
+        py: Python<'_>,
+        address: u64,
+        return_address: bool,
+    ) -> PyResult<Vec<SourceFrame>> {
+        let mut all = self.source_lines_batch(py, vec![address], return_address)?;
+        Ok(all.pop().unwrap_or_default())
+    }
+
+    /// `source_lines` of many addresses at once, in order: a list of lists of SourceFrame.
+    /// One pass: the modules the addresses name have their debug files found together (one
+    /// read of a `-dbg` package for all of them).
+    #[pyo3(signature = (addresses, *, return_address=false))]
+    fn source_lines_batch(
+        &self,
+        py: Python<'_>,
+        addresses: Vec<u64>,
+        return_address: bool,
+    ) -> PyResult<Vec<Vec<SourceFrame>>> {
+        let k = Arc::clone(&self.inner);
+        // Reading DWARF (a package's, cold) is long, and the library's helpers may run it.
+        let lines = self
+            .interrupt
+            .run_watched(py, || source_lines_of(&k, &addresses, return_address))?;
+        Ok(lines
+            .into_iter()
+            .map(|l| l.into_iter().map(SourceFrame::from).collect())
+            .collect())
+    }
+
     /// What `%pS` prints for `address`: `name+0xoff/0xsize [module]`, or the number.
     fn describe(&self, address: u64) -> String {
         self.inner
@@ -261,6 +311,30 @@ impl Kernel {
             .map_err(py_err)?;
         Ok(r.into_iter().map(|r| r.address).collect())
     }
+}
+
+/// The inline chain of each of `addresses` (`return_address`: as `%pB`), as `klpsym addr`
+/// gives it: the addresses answered, then their places found in one pass (modules' debug
+/// files looked for once for all). Asked for, so a module's debug file is looked for even
+/// where the vmlinux has no DWARF (a saved kallsyms with an unstripped `.ko` among its
+/// modules); empty lists where none is found.
+fn source_lines_of(
+    k: &klpsym::Kernel,
+    addresses: &[u64],
+    return_address: bool,
+) -> klpsym::Result<Vec<Vec<klpsym::SourceFrame>>> {
+    let mut rs = k.options().resched();
+    let mut answers = Vec::with_capacity(addresses.len());
+    for &a in addresses {
+        rs.tick()?;
+        answers.push(if return_address {
+            k.describe_return_address("", a)
+        } else {
+            k.describe_address("", a)
+        });
+    }
+    k.add_source_lines(&mut answers, return_address)?;
+    Ok(answers.into_iter().map(|a| a.source).collect())
 }
 
 /// The kernel version a caller states (`"6.12.118"`, `"6.1"`): the rules of that version
