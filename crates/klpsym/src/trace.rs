@@ -248,7 +248,9 @@ impl Kernel {
             notes.push(Note::warning(m.clone()));
             ended = ended.max(Ended::NotFound);
         }
-        if source_lines && k.has_line_tables() {
+        // Module frames find their debug files even where the vmlinux has no DWARF (a saved
+        // kallsyms with an unstripped `.ko`): the same rule as Python's `source_lines`.
+        if source_lines {
             k.add_source_lines(&mut addresses, return_addresses)?;
         }
         Ok(TraceAnswers {
