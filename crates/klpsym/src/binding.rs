@@ -217,6 +217,8 @@ fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
 pub(crate) struct Sources<'k> {
     kernel: &'k Kernel,
     modules: std::cell::RefCell<std::collections::HashMap<String, Option<Rc<ModuleDefs>>>>,
+    /// Why a module name's definitions have no source files here, by (object, name).
+    unfiled: std::cell::RefCell<std::collections::HashMap<(String, String), String>>,
 }
 
 /// A module read from its `.ko`: its symbols (unplaced) and its identity.
@@ -230,6 +232,7 @@ impl<'k> Sources<'k> {
         Sources {
             kernel,
             modules: Default::default(),
+            unfiled: Default::default(),
         }
     }
 
@@ -264,18 +267,38 @@ impl<'k> Sources<'k> {
         Ok(found)
     }
 
-    /// Every definition of `name` in `object`, in kallsyms order.
+    /// Every definition of `name` in `object`, in kallsyms order; a module's with the source
+    /// files its debug file tells (see `crate::module_files`).
     fn definitions(&self, object: &str, name: &str) -> Result<Vec<Candidate>> {
         let k = self.kernel;
-        if object == "vmlinux" || k.table().object_by_name(object).is_some() {
+        if object == "vmlinux" {
             return Ok(k.definitions(name, Some(object)));
         }
-        let Some(m) = self.module(object)? else {
-            return Ok(Vec::new());
+        let (mut defs, build_id) = if k.table().object_by_name(object).is_some() {
+            (k.definitions(name, Some(object)), None)
+        } else {
+            let Some(m) = self.module(object)? else {
+                return Ok(Vec::new());
+            };
+            let t = &m.table;
+            let ids: Vec<klpsym_core::SymbolId> = t.by_name(name).map(|s| s.id).collect();
+            (klpsym_core::candidates(t, &ids), m.id.build_id.clone())
         };
-        let t = &m.table;
-        let ids: Vec<klpsym_core::SymbolId> = t.by_name(name).map(|s| s.id).collect();
-        Ok(klpsym_core::candidates(t, &ids))
+        if let Some(why) = k.add_module_files(object, name, &mut defs, build_id.as_deref())? {
+            self.unfiled
+                .borrow_mut()
+                .insert((object.to_string(), name.to_string()), why);
+        }
+        Ok(defs)
+    }
+
+    /// Why `object`'s definitions of `name` name no source file here, when a debug file was
+    /// looked for.
+    fn unfiled(&self, object: &str, name: &str) -> Option<String> {
+        self.unfiled
+            .borrow()
+            .get(&(object.to_string(), name.to_string()))
+            .cloned()
     }
 }
 
@@ -328,7 +351,7 @@ pub(crate) fn bindings(
             Some((b, _)) if object != "vmlinux" && same_module(k, b, object, name, defs.len())? => {
                 Some(AsBuilt::Same)
             }
-            Some((b, _)) => Some(compare(b, object, name, *sympos, &defs, bound)?),
+            Some((b, _)) => Some(compare(k, b, object, name, *sympos, &defs, bound)?),
         };
         out.push(Binding {
             source: *source,
@@ -513,6 +536,7 @@ fn bound_on(
 }
 
 fn compare(
+    k: &Sources<'_>,
     b: &Sources<'_>,
     object: &str,
     name: &str,
@@ -525,11 +549,22 @@ fn compare(
     let Some(bi) = bbound else {
         return unproven("the built-for kernel binds no definition of it".into());
     };
+    let because = |s: &Sources<'_>| {
+        s.unfiled(object, name)
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default()
+    };
     let Some(want) = identity(&bdefs, bi) else {
-        return unproven("the built-for kernel does not say its source file".into());
+        return unproven(format!(
+            "the built-for kernel does not say its source file{}",
+            because(b)
+        ));
     };
     if defs.iter().all(|d| d.file.is_none()) {
-        return unproven("this kernel does not say its definitions' source files".into());
+        return unproven(format!(
+            "this kernel does not say its definitions' source files{}",
+            because(k)
+        ));
     }
     Ok(match position_of(defs, &want) {
         None => AsBuilt::Gone { built_for: want },

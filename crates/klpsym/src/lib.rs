@@ -81,6 +81,7 @@ mod info;
 mod kernel;
 mod line_tables;
 mod lines;
+mod module_files;
 mod module_size;
 mod open;
 mod options;
