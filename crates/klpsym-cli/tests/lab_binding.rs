@@ -495,7 +495,10 @@ fn module_bindings_are_proven_from_the_dbg_packages() {
             let cdir = built.path("LIVEPATCH_DIR").join(case);
             let oracle = std::fs::read_to_string(cdir.join("oracle.txt")).unwrap_or_default();
             if !oracle.lines().any(|l| l == "verdict=accepted") {
-                failures.push(format!("{}: {case}: the kernel did not accept it", built.name));
+                failures.push(format!(
+                    "{}: {case}: the kernel did not accept it",
+                    built.name
+                ));
                 continue;
             }
             let Some(ko) = std::fs::read_dir(&cdir)
@@ -526,7 +529,10 @@ fn module_bindings_are_proven_from_the_dbg_packages() {
                     continue;
                 }
             };
-            let bindings = v["results"][0]["bindings"].as_array().cloned().unwrap_or_default();
+            let bindings = v["results"][0]["bindings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             for b in bindings.iter().filter(|b| b["object"] == "fat") {
                 let name = b["name"].as_str().unwrap_or_default();
                 let sympos = b["sympos"].as_u64().unwrap_or(0);

@@ -70,7 +70,11 @@ impl Kernel {
         defs: &mut [Candidate],
         build_id: Option<&str>,
     ) -> Result<Option<String>> {
-        if defs.is_empty() || defs.iter().all(|d| d.file.as_deref().is_some_and(|f| f.contains('/'))) {
+        if defs.is_empty()
+            || defs
+                .iter()
+                .all(|d| d.file.as_deref().is_some_and(|f| f.contains('/')))
+        {
             return Ok(None);
         }
         let Some(files) = self.module_files(object)? else {
@@ -200,7 +204,10 @@ mod tests {
 
     #[test]
     fn files_go_rank_by_rank_to_definitions_of_the_same_build() {
-        let debug = [there(0x10, "fs/fat/cache.c"), there(0x84b0, "fs/fat/inode.c")];
+        let debug = [
+            there(0x10, "fs/fat/cache.c"),
+            there(0x84b0, "fs/fat/inode.c"),
+        ];
         // A stripped .ko's table: offsets.
         let ko = [here(1, 0x10, true), here(2, 0x84b0, true)];
         assert_eq!(
@@ -215,11 +222,18 @@ mod tests {
 
     #[test]
     fn a_debug_file_of_another_build_gives_no_files() {
-        let debug = [there(0x10, "fs/fat/cache.c"), there(0x84b0, "fs/fat/inode.c")];
+        let debug = [
+            there(0x10, "fs/fat/cache.c"),
+            there(0x84b0, "fs/fat/inode.c"),
+        ];
         let fewer = [here(1, 0x10, true)];
-        assert!(matched_files(&fewer, &debug).unwrap_err().contains("2 definitions"));
+        assert!(matched_files(&fewer, &debug)
+            .unwrap_err()
+            .contains("2 definitions"));
         let moved = [here(1, 0x10, true), here(2, 0x84c0, true)];
-        assert!(matched_files(&moved, &debug).unwrap_err().contains("+0x84b0"));
+        assert!(matched_files(&moved, &debug)
+            .unwrap_err()
+            .contains("+0x84b0"));
         let base = 0xffff_ffff_c080_0000u64;
         let apart = [here(1, base + 0x10, false), here(2, base + 0x9000, false)];
         assert!(matched_files(&apart, &debug).unwrap_err().contains("apart"));
