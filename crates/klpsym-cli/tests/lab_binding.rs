@@ -364,3 +364,243 @@ fn built_for_predicts_the_definition_each_build_binds() {
          {plain} of them loaded unforced on another flavour, {plain_moved} moved)"
     );
 }
+
+/// The definitions of each name in a module's debug file, in `.symtab` order (the order the
+/// module's kallsyms lists them, which positions count), each with the STT_FILE entry before
+/// it, as binutils' `readelf -sW` lists them: name -> files.
+fn module_stt_files(ko: &Path) -> BTreeMap<String, Vec<String>> {
+    let out = Command::new("readelf")
+        .arg("-sW")
+        .arg(ko)
+        .output()
+        .unwrap_or_else(|e| panic!("readelf (binutils) is needed here: {e}"));
+    assert!(out.status.success(), "readelf -s {}", ko.display());
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut file = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 || !f[0].ends_with(':') {
+            continue;
+        }
+        match f[3] {
+            "FILE" => file = f[7].to_string(),
+            "FUNC" | "OBJECT" if f[6] != "UND" && f[6] != "ABS" => {
+                map.entry(f[7].to_string()).or_default().push(file.clone())
+            }
+            _ => {}
+        }
+    }
+    map
+}
+
+/// The compilation units' names (`DW_AT_name` of each `DW_TAG_compile_unit`) of a debug
+/// file's DWARF, as binutils' `readelf --debug-dump=info` prints them.
+fn dwarf_units(ko: &Path) -> Vec<String> {
+    let out = Command::new("readelf")
+        .arg("--debug-dump=info")
+        .arg(ko)
+        .output()
+        .unwrap_or_else(|e| panic!("readelf (binutils) is needed here: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut units = Vec::new();
+    let mut in_unit = false;
+    for line in text.lines() {
+        if line.contains("DW_TAG_compile_unit") {
+            in_unit = true;
+        } else if line.contains("DW_TAG_") {
+            in_unit = false;
+        } else if in_unit && line.contains("DW_AT_name") {
+            if let Some(name) = line.rsplit(": ").next() {
+                units.push(name.trim().to_string());
+            }
+            in_unit = false;
+        }
+    }
+    units
+}
+
+/// A folder holding a kernel's image and `-dbg` packages (links to the lab's), as a user
+/// gives one build's packages.
+fn packages_dir(root: &Path, k: &klpsym_testkit::lab::LabKernel) -> PathBuf {
+    let d = root.join(k.id().replace('/', "-"));
+    std::fs::create_dir_all(&d).unwrap();
+    for key in ["IMAGE_DEB", "DBG_DEB"] {
+        let p = k.path(key);
+        let link = d.join(p.file_name().unwrap());
+        if !link.exists() {
+            std::os::unix::fs::symlink(&p, &link).unwrap();
+        }
+    }
+    d
+}
+
+/// A module patch's bindings proven across two builds from their packages alone (the image
+/// and its `-dbg` package): the lab's fat cases (fat:init_once,2; fat.ko defines init_once in
+/// fs/fat/cache.c and fs/fat/inode.c) built for one build are checked on the other build of
+/// the point-release pair (bookworm-backports' 6.12.95 and trixie's 6.12.118, both ways) and
+/// on the flavour pair (trixie's -amd64 to -cloud-amd64). The packages strip fat.ko of its
+/// files; the -dbg package's debug fat.ko gives them. The truths are binutils' on each
+/// build's debug fat.ko: `readelf -s` lists the definitions in the order the positions count
+/// and the STT_FILE before each, `readelf --debug-dump=info` the compilation units. Each
+/// binding must carry an identity whose file is a unit of that DWARF with the STT_FILE's base
+/// name, and `as_built` must be `same` exactly when the built-for build's definition at that
+/// position is in the same file (with the same rank in it), `moved`/`gone` otherwise: never
+/// `unproven`.
+#[test]
+fn module_bindings_are_proven_from_the_dbg_packages() {
+    let kernels = livepatch_kernels();
+    let flavours = klpsym_testkit::lab::flavour_kernels();
+    let all: Vec<&klpsym_testkit::lab::LabKernel> = kernels.iter().chain(&flavours).collect();
+    let by_id = |id: &str| {
+        all.iter()
+            .find(|k| k.id() == id && k.value("ARCH") == "amd64")
+            .filter(|k| {
+                k.get("IMAGE_DEB").is_some()
+                    && k.get("DBG_DEB").is_some()
+                    && k.get("DEBUG_MODULES_DIR").is_some()
+            })
+            .copied()
+    };
+    // (built for, checked on).
+    let pairs = [
+        ("bookworm-backports", "trixie"),
+        ("trixie", "bookworm-backports"),
+        ("trixie", "trixie/cloud-amd64"),
+    ];
+    let cases = ["module-dup-pos2", "module-dup-pos2-after"];
+    let tmp = std::env::temp_dir().join(format!("klpsym-modbind-{}", std::process::id()));
+    let mut failures = Vec::new();
+    let mut judged_by_pair: BTreeMap<String, usize> = BTreeMap::new();
+    let mut looked = 0;
+    for (built_id, here_id) in pairs {
+        let (Some(built), Some(here)) = (by_id(built_id), by_id(here_id)) else {
+            klpsym_testkit::lab::skip(
+                &format!("module bindings {built_id} -> {here_id}"),
+                "a kernel of the pair (with its image, -dbg package and debug modules) is not in the lab",
+            );
+            continue;
+        };
+        looked += 1;
+        let pair = format!("{built_id} -> {here_id}");
+        let debug_ko = |k: &klpsym_testkit::lab::LabKernel| {
+            k.path("DEBUG_MODULES_DIR").join("kernel/fs/fat/fat.ko")
+        };
+        let (built_syms, here_syms) = (
+            module_stt_files(&debug_ko(built)),
+            module_stt_files(&debug_ko(here)),
+        );
+        let units = dwarf_units(&debug_ko(here));
+        let (built_dir, here_dir) = (packages_dir(&tmp, built), packages_dir(&tmp, here));
+        for case in cases {
+            let cdir = built.path("LIVEPATCH_DIR").join(case);
+            let oracle = std::fs::read_to_string(cdir.join("oracle.txt")).unwrap_or_default();
+            if !oracle.lines().any(|l| l == "verdict=accepted") {
+                failures.push(format!(
+                    "{}: {case}: the kernel did not accept it",
+                    built.name
+                ));
+                continue;
+            }
+            let Some(ko) = std::fs::read_dir(&cdir)
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| p.extension().is_some_and(|x| x == "ko"))
+            else {
+                failures.push(format!("{}: {case}: no module", built.name));
+                continue;
+            };
+            let out = Command::new(env!("CARGO_BIN_EXE_klpsym"))
+                .arg("check")
+                .arg(&ko)
+                .arg("-k")
+                .arg(&here_dir)
+                .arg("--built-for")
+                .arg(&built_dir)
+                .args(["--force", "--json"])
+                .output()
+                .unwrap();
+            let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+                Ok(v) => v,
+                Err(e) => {
+                    failures.push(format!(
+                        "{pair}: {case}: {e}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                    continue;
+                }
+            };
+            let bindings = v["results"][0]["bindings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for b in bindings.iter().filter(|b| b["object"] == "fat") {
+                let name = b["name"].as_str().unwrap_or_default();
+                let sympos = b["sympos"].as_u64().unwrap_or(0);
+                let (Some(h), Some(t)) = (here_syms.get(name), built_syms.get(name)) else {
+                    failures.push(format!("{pair}: {case}: readelf lists no {name} in fat.ko"));
+                    continue;
+                };
+                let at = |defs: &Vec<String>| {
+                    let i = if sympos == 0 { 0 } else { sympos as usize - 1 };
+                    // Its identity: the file and its rank among the name's definitions there.
+                    defs.get(i)
+                        .map(|f| (f.clone(), defs[..=i].iter().filter(|g| *g == f).count()))
+                };
+                let (Some((file, rank)), Some(built_file)) = (at(h), at(t)) else {
+                    failures.push(format!("{pair}: {case}: {name},{sympos} out of range"));
+                    continue;
+                };
+                let got = b["identity"]["file"].as_str().unwrap_or_default();
+                if basename(got) != file || !units.iter().any(|u| u == got) {
+                    failures.push(format!(
+                        "{pair}: {case}: {name},{sympos}: readelf puts it in {file} (units {units:?}), klpsym's identity {}",
+                        b["identity"]
+                    ));
+                }
+                if b["identity"]["rank"].as_u64() != Some(rank as u64) {
+                    failures.push(format!(
+                        "{pair}: {case}: {name},{sympos}: copy {rank} in {file}, klpsym {}",
+                        b["identity"]
+                    ));
+                }
+                let status = b["as_built"]["status"].as_str().unwrap_or_default();
+                let same = (file.clone(), rank) == built_file;
+                let ok = if same {
+                    status == "same"
+                } else {
+                    matches!(status, "moved" | "gone")
+                };
+                if !ok {
+                    failures.push(format!(
+                        "{pair}: {case}: {name},{sympos}: built for {built_file:?}, here {file} (copy {rank}); klpsym says {}",
+                        b["as_built"]
+                    ));
+                }
+                *judged_by_pair.entry(pair.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if looked == 0 {
+        return; // skipped (and counted) above
+    }
+    // Every pair looked at judged each case's fat:init_once at least.
+    for (built_id, here_id) in pairs {
+        let pair = format!("{built_id} -> {here_id}");
+        if by_id(built_id).is_some() && by_id(here_id).is_some() {
+            let n = judged_by_pair.get(&pair).copied().unwrap_or(0);
+            assert!(
+                n >= cases.len(),
+                "{pair}: {n} fat bindings judged, expected at least {}",
+                cases.len()
+            );
+        }
+    }
+    eprintln!("module bindings proven from the packages: {judged_by_pair:?}");
+}

@@ -90,6 +90,33 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     }
 }
 
+/// The compilation units' paths of DWARF loaded already (a module's debug file, relocated by
+/// [`crate::DebugLines::module`]), made relative to the source tree by `roots` (a module has
+/// no `init/main.c` to tell its tree: its kernel's roots are given); `Ok(None)` when it has
+/// no unit ranges or does not parse.
+pub(crate) fn cu_paths_of(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    roots: &[String],
+    resched: &mut Resched,
+) -> Result<Option<CuPaths>, Cancelled> {
+    // Owned sections: nothing mapped to leave behind.
+    let mut behind = Behind {
+        info: None,
+        released: 0,
+    };
+    match read(dwarf, &mut behind, resched) {
+        Ok(Some(mut paths)) => {
+            for p in &mut paths.paths {
+                resched.tick()?;
+                *p = tree_relative(std::mem::take(p), roots);
+            }
+            Ok(Some(paths))
+        }
+        Ok(None) | Err(Stop::Dwarf) => Ok(None),
+        Err(Stop::Cancelled) => Err(Cancelled),
+    }
+}
+
 /// What a pass over the units leaves behind it in `.debug_info`, taken out of the process's
 /// memory as it goes: a mapped 7.x `-dbg` vmlinux has 250 MB of it, and the kernel maps 64
 /// KiB around each page a unit's header is read from, so reading every unit's header alone

@@ -18,6 +18,7 @@ mod ftrace;
 mod identity;
 mod layout;
 mod module;
+mod module_files;
 mod module_layout;
 mod names;
 mod nm;
@@ -38,6 +39,7 @@ pub use module::{
     module_kallsyms, module_kallsyms_for_machine, module_kallsyms_with, ModuleOptions,
     ModuleSection, ModuleSymbols,
 };
+pub use module_files::{module_files, ModuleDefinition, ModuleFiles};
 pub use module_layout::{is_mapping_symbol, module_layout, ModuleLayout};
 pub use place::{place_at_bases, place_module, section_bases};
 pub use raw::{NameBudget, NamesTooLarge};

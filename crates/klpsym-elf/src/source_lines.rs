@@ -346,6 +346,17 @@ impl DebugLines {
         })
     }
 
+    /// The compilation units' paths and ranges (see [`crate::CuPaths`]), relative to this
+    /// object's roots: for a module's debug file, whose addresses [`DebugLines::place`]
+    /// gives. `Ok(None)` without unit ranges.
+    pub fn unit_paths(
+        &self,
+        resched: &mut klpsym_resched::resched::Resched,
+    ) -> Result<Option<crate::CuPaths>, klpsym_resched::resched::Cancelled> {
+        self.with_dwarf(|d| crate::dwarf::cu_paths_of(d, &self.roots, resched))
+            .unwrap_or(Ok(None))
+    }
+
     /// `.debug_info` when it lies in the shared bytes (a mapped file), for a walk to take out
     /// of memory behind it.
     pub(crate) fn mapped_info(&self) -> Option<&[u8]> {

@@ -133,9 +133,18 @@ pub fn module_lines_from_file(
     limit: u64,
     rs: &mut Resched,
 ) -> Result<Option<DebugLines>, LoadError> {
+    Ok(DebugLines::module(&read_module_file(path, limit, rs)?))
+}
+
+/// The bytes of a module file at `path` (a `.ko`, decompressed when `.ko.xz`, `.ko.zst`,
+/// `.ko.gz`), at most `limit` of them.
+pub fn read_module_file(path: &Path, limit: u64, rs: &mut Resched) -> Result<Vec<u8>, LoadError> {
     let raw = crate::read::read_bounded(path, limit, rs)?;
-    let bytes = crate::read::decompressed(&raw, path, limit, rs)?;
-    Ok(DebugLines::module(&bytes))
+    let decoded = match crate::read::decompressed(&raw, path, limit, rs)? {
+        std::borrow::Cow::Owned(v) => Some(v),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    Ok(decoded.unwrap_or(raw))
 }
 
 impl crate::Cache {

@@ -51,7 +51,9 @@ pub use cache::EntryInfo;
 pub use cache_dir::{Cache, DEFAULT_MAX_BYTES};
 pub use cache_list::{Listing, Prune};
 pub use config::{parse_config, read_config};
-pub use debug_lines::{find_module_file, host_debug_modules_dir, module_lines_from_file};
+pub use debug_lines::{
+    find_module_file, host_debug_modules_dir, module_lines_from_file, read_module_file,
+};
 pub use decode::module_symbols_table;
 pub use detect::{detect, is_package, Detected};
 pub use entry::{content_hash, input_identity, CACHE_FORMAT};

@@ -10,7 +10,8 @@
 //! (a `static inline` in a header compiled twice into one unit) are told apart by their rank.
 //! A definition without a source file (an image's kallsyms names none; a vmlinux with DWARF,
 //! a `-dbg` package or a `.ko`'s STT_FILE entries do) has no identity: its binding cannot be
-//! proven either way, and says so.
+//! proven either way, and says so. How a name's definitions differ between two builds without
+//! a patch is `drift.rs`'s.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,6 @@ use std::rc::Rc;
 
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::run::{settle, Answer, KernelFailure, Kernels, Run};
 use klpsym_core::Candidate;
 
 /// Where a patch names a symbol.
@@ -185,7 +185,7 @@ pub(crate) fn wanted(
 }
 
 /// The identity of `defs[i]` among `defs` (one name's definitions in one object).
-fn identity(defs: &[Candidate], i: usize) -> Option<Identity> {
+pub(crate) fn identity(defs: &[Candidate], i: usize) -> Option<Identity> {
     let file = defs[i].file.clone()?;
     let rank = defs[..=i]
         .iter()
@@ -196,7 +196,7 @@ fn identity(defs: &[Candidate], i: usize) -> Option<Identity> {
 
 /// Where `want` is among `defs`: the position (1-based) of the definition with that identity.
 /// A file from DWARF (`fs/inode.c`) and one from STT_FILE (`inode.c`) match on a path suffix.
-fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
+pub(crate) fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
     let mut rank = 0;
     for (i, d) in defs.iter().enumerate() {
         if d.file.as_deref().is_some_and(|f| {
@@ -217,6 +217,8 @@ fn position_of(defs: &[Candidate], want: &Identity) -> Option<u64> {
 pub(crate) struct Sources<'k> {
     kernel: &'k Kernel,
     modules: std::cell::RefCell<std::collections::HashMap<String, Option<Rc<ModuleDefs>>>>,
+    /// Why a module name's definitions have no source files here, by (object, name).
+    unfiled: std::cell::RefCell<std::collections::HashMap<(String, String), String>>,
 }
 
 /// A module read from its `.ko`: its symbols (unplaced) and its identity.
@@ -230,6 +232,7 @@ impl<'k> Sources<'k> {
         Sources {
             kernel,
             modules: Default::default(),
+            unfiled: Default::default(),
         }
     }
 
@@ -264,18 +267,38 @@ impl<'k> Sources<'k> {
         Ok(found)
     }
 
-    /// Every definition of `name` in `object`, in kallsyms order.
+    /// Every definition of `name` in `object`, in kallsyms order; a module's with the source
+    /// files its debug file tells (see `crate::module_files`).
     fn definitions(&self, object: &str, name: &str) -> Result<Vec<Candidate>> {
         let k = self.kernel;
-        if object == "vmlinux" || k.table().object_by_name(object).is_some() {
+        if object == "vmlinux" {
             return Ok(k.definitions(name, Some(object)));
         }
-        let Some(m) = self.module(object)? else {
-            return Ok(Vec::new());
+        let (mut defs, build_id) = if k.table().object_by_name(object).is_some() {
+            (k.definitions(name, Some(object)), None)
+        } else {
+            let Some(m) = self.module(object)? else {
+                return Ok(Vec::new());
+            };
+            let t = &m.table;
+            let ids: Vec<klpsym_core::SymbolId> = t.by_name(name).map(|s| s.id).collect();
+            (klpsym_core::candidates(t, &ids), m.id.build_id.clone())
         };
-        let t = &m.table;
-        let ids: Vec<klpsym_core::SymbolId> = t.by_name(name).map(|s| s.id).collect();
-        Ok(klpsym_core::candidates(t, &ids))
+        if let Some(why) = k.add_module_files(object, name, &mut defs, build_id.as_deref())? {
+            self.unfiled
+                .borrow_mut()
+                .insert((object.to_string(), name.to_string()), why);
+        }
+        Ok(defs)
+    }
+
+    /// Why `object`'s definitions of `name` name no source file here, when a debug file was
+    /// looked for.
+    fn unfiled(&self, object: &str, name: &str) -> Option<String> {
+        self.unfiled
+            .borrow()
+            .get(&(object.to_string(), name.to_string()))
+            .cloned()
     }
 }
 
@@ -328,7 +351,7 @@ pub(crate) fn bindings(
             Some((b, _)) if object != "vmlinux" && same_module(k, b, object, name, defs.len())? => {
                 Some(AsBuilt::Same)
             }
-            Some((b, _)) => Some(compare(b, object, name, *sympos, &defs, bound)?),
+            Some((b, _)) => Some(compare(k, b, object, name, *sympos, &defs, bound)?),
         };
         out.push(Binding {
             source: *source,
@@ -513,6 +536,7 @@ fn bound_on(
 }
 
 fn compare(
+    k: &Sources<'_>,
     b: &Sources<'_>,
     object: &str,
     name: &str,
@@ -525,11 +549,22 @@ fn compare(
     let Some(bi) = bbound else {
         return unproven("the built-for kernel binds no definition of it".into());
     };
+    let because = |s: &Sources<'_>| {
+        s.unfiled(object, name)
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default()
+    };
     let Some(want) = identity(&bdefs, bi) else {
-        return unproven("the built-for kernel does not say its source file".into());
+        return unproven(format!(
+            "the built-for kernel does not say its source file{}",
+            because(b)
+        ));
     };
     if defs.iter().all(|d| d.file.is_none()) {
-        return unproven("this kernel does not say its definitions' source files".into());
+        return unproven(format!(
+            "this kernel does not say its definitions' source files{}",
+            because(k)
+        ));
     }
     Ok(match position_of(defs, &want) {
         None => AsBuilt::Gone { built_for: want },
@@ -539,187 +574,6 @@ fn compare(
             intended_position: p,
         },
     })
-}
-
-/// How one definition of a name fares from one build to another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DriftStatus {
-    /// The same definition at the same position.
-    Same,
-    /// The same definition at another position: a patch built with the first binds another
-    /// definition on the second (or none).
-    Moved,
-    /// On the first build only.
-    Gone,
-    /// On the second build only.
-    New,
-    /// No source file on one side: nothing tells which definition is which.
-    Unknown,
-}
-
-/// One definition's place on both builds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct DriftRow {
-    /// Its source file and rank in it, when known.
-    pub identity: Option<Identity>,
-    /// Its position on the first build (1-based), when there.
-    pub from_position: Option<u64>,
-    /// Its position on the second build, when there.
-    pub to_position: Option<u64>,
-    /// What became of it.
-    pub status: DriftStatus,
-}
-
-/// A name's definitions on two builds, matched by identity (source file and rank in it; see
-/// the module docs): what a patch built for `from` binds on `to`, without a patch.
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct Drift {
-    /// The name.
-    pub name: String,
-    /// The object (`vmlinux` or a module).
-    pub object: String,
-    /// The first build's source.
-    pub from_kernel: String,
-    /// The second build's source.
-    pub to_kernel: String,
-    /// The definitions on the first build, in kallsyms order.
-    pub from: Vec<Candidate>,
-    /// The definitions on the second build.
-    pub to: Vec<Candidate>,
-    /// Each definition of either build once: the first's in order, then those new on the
-    /// second.
-    pub rows: Vec<DriftRow>,
-}
-
-impl Drift {
-    /// True when a position binds another definition, or none, on the second build (a row
-    /// moved, gone or new).
-    pub fn moved(&self) -> bool {
-        self.rows.iter().any(|r| {
-            matches!(
-                r.status,
-                DriftStatus::Moved | DriftStatus::Gone | DriftStatus::New
-            )
-        })
-    }
-}
-
-/// How the definitions of each of `names` in `object` differ between the first of `kernels`
-/// (the build positions were chosen on) and each other one, as one run: a kernel that cannot
-/// answer is a failure row (once, however many names), the others still answer.
-pub fn drift_all(kernels: Kernels, names: &[String], object: &str) -> Result<Run<Drift>> {
-    let (kernels, mut failed, notes) = kernels.into_parts();
-    let Some((from, others)) = kernels.split_first().filter(|(_, o)| !o.is_empty()) else {
-        let why: Vec<String> = failed
-            .iter()
-            .map(|f| format!("{}: {}", f.kernel, f.error))
-            .collect();
-        return Err(crate::Error::usage(format!(
-            "drift compares builds: only one kernel could be opened{}",
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", why.join("; "))
-            }
-        )));
-    };
-    let mut results = Vec::new();
-    for to in others {
-        for name in names {
-            match drift(from, to, name, object) {
-                Ok(d) => results.push(d),
-                Err(e) if e.is_cancelled() => return Err(e),
-                Err(e) => failed.push(KernelFailure::new(to.path().display().to_string(), &e)),
-            }
-        }
-    }
-    failed.dedup_by(|a, b| a.kernel == b.kernel && a.error == b.error);
-    settle(results.len(), &mut failed)?;
-    Ok(Run::judged(results, failed, notes, Drift::says_no))
-}
-
-/// How the definitions of `name` in `object` differ between `from` and `to`.
-pub fn drift(from: &Kernel, to: &Kernel, name: &str, object: &str) -> Result<Drift> {
-    let (a, b) = (
-        from.definitions(name, Some(object)),
-        to.definitions(name, Some(object)),
-    );
-    // Definitions are told apart by their source files: a side with definitions and no file
-    // proves nothing, and a drift that proves nothing must not read as "no drift".
-    let known = |d: &[Candidate]| d.is_empty() || d.iter().any(|c| c.file.is_some());
-    for (k, d) in [(from, &a), (to, &b)] {
-        if !known(d) {
-            return Err(crate::Error::bad_input(format!(
-                "{}: names no source files, so its definitions of {name} cannot be told apart from another build's (an image's kallsyms names none): give its -dbg package or a vmlinux with debug info",
-                k.path().display()
-            )));
-        }
-    }
-    let mut rows = Vec::new();
-    let mut matched = vec![false; b.len()];
-    for i in 0..a.len() {
-        let id = identity(&a, i);
-        let row = match &id {
-            Some(id) => {
-                let to_position = position_of(&b, id);
-                if let Some(p) = to_position {
-                    matched[p as usize - 1] = true;
-                }
-                DriftRow {
-                    identity: Some(id.clone()),
-                    from_position: Some(i as u64 + 1),
-                    to_position,
-                    status: match to_position {
-                        None => DriftStatus::Gone,
-                        Some(p) if p == i as u64 + 1 => DriftStatus::Same,
-                        Some(_) => DriftStatus::Moved,
-                    },
-                }
-            }
-            None => DriftRow {
-                identity: id,
-                from_position: Some(i as u64 + 1),
-                to_position: None,
-                status: DriftStatus::Unknown,
-            },
-        };
-        rows.push(row);
-    }
-    for (j, m) in matched.iter().enumerate() {
-        if !m {
-            let identity = identity(&b, j);
-            rows.push(DriftRow {
-                status: if identity.is_some() {
-                    DriftStatus::New
-                } else {
-                    DriftStatus::Unknown
-                },
-                identity,
-                from_position: None,
-                to_position: Some(j as u64 + 1),
-            });
-        }
-    }
-    Ok(Drift {
-        name: name.to_string(),
-        object: object.to_string(),
-        from_kernel: from.path().display().to_string(),
-        to_kernel: to.path().display().to_string(),
-        from: a,
-        to: b,
-        rows,
-    })
-}
-
-/// A drift says no when a definition moved, is gone or is new.
-impl Answer for Drift {
-    fn says_no(&self) -> bool {
-        self.moved()
-    }
 }
 
 #[cfg(test)]

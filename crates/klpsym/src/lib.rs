@@ -75,12 +75,14 @@ mod cache;
 mod check;
 mod convert;
 mod copies;
+mod drift;
 mod error;
 mod fleet;
 mod info;
 mod kernel;
 mod line_tables;
 mod lines;
+mod module_files;
 mod module_size;
 mod open;
 mod options;
@@ -96,8 +98,7 @@ mod trace;
 mod version;
 
 pub use binding::{
-    drift, drift_all, AsBuilt, Binding, BindingSource, Drift, DriftRow, DriftStatus, Identity,
-    ModuleAsBuilt, ModuleComparison, ModuleId,
+    AsBuilt, Binding, BindingSource, Identity, ModuleAsBuilt, ModuleComparison, ModuleId,
 };
 pub use cache::{cache_listing, cache_listing_with, input_present, CacheListing, CachePrune};
 pub use check::{
@@ -108,6 +109,7 @@ pub use convert::{
     convert, convert_patch, default_output, read_pins_file, ConvertOptions, ConvertRun, Converted,
 };
 pub use copies::{Copies, Copy, CopyKind, Definition};
+pub use drift::{drift, drift_all, Drift, DriftRow, DriftStatus};
 pub use error::{Error, ErrorKind, Input, Result};
 pub use fleet::{kernel_units, Fleet, FleetChecks, FleetItem, KernelUnit, Shard};
 pub use info::{KernelInfo, ObjectSummary};

@@ -14,6 +14,9 @@ pub(crate) struct LinesCache {
     pub(crate) vmlinux: OnceLock<Option<Mutex<DebugLines>>>,
     /// Each module's, by normalized name, once looked for (`None`: no debug file found).
     pub(crate) modules: Mutex<HashMap<String, Option<Arc<Mutex<DebugLines>>>>>,
+    /// Each module's definitions with their source files, from its debug file, by
+    /// normalized name, once looked for (`None`: no debug file found).
+    pub(crate) module_files: Mutex<HashMap<String, Option<Arc<klpsym_elf::ModuleFiles>>>>,
     /// The vmlinux DWARF's copies index (see `crate::copies`), read or made once.
     pub(crate) copies_index: OnceLock<Option<klpsym_elf::CopiesIndex>>,
 }

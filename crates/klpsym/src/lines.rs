@@ -144,58 +144,87 @@ impl Kernel {
             .flatten())
     }
 
-    /// Finds the debug files of `modules` not looked for yet: in the module tree (a `.ko`
-    /// with DWARF), the host's debug folder, the cache, then the kernel's debug package (one
-    /// pass for all of them).
+    /// Finds the debug files of `modules` not looked for yet (see
+    /// [`Kernel::find_debug_modules`]) and keeps their line tables.
     fn prepare_module_lines(&self, modules: &[String]) -> Result<()> {
-        let limit = self.opts.load_options().max_decompressed_size;
-        let mut rs = self.opts.resched();
-        let roots: Vec<String> = self
-            .vmlinux_lines()?
-            .and_then(|l| l.lock().ok().map(|l| l.roots().to_vec()))
-            .unwrap_or_default();
-        let mut missing = Vec::new();
-        for m in modules {
-            let key = klpsym_core::normalize_module_name(m);
-            if self
-                .lines
+        let held = |m: &String| {
+            self.lines
                 .modules
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .contains_key(&key)
-            {
-                continue;
-            }
-            let mut found = None;
+                .contains_key(&klpsym_core::normalize_module_name(m))
+        };
+        let todo: Vec<String> = modules.iter().filter(|m| !held(m)).cloned().collect();
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let roots = self.vmlinux_roots()?;
+        self.find_debug_modules(&todo, &mut |name, bytes| {
+            let Some(mut l) = DebugLines::module(bytes) else {
+                return Ok(false);
+            };
+            l.set_roots(&roots);
+            self.set_module_lines(&klpsym_core::normalize_module_name(name), Some(l));
+            Ok(true)
+        })?;
+        // Looked for: not looked for again.
+        for m in &todo {
+            let key = klpsym_core::normalize_module_name(m);
+            let mut held = self.lines.modules.lock().unwrap_or_else(|p| p.into_inner());
+            held.entry(key).or_insert(None);
+        }
+        Ok(())
+    }
+
+    /// The source tree prefixes of the vmlinux's DWARF, which a module's paths are made
+    /// relative by (a module has no `init/main.c` to tell them); none without it.
+    pub(crate) fn vmlinux_roots(&self) -> Result<Vec<String>> {
+        Ok(self
+            .vmlinux_lines()?
+            .and_then(|l| l.lock().ok().map(|l| l.roots().to_vec()))
+            .unwrap_or_default())
+    }
+
+    /// Finds the debug files of `modules`: in the module tree (its own `.ko`, unstripped),
+    /// the host's debug folder (`/usr/lib/debug/lib/modules/REL`), the cache (kept under the
+    /// vmlinux's build id), then the kernel's debug package (one pass for all the modules
+    /// still missing), and hands each one's bytes to `take` (the module's name as asked,
+    /// the bytes), which says whether it is a debug file (with DWARF) or the search goes on.
+    /// A module none is found for is not handed.
+    pub(crate) fn find_debug_modules(
+        &self,
+        modules: &[String],
+        take: &mut dyn FnMut(&str, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let limit = self.opts.load_options().max_decompressed_size;
+        let mut rs = self.opts.resched();
+        let mut missing = Vec::new();
+        for m in modules {
+            let mut found = false;
             // Its own .ko, when a folder's and unstripped.
             let own = self.module_tree()?.and_then(|t| match t.file(m) {
                 Some(klpsym_io::ModuleFile::Path(p)) => Some(p.clone()),
                 _ => None,
             });
             if let Some(path) = own {
-                found = klpsym_io::module_lines_from_file(&path, limit, &mut rs)?;
+                found = take(m, &klpsym_io::read_module_file(&path, limit, &mut rs)?)?;
             }
-            if found.is_none() {
-                if let Some(dir) = self
+            if !found {
+                if let Some(path) = self
                     .release()
                     .and_then(|r| klpsym_io::host_debug_modules_dir(&r))
+                    .and_then(|dir| klpsym_io::find_module_file(&dir, m))
                 {
-                    if let Some(path) = klpsym_io::find_module_file(&dir, m) {
-                        found = klpsym_io::module_lines_from_file(&path, limit, &mut rs)?;
-                    }
+                    found = take(m, &klpsym_io::read_module_file(&path, limit, &mut rs)?)?;
                 }
             }
-            if found.is_none() {
+            if !found {
                 if let Some(bytes) = self.cached_debug_module(m) {
-                    found = DebugLines::module(&bytes);
+                    found = take(m, &bytes)?;
                 }
             }
-            match found {
-                Some(mut l) => {
-                    l.set_roots(&roots);
-                    self.set_module_lines(&key, Some(l));
-                }
-                None => missing.push(m.clone()),
+            if !found {
+                missing.push(m.clone());
             }
         }
         if missing.is_empty() {
@@ -214,17 +243,8 @@ impl Kernel {
                 .map_err(Error::from)?;
             for (name, _, bytes) in read {
                 self.keep_debug_module(&name, &bytes);
-                if let Some(mut l) = DebugLines::module(&bytes) {
-                    l.set_roots(&roots);
-                    self.set_module_lines(&klpsym_core::normalize_module_name(&name), Some(l));
-                }
+                take(&name, &bytes)?;
             }
-        }
-        // Looked for: not looked for again.
-        for m in &missing {
-            let key = klpsym_core::normalize_module_name(m);
-            let mut held = self.lines.modules.lock().unwrap_or_else(|p| p.into_inner());
-            held.entry(key).or_insert(None);
         }
         Ok(())
     }

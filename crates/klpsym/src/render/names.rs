@@ -5,7 +5,7 @@ use std::io::Write;
 use klpsym_core::LookupVerdict;
 
 use super::Result;
-use crate::binding::{Drift, DriftStatus};
+use crate::drift::{Drift, DriftStatus};
 use crate::query::{Candidate, Definitions, LookupAnswer, SearchAnswer};
 
 /// The line explaining `+0x...` addresses, printed under a table that has them.
