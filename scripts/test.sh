@@ -152,6 +152,10 @@ else
 	# (4 GiB, least recently used first).
 	XDG_CACHE_HOME="$(realpath -m "${KLPSYM_LAB_CACHE:-/var/cache/klpsym-lab}")/test-cache"
 	mkdir -p "$XDG_CACHE_HOME"
+	# The independent tools' answers on the lab's files likewise (llvm-dwarfdump on a -dbg
+	# vmlinux: seconds a call), keyed by the input's build id, the tool's version and the
+	# question (klpsym_testkit::tools).
+	export KLPSYM_TEST_TOOL_CACHE="$XDG_CACHE_HOME/tools"
 	echo "== the tests' klpsym cache: $XDG_CACHE_HOME ($(du -sh "$XDG_CACHE_HOME" | cut -f1))" >&2
 fi
 

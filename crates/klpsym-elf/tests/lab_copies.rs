@@ -12,7 +12,6 @@
 //! for a neighbour, so a copy klpsym missed would show.
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use klpsym_elf::{CopyPlace, DebugLines};
 use klpsym_resched::resched::Resched;
@@ -126,13 +125,10 @@ fn parse_dump(text: &str) -> Vec<(u64, Die)> {
     out
 }
 
-fn dwarfdump(args: &[&str]) -> String {
-    let o = Command::new("llvm-dwarfdump")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("llvm-dwarfdump runs (apt-get install llvm): {e}"));
-    assert!(o.status.success(), "llvm-dwarfdump {args:?} failed");
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// llvm-dwarfdump's answer on the vmlinux of build id `id` (kept between runs when the lab
+/// keeps tool outputs: klpsym_testkit::tools).
+fn dwarfdump(args: &[&str], id: &str) -> String {
+    klpsym_testkit::tools::tool_output("llvm-dwarfdump", args, id)
 }
 
 /// (kind, entry, caller's entry) of every copy: sorted.
@@ -200,6 +196,13 @@ fn inlined_copies_agree_with_llvm_dwarfdump() {
         let path = k.path("VMLINUX_DBG");
         let file = path.to_str().unwrap();
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let id: String = object::File::parse(&*bytes)
+            .ok()
+            .and_then(|f| object::Object::build_id(&f).ok().flatten())
+            .unwrap_or_else(|| panic!("{}: no GNU build id", path.display()))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let elf = klpsym_elf::vmlinux_kallsyms(&bytes, None).expect("vmlinux parses");
         // Static functions of one definition, in address order.
         let mut count: HashMap<&str, usize> = HashMap::new();
@@ -238,7 +241,7 @@ fn inlined_copies_agree_with_llvm_dwarfdump() {
                 .filter(|c| c.place == CopyPlace::Inlined)
                 .count();
             // The reader's unit at the address (`--lookup`).
-            let look = dwarfdump(&[&format!("--lookup={addr:#x}"), file]);
+            let look = dwarfdump(&[&format!("--lookup={addr:#x}"), file], &id);
             let unit = look
                 .lines()
                 .find(|l| l.contains(": Compile Unit:"))
@@ -256,11 +259,14 @@ fn inlined_copies_agree_with_llvm_dwarfdump() {
                 .and_then(hex_in)
                 .unwrap();
             let dies = dumps.entry(unit).or_insert_with(|| {
-                parse_dump(&dwarfdump(&[
-                    &format!("--debug-info={cu_die:#x}"),
-                    "--show-children",
-                    file,
-                ]))
+                parse_dump(&dwarfdump(
+                    &[
+                        &format!("--debug-info={cu_die:#x}"),
+                        "--show-children",
+                        file,
+                    ],
+                    &id,
+                ))
             });
             // The function at the symbol: the subprogram with code one of whose ranges
             // starts there.

@@ -11,6 +11,7 @@
 //! - [`klog`]: the one reader of a lab guest's kernel log (marker-bracketed steps, noise).
 //! - [`lab`]: the real-kernel lab's inputs as scripts/test.sh hands them over, and the
 //!   accounting of what a test could not judge.
+//! - [`tools`]: the independent tools' outputs, kept between runs by input identity.
 
 pub mod btf;
 pub mod elf;
@@ -20,3 +21,4 @@ pub mod lab;
 pub mod module;
 pub mod packages;
 pub mod patches;
+pub mod tools;
