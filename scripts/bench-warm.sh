@@ -14,7 +14,8 @@
 # builds interleaved. For every run: wall time, the bytes the process read with read(2) and
 # its kind (`rchar` of /proc/PID/io, read from the finished process before it is reaped:
 # cache entries are mapped, so their pages are not counted; a package hashed or decoded
-# is), and peak RSS. Then each build's cache: its files and their total size.
+# is), and peak RSS. Then each build's cache: its files and their total size. BASE=none
+# measures this tree's build alone (its figures against the bounds of docs/performance.md).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,11 +31,18 @@ log() { echo "bench-warm: $*" >&2; }
 log "building this tree's klpsym (release)"
 (cd "$ROOT" && cargo build --release -q -p klpsym-cli)
 NEW="$ROOT/target/release/klpsym"
-log "building $BASE's klpsym (release, from git archive; target/bench-base)"
-mkdir -p "$WORK/base"
-git -C "$ROOT" archive "$BASE" | tar -x -C "$WORK/base"
-(cd "$WORK/base" && CARGO_TARGET_DIR="$ROOT/target/bench-base" cargo build --release -q -p klpsym-cli)
-OLD="$ROOT/target/bench-base/release/klpsym"
+builds=(base new)
+OLD=
+if [ "$BASE" = none ]; then
+	# This tree's build alone: its figures against the issue's bounds, no base beside it.
+	builds=(new)
+else
+	log "building $BASE's klpsym (release, from git archive; target/bench-base)"
+	mkdir -p "$WORK/base"
+	git -C "$ROOT" archive "$BASE" | tar -x -C "$WORK/base"
+	(cd "$WORK/base" && CARGO_TARGET_DIR="$ROOT/target/bench-base" cargo build --release -q -p klpsym-cli)
+	OLD="$ROOT/target/bench-base/release/klpsym"
+fi
 
 # run CMD...: runs CMD, prints "seconds rchar_bytes peak_rss_kb exit_code" (the counters of
 # the finished process, read before it is reaped).
@@ -73,7 +81,7 @@ run_build() {
 	local -n cmd="$2"
 	run "$bin" "${cmd[@]}" --cache-dir "$WORK/cache-$1"
 }
-for build in base new; do
+for build in "${builds[@]}"; do
 	mkdir -p "$WORK/cache-$build"
 	chmod 700 "$WORK/cache-$build"
 	for c in pair folder; do
@@ -84,7 +92,7 @@ for build in base new; do
 done
 for ((i = 0; i < REPS; i++)); do
 	for c in pair folder; do
-		for build in base new; do
+		for build in "${builds[@]}"; do
 			run_build "$build" "$c" >>"$WORK/warm-$build-$c"
 		done
 	done
@@ -93,7 +101,7 @@ done
 new_name="$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo +)"
 printf '%-8s %-22s %10s %12s %14s %12s %5s\n' command build "cold s" "warm s" "warm read" "warm RSS" exit
 for c in pair folder; do
-	for build in base new; do
+	for build in "${builds[@]}"; do
 		name="$BASE"
 		[ "$build" = new ] && name="$new_name"
 		f="$WORK/warm-$build-$c"
@@ -104,10 +112,10 @@ for c in pair folder; do
 			"$(cut -d' ' -f3 "$f" | median | awk '{print $1 / 1024}')" \
 			"$(cut -d' ' -f4 "$f" | sort -u | tr '\n' ' ')"
 	done
-	awk -v b="$(cut -d' ' -f1 "$WORK/warm-base-$c" | median)" -v n="$(cut -d' ' -f1 "$WORK/warm-new-$c" | median)" \
+	[ "$BASE" = none ] || awk -v b="$(cut -d' ' -f1 "$WORK/warm-base-$c" | median)" -v n="$(cut -d' ' -f1 "$WORK/warm-new-$c" | median)" \
 		-v c="$c" 'BEGIN { printf "%-8s warm: base / new = %.1fx\n", c, b / n }'
 done
-for build in base new; do
+for build in "${builds[@]}"; do
 	d="$WORK/cache-$build"
 	echo "cache of $build: $(find "$d" -type f | wc -l) files, $(du -sb "$d" | awk '{printf "%.1f MB", $1 / 1e6}')"
 	find "$d" -type f -printf '%s %f\n' | awk '
