@@ -192,8 +192,10 @@ if [ "$emptied" = 1 ]; then
 	set +e
 	cargo test --workspace --exclude klpsym-python --profile ci --no-fail-fast 2>&1 | tee "$test_log"
 	set -e
+	# (An `if`, not `&&`: a last reader that failed must not end the loop, and the script
+	# under `set -e`, with status 1.)
 	passed_readers="$(sort -u "$reads" | while IFS= read -r t; do
-		grep -q "^test $t \.\.\. ok\$" "$test_log" && printf '%s\n' "$t"
+		if grep -q "^test $t \.\.\. ok\$" "$test_log"; then printf '%s\n' "$t"; fi
 	done)"
 	readers="$(sort -u "$reads" | grep -c . || true)"
 	rm -rf "$empty"

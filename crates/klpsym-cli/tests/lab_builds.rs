@@ -50,7 +50,7 @@ fn which_position_is_the_init_once_in_fs_inode_c() {
         .unwrap()
         .trim_start_matches("0x")
         .to_string();
-    let oracle = std::fs::read_to_string(l.lp.join("conv-pin-by-file/oracle.txt")).unwrap();
+    let oracle = std::fs::read_to_string(l.lp().join("conv-pin-by-file/oracle.txt")).unwrap();
     let seen = oracle
         .lines()
         .find_map(|x| x.strip_prefix("reloc init_once "))

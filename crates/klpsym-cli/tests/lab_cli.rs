@@ -339,7 +339,7 @@ fn cli_md_examples_are_real_output() {
     let places: Vec<(String, String)> = vec![
         ("VMLINUZ".into(), l.vmlinuz.clone()),
         ("MODULES".into(), l.modules.clone()),
-        ("LAB".into(), l.lp.display().to_string()),
+        ("LAB".into(), l.lp().display().to_string()),
         ("KALLSYMS".into(), kallsyms.display().to_string()),
         ("OUT".into(), out_dir.path().display().to_string()),
         ("BOOT".into(), boot),

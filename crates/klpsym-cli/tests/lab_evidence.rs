@@ -619,9 +619,21 @@ fn a_package_cut_short_is_its_own_row() {
     assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v["results"][0]["kernel"], k.as_str());
     assert_eq!(v["failed"][0]["kernel"], c.as_str());
-    let ko = s(&lp.join("unique/klp_unique.ko"));
-    let o = run(&["check", &ko, "-k", &c, "--json"]);
+    // A patch the oracle built, checked on the cut package: the package is the failure (not
+    // the patch, which must be there).
+    let ko = lp.join("unique/klp_unique.ko");
+    assert!(
+        ko.is_file(),
+        "{}: the oracle's unique case is missing",
+        ko.display()
+    );
+    let o = run(&["check", &s(&ko), "-k", &c, "--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(c.as_str()) && err.contains("cut short"),
+        "the cut package is the error: {err}"
+    );
     // The whole package still answers.
     let o = run(&["sympos", "init_once", "-k", &s(&deb)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
