@@ -226,6 +226,9 @@ impl BlockReader<'_> {
         if let Some((kind, what)) = &self.failed {
             return Err(io::Error::new(*kind, what.clone()));
         }
+        if buf.is_empty() {
+            return Ok(0);
+        }
         match self.read_inner(buf, resched) {
             Err(e) if !crate::is_cancelled(&e) => {
                 self.failed = Some((e.kind(), e.to_string()));
