@@ -50,8 +50,9 @@ pub(crate) const MAX_BLOCK: u64 = 64 << 20;
 /// they are big).
 const IN_FLIGHT_BYTES: u64 = 96 << 20;
 
-/// Compressed bytes copied per step when a block is read in, decoded bytes per read.
-pub(crate) const COPY_STEP: usize = 64 << 10;
+/// Bytes copied per step, compressed bytes read in or decoded bytes handed out: four pages, so
+/// a step into fresh memory is at most four page faults (as `klpsym_resched::bulk` copies).
+pub(crate) const COPY_STEP: usize = 16 << 10;
 
 /// How many uncompressed bytes of the first block are read, decoded on the reader's thread,
 /// before workers start on the next blocks: a reader that wants only the start of the stream
