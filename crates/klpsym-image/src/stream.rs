@@ -100,8 +100,8 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
     /// a buffer at a time.
     ///
     /// An XZ stream of blocks whose headers give their sizes (as a multithreaded `xz` writes
-    /// them) is decoded a block per worker thread, as many workers as CPUs (at most
-    /// three; none with one CPU), and read in order.
+    /// them) is decoded a block per worker thread, as many workers as CPUs (at most three in
+    /// the process, shared by every such reader; none with one CPU), and read in order.
     pub fn from_reader(
         compression: Option<Compression>,
         input: Box<dyn BufRead + 'a>,
@@ -302,6 +302,37 @@ mod tests {
             Some(Compression::Bzip2),
         ] {
             assert_eq!(roundtrip(c, &data), data, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_limit_holds_for_blocks_decoded_on_workers() {
+        // A threaded xz's stream of 64 KiB blocks (xz_blocks.rs).
+        let data: Vec<u8> = (0..500_000u32)
+            .flat_map(|i| (i % 1021).to_le_bytes())
+            .collect();
+        let stream = xz2::stream::MtStreamBuilder::new()
+            .threads(2)
+            .block_size(64 << 10)
+            .preset(1)
+            .encoder()
+            .unwrap();
+        let mut e = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+        e.write_all(&data).unwrap();
+        let enc = e.finish().unwrap();
+        for (limit, whole) in [(100_000, false), (1 << 30, true)] {
+            let mut rs = Resched::none();
+            let input = Box::new(&enc[..]);
+            let mut d =
+                StreamDecoder::from_reader_workers(Some(Compression::Xz), input, limit, &mut rs, 2)
+                    .unwrap();
+            assert!(matches!(d.inner, Inner::XzBlocks(_)));
+            let mut out = Vec::new();
+            match d.read_to_end(&mut out) {
+                Ok(_) => assert!(whole && out == data),
+                Err(e) => assert!(!whole && e.to_string().contains("more than 100000"), "{e}"),
+            }
+            d.close().unwrap();
         }
     }
 

@@ -12,15 +12,17 @@
 //! against the blocks it cut (their count and sizes), the index's CRC32 and the footer, as the
 //! serial decoder does.
 //!
-//! Bounds: at most [`MAX_WORKERS`] workers, as many blocks decoding as workers, each block at
-//! most [`MAX_BLOCK`] bytes (the buffers are reused from block to block, never freed in one
+//! Bounds: at most [`MAX_WORKERS`] workers in the whole process (readers at once share them; a
+//! block no worker takes is decoded on the reader's thread as it is read), as many blocks
+//! decoding as workers, each block at most [`MAX_BLOCK`] bytes (the buffers are reused from block to block, never freed in one
 //! stretch); each worker decodes [`STEP`] bytes per liblzma call with a reschedule point
 //! between calls, and stops at its next step once the reader is closed or cancelled.
 //!
 //! Not every stream can be cut: a single-threaded `xz` writes no sizes in its block header.
 //! Such a stream (or one whose first block is too big, or a machine with one CPU) is decoded
 //! serially as before; a later block without sizes, in a stream whose first block had them,
-//! is an error naming it.
+//! is an error naming it. The first block is decoded on the reader's thread as it is read, and
+//! workers start only [`WARM`] bytes into it: a reader of a package's first paths starts none.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead};
@@ -34,10 +36,10 @@ use klpsym_resched::resched::{Cancelled, Resched};
 use crate::codecs::STEP;
 use crate::xz::Decoder;
 use crate::xz_format::{
-    block_header, check_size, crc32, le32, max_compressed, pad4, stream_flags, vli, BlockHeader,
-    FOOTER_MAGIC,
+    block_header, check_end, check_size, data_error, max_compressed, pad4, read_more, stream_flags,
+    BlockHeader, COPY_STEP,
 };
-use crate::xz_worker::{block_error, data_error, restarted, wait, work, Done, Feed, Job, Pool};
+use crate::xz_worker::{block_error, restarted, wait, work, Claim, Done, Feed, Job, Pool};
 
 /// The most worker threads (each holds a dictionary and a block's output).
 pub(crate) const MAX_WORKERS: usize = 3;
@@ -50,10 +52,6 @@ pub(crate) const MAX_BLOCK: u64 = 64 << 20;
 /// they are big).
 const IN_FLIGHT_BYTES: u64 = 96 << 20;
 
-/// Bytes copied per step, compressed bytes read in or decoded bytes handed out: four pages, so
-/// a step into fresh memory is at most four page faults (as `klpsym_resched::bulk` copies).
-pub(crate) const COPY_STEP: usize = 16 << 10;
-
 /// How many uncompressed bytes of the first block are read, decoded on the reader's thread,
 /// before workers start on the next blocks: a reader that wants only the start of the stream
 /// (a package's first paths) starts no thread.
@@ -64,32 +62,6 @@ pub(crate) fn workers() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS)
-}
-
-/// Reads `n` more bytes of `input` into `out`, [`COPY_STEP`] at a time with a reschedule
-/// point each; `Ok(false)` when the input ends first.
-fn read_more(
-    input: &mut dyn BufRead,
-    out: &mut Vec<u8>,
-    mut n: u64,
-    resched: &mut Resched,
-) -> io::Result<bool> {
-    while n > 0 {
-        resched.tick_step().map_err(io::Error::other)?;
-        let avail = match input.fill_buf() {
-            Ok(a) => a,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if avail.is_empty() {
-            return Ok(false);
-        }
-        let k = avail.len().min(COPY_STEP).min(n as usize);
-        out.extend_from_slice(&avail[..k]);
-        input.consume(k);
-        n -= k as u64;
-    }
-    Ok(true)
 }
 
 /// What opening a stream found: blocks to decode in parallel, or a stream for the serial
@@ -231,7 +203,7 @@ impl BlockReader<'_> {
             return Ok(0);
         }
         match self.read_inner(buf, resched) {
-            Err(e) if !crate::is_cancelled(&e) => {
+            Err(e) if !cancelled(&e) => {
                 self.failed = Some((e.kind(), e.to_string()));
                 Err(e)
             }
@@ -346,7 +318,8 @@ impl BlockReader<'_> {
                 }
                 if h[0] == 0 {
                     self.free_in.push(h);
-                    self.read_end(resched)?;
+                    self.at =
+                        check_end(&mut self.input, &self.records, self.flags, self.at, resched)?;
                     self.input_done = true;
                     break;
                 }
@@ -422,11 +395,16 @@ impl BlockReader<'_> {
                 threads: Vec::new(),
             }
         });
-        if pool.threads.len() < self.workers.min(self.pending.len() + 1) {
+        let claim = (pool.threads.len() < self.workers.min(self.pending.len() + 1))
+            .then(|| Claim::take(workers()))
+            .flatten();
+        if let Some(claim) = claim {
             let (queue, stop, rs) = (pool.queue.clone(), pool.stop.clone(), resched.sibling());
+            // The claim goes with the thread, given back when it ends (or at once here when
+            // it cannot be started).
             if let Ok(t) = std::thread::Builder::new()
                 .name("klpsym-xz".into())
-                .spawn(move || work(&queue, &stop, rs))
+                .spawn(move || work(&queue, &stop, rs, claim))
             {
                 pool.threads.push(t);
             }
@@ -446,77 +424,6 @@ impl BlockReader<'_> {
             offset,
             done,
         })
-    }
-
-    /// Reads the index (its indicator byte read already) and the footer, and checks them
-    /// against the blocks read (the xz file format 1.0.4, 2.1.2 and 4).
-    fn read_end(&mut self, resched: &mut Resched) -> io::Result<()> {
-        let start = self.at;
-        let bad = |what: String| data_error(format!("XZ stream: index at offset {start}: {what}"));
-        let mut index = vec![0u8];
-        // A number at a time: at most 9 bytes each.
-        let mut next_vli = |index: &mut Vec<u8>, resched: &mut Resched| -> io::Result<u64> {
-            let from = index.len();
-            loop {
-                if !read_more(&mut self.input, index, 1, resched)? {
-                    return Err(bad("cut short".into()));
-                }
-                let last = index[index.len() - 1];
-                if last & 0x80 == 0 || index.len() - from == 9 {
-                    break;
-                }
-            }
-            let mut at = from;
-            vli(index, &mut at).ok_or_else(|| bad("a malformed number".into()))
-        };
-        let count = next_vli(&mut index, resched)?;
-        if count != self.records.len() as u64 {
-            return Err(bad(format!(
-                "lists {count} blocks, the stream holds {}",
-                self.records.len()
-            )));
-        }
-        for (i, &(unpadded, uncompressed)) in self.records.iter().enumerate() {
-            let u = next_vli(&mut index, resched)?;
-            let d = next_vli(&mut index, resched)?;
-            if (u, d) != (unpadded, uncompressed) {
-                return Err(bad(format!(
-                    "block {i}: {u} bytes stored and {d} decoded, the block's header says {unpadded} and {uncompressed}"
-                )));
-            }
-        }
-        let pad = pad4(index.len() as u64);
-        if !read_more(&mut self.input, &mut index, pad + 4, resched)? {
-            return Err(bad("cut short".into()));
-        }
-        let body = index.len() - 4;
-        if index[body - pad as usize..body].iter().any(|&b| b != 0) {
-            return Err(bad("nonzero padding".into()));
-        }
-        if crc32(&index[..body]) != le32(&index[body..]) {
-            return Err(bad("its CRC32 does not match".into()));
-        }
-        let mut footer = Vec::with_capacity(12);
-        if !read_more(&mut self.input, &mut footer, 12, resched)? {
-            return Err(bad("the stream footer is cut short".into()));
-        }
-        let at = start + index.len() as u64;
-        let bad_footer =
-            |what: &str| data_error(format!("XZ stream: footer at offset {at}: {what}"));
-        if footer[10..] != FOOTER_MAGIC {
-            return Err(bad_footer("no YZ magic"));
-        }
-        if crc32(&footer[4..10]) != le32(&footer[..4]) {
-            return Err(bad_footer("its CRC32 does not match"));
-        }
-        if (u64::from(le32(&footer[4..8])) + 1) * 4 != index.len() as u64 {
-            return Err(bad_footer("its backward size is not the index's"));
-        }
-        if footer[8..10] != self.flags {
-            return Err(bad_footer("its stream flags are not the header's"));
-        }
-        self.at = at + 12;
-        Ok(())
     }
 
     /// Stops the workers and gives every buffer back in steps.
@@ -566,6 +473,11 @@ impl BlockReader<'_> {
     }
 }
 
+/// True when `e` is a cancelled reschedule point (as `stream.rs` tells it, above this file).
+fn cancelled(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<Cancelled>())
+}
+
 impl Drop for BlockReader<'_> {
     fn drop(&mut self) {
         // Error paths only (`close` is the way out): the buffers go at once.
@@ -576,8 +488,6 @@ impl Drop for BlockReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::{is_cancelled, StreamDecoder};
-    use crate::Compression;
     use std::io::{Read, Write};
 
     /// Text that compresses as a kernel's files do, several-fold, never uniformly.
@@ -624,13 +534,25 @@ mod tests {
         out
     }
 
+    /// `enc` decoded through [`open`]: by blocks, or by xz2 (the reference) when serial.
     fn decode(enc: &[u8], workers: usize, rs: &mut Resched) -> io::Result<Vec<u8>> {
         let input = Box::new(io::BufReader::with_capacity(4096, enc));
-        let mut d =
-            StreamDecoder::from_reader_workers(Some(Compression::Xz), input, 1 << 30, rs, workers)?;
         let mut out = Vec::new();
-        d.read_to_end(&mut out)?;
-        d.close().map_err(io::Error::other)?;
+        match open(input, workers, rs)? {
+            Opened::Blocks(mut b) => {
+                let mut buf = vec![0u8; 8192];
+                loop {
+                    match b.read(&mut buf, rs)? {
+                        0 => break,
+                        n => out.extend_from_slice(&buf[..n]),
+                    }
+                }
+                b.close(rs).map_err(io::Error::other)?;
+            }
+            Opened::Serial(input) => {
+                xz2::bufread::XzDecoder::new(input).read_to_end(&mut out)?;
+            }
+        }
         Ok(out)
     }
 
@@ -645,14 +567,15 @@ mod tests {
         let enc = mt_xz(&d, 64 << 10);
         assert!(layout(&enc).len() >= 20, "{} blocks", layout(&enc).len());
         assert!(is_blocks(&enc, 2));
+        // The reference: xz2 over the whole stream.
         let serial = decode(&enc, 1, &mut Resched::none()).unwrap();
         assert_eq!(serial, d);
         for workers in [2, 3] {
             let mut rs = Resched::none();
             assert_eq!(decode(&enc, workers, &mut rs).unwrap(), d, "{workers}");
-            // A point per read at least: one per 64 KiB handed out.
+            // A point per block read in at least.
             assert!(
-                rs.stats().items >= (d.len() / COPY_STEP) as u64,
+                rs.stats().items >= layout(&enc).len() as u64,
                 "{:?}",
                 rs.stats()
             );
@@ -679,10 +602,23 @@ mod tests {
         assert_eq!(decode(&enc, 1, &mut Resched::none()).unwrap(), d);
     }
 
+    #[test]
+    fn blocks_no_worker_takes_are_decoded_by_the_reader() {
+        // Every worker of the process taken (a fleet's other jobs): blocks are decoded on the
+        // reader's thread as they are read, to the same bytes.
+        let held: Vec<Claim> = std::iter::from_fn(|| Claim::take(workers())).collect();
+        let d = data(700_000);
+        let enc = mt_xz(&d, 64 << 10);
+        assert!(is_blocks(&enc, 2));
+        let got = decode(&enc, 2, &mut Resched::none());
+        drop(held);
+        assert_eq!(got.unwrap(), d);
+    }
+
     /// The error of decoding `enc` on two workers.
     fn error_of(enc: &[u8]) -> String {
         let e = decode(enc, 2, &mut Resched::none()).unwrap_err();
-        assert!(!is_cancelled(&e));
+        assert!(!cancelled(&e));
         e.to_string()
     }
 
@@ -752,40 +688,26 @@ mod tests {
     }
 
     #[test]
-    fn the_output_limit_holds() {
-        let d = data(500_000);
-        let enc = mt_xz(&d, 64 << 10);
-        let mut rs = Resched::none();
-        let input = Box::new(&enc[..]);
-        let mut dec =
-            StreamDecoder::from_reader_workers(Some(Compression::Xz), input, 100_000, &mut rs, 2)
-                .unwrap();
-        let e = dec.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("more than 100000"), "{e}");
-    }
-
-    #[test]
     fn a_cancelled_read_stops_the_workers() {
         let d = data(2_000_000);
         let enc = mt_xz(&d, 64 << 10);
         let flag = Arc::new(AtomicBool::new(false));
         let mut rs = Resched::none().with_cancel_flag(flag.clone());
-        let input = Box::new(&enc[..]);
-        let mut dec =
-            StreamDecoder::from_reader_workers(Some(Compression::Xz), input, 1 << 30, &mut rs, 2)
-                .unwrap();
+        let Opened::Blocks(mut dec) = open(Box::new(&enc[..]), 2, &mut rs).unwrap() else {
+            panic!("a stream of blocks");
+        };
         let mut buf = vec![0u8; 4096];
-        assert!(dec.read(&mut buf).unwrap() > 0);
+        assert!(dec.read(&mut buf, &mut rs).unwrap() > 0);
         flag.store(true, Ordering::Relaxed);
         let e = loop {
-            match dec.read(&mut buf) {
+            match dec.read(&mut buf, &mut rs) {
                 Ok(n) => assert!(n > 0, "ended although cancelled"),
                 Err(e) => break e,
             }
         };
-        assert!(is_cancelled(&e), "{e}");
+        assert!(cancelled(&e), "{e}");
         // Closing joins the workers (each stops at its next step): it returns, its buffers
         // given back at once where a point says cancelled.
-        let _ = dec.close();
+        let _ = dec.close(&mut rs);
     }
 }

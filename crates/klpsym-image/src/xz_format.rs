@@ -1,6 +1,15 @@
 //! The pieces of the XZ format a reader cutting a stream into blocks needs (the xz file format
 //! 1.0.4): the stream header and footer, a block header's sizes, variable-length integers, and
-//! the index and footer of a stream of one block, made to decode a block on its own.
+//! the index and footer of a stream of one block, made to decode a block on its own; the
+//! check of a stream's index and footer against its blocks.
+
+use std::io::{self, BufRead};
+
+use klpsym_resched::resched::Resched;
+
+/// Bytes copied per step, read in or handed out: four pages, so a step into fresh memory is at most
+/// four page faults (as `klpsym_resched::bulk` copies).
+pub(crate) const COPY_STEP: usize = 16 << 10;
 
 pub(crate) const HEADER_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
 pub(crate) const FOOTER_MAGIC: [u8; 2] = *b"YZ";
@@ -139,6 +148,113 @@ pub(crate) fn one_block_end(flags: [u8; 2], unpadded: u64, uncompressed: u64) ->
 /// does not compress in chunks of 64 KiB with a 3-byte header; other filters add less).
 pub(crate) fn max_compressed(uncompressed: u64) -> u64 {
     uncompressed + uncompressed / 1024 + (64 << 10)
+}
+
+/// Malformed data, said by `what`.
+pub(crate) fn data_error(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+/// Reads `n` more bytes of `input` into `out`, [`COPY_STEP`] at a time with a reschedule
+/// point each; `Ok(false)` when the input ends first.
+pub(crate) fn read_more(
+    input: &mut dyn BufRead,
+    out: &mut Vec<u8>,
+    mut n: u64,
+    resched: &mut Resched,
+) -> io::Result<bool> {
+    while n > 0 {
+        resched.tick_step().map_err(io::Error::other)?;
+        let avail = match input.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(false);
+        }
+        let k = avail.len().min(COPY_STEP).min(n as usize);
+        out.extend_from_slice(&avail[..k]);
+        input.consume(k);
+        n -= k as u64;
+    }
+    Ok(true)
+}
+
+/// Reads the index (its indicator byte read already, at offset `start` of the stream) and the
+/// footer, and checks them against the blocks read, `records` (each one's unpadded and
+/// uncompressed size), and the stream's `flags` (the xz file format 1.0.4, 2.1.2 and 4): the
+/// offset after the footer.
+pub(crate) fn check_end(
+    input: &mut dyn BufRead,
+    records: &[(u64, u64)],
+    flags: [u8; 2],
+    start: u64,
+    resched: &mut Resched,
+) -> io::Result<u64> {
+    let bad = |what: String| data_error(format!("XZ stream: index at offset {start}: {what}"));
+    let mut index = vec![0u8];
+    // A number at a time: at most 9 bytes each.
+    let mut next_vli = |index: &mut Vec<u8>, resched: &mut Resched| -> io::Result<u64> {
+        let from = index.len();
+        loop {
+            if !read_more(input, index, 1, resched)? {
+                return Err(bad("cut short".into()));
+            }
+            let last = index[index.len() - 1];
+            if last & 0x80 == 0 || index.len() - from == 9 {
+                break;
+            }
+        }
+        let mut at = from;
+        vli(index, &mut at).ok_or_else(|| bad("a malformed number".into()))
+    };
+    let count = next_vli(&mut index, resched)?;
+    if count != records.len() as u64 {
+        return Err(bad(format!(
+            "lists {count} blocks, the stream holds {}",
+            records.len()
+        )));
+    }
+    for (i, &(unpadded, uncompressed)) in records.iter().enumerate() {
+        let u = next_vli(&mut index, resched)?;
+        let d = next_vli(&mut index, resched)?;
+        if (u, d) != (unpadded, uncompressed) {
+            return Err(bad(format!(
+                "block {i}: {u} bytes stored and {d} decoded, the block's header says {unpadded} and {uncompressed}"
+            )));
+        }
+    }
+    let pad = pad4(index.len() as u64);
+    if !read_more(input, &mut index, pad + 4, resched)? {
+        return Err(bad("cut short".into()));
+    }
+    let body = index.len() - 4;
+    if index[body - pad as usize..body].iter().any(|&b| b != 0) {
+        return Err(bad("nonzero padding".into()));
+    }
+    if crc32(&index[..body]) != le32(&index[body..]) {
+        return Err(bad("its CRC32 does not match".into()));
+    }
+    let mut footer = Vec::with_capacity(12);
+    if !read_more(input, &mut footer, 12, resched)? {
+        return Err(bad("the stream footer is cut short".into()));
+    }
+    let at = start + index.len() as u64;
+    let bad_footer = |what: &str| data_error(format!("XZ stream: footer at offset {at}: {what}"));
+    if footer[10..] != FOOTER_MAGIC {
+        return Err(bad_footer("no YZ magic"));
+    }
+    if crc32(&footer[4..10]) != le32(&footer[..4]) {
+        return Err(bad_footer("its CRC32 does not match"));
+    }
+    if (u64::from(le32(&footer[4..8])) + 1) * 4 != index.len() as u64 {
+        return Err(bad_footer("its backward size is not the index's"));
+    }
+    if footer[8..10] != flags {
+        return Err(bad_footer("its stream flags are not the header's"));
+    }
+    Ok(at + 12)
 }
 
 #[cfg(test)]

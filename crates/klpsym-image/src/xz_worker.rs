@@ -2,7 +2,7 @@
 //! of its own, [`STEP`] bytes per liblzma call with a reschedule point each.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,13 +11,34 @@ use klpsym_resched::resched::{Cancelled, Resched};
 
 use crate::codecs::STEP;
 use crate::xz::Decoder;
-use crate::xz_format::{one_block_end, stream_header};
+use crate::xz_format::{data_error, one_block_end, stream_header};
 
 /// How long the reader waits for a block between two reschedule points.
 const WAIT: Duration = Duration::from_millis(1);
 
-pub(crate) fn data_error(what: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
+/// Workers running in the process, those of every reader: packages read at once (a fleet's
+/// jobs) share the machine's workers, never one set each.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the process's workers, held while its thread runs.
+pub(crate) struct Claim(());
+
+impl Claim {
+    /// A worker, unless `max` are running already.
+    pub(crate) fn take(max: usize) -> Option<Claim> {
+        RUNNING
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Claim(()))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 pub(crate) fn block_error(number: u64, offset: u64, what: &str) -> io::Error {
@@ -166,7 +187,12 @@ pub(crate) fn wait(
 }
 
 /// A worker: takes blocks until the queue closes or the reader stops it.
-pub(crate) fn work(queue: &Mutex<mpsc::Receiver<Job>>, stop: &AtomicBool, mut rs: Resched) {
+pub(crate) fn work(
+    queue: &Mutex<mpsc::Receiver<Job>>,
+    stop: &AtomicBool,
+    mut rs: Resched,
+    claim: Claim,
+) {
     let mut dec = None;
     loop {
         let job = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
@@ -191,6 +217,7 @@ pub(crate) fn work(queue: &Mutex<mpsc::Receiver<Job>>, stop: &AtomicBool, mut rs
         // Its dictionary back in steps (at once when cancelled).
         let _ = d.finish(&mut rs);
     }
+    drop(claim);
 }
 
 /// Decodes one block into `job.out`, [`STEP`] bytes per liblzma call with a reschedule point
