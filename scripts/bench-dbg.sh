@@ -8,7 +8,8 @@
 #   scripts/bench-dbg.sh IMAGE.deb DBG.deb [NAME FILE] [REPS]
 #
 # NAME FILE default to init_once fs/inode.c; REPS (default 1: a cold 7.x read is two minutes)
-# interleaved runs, medians. Peak RSS is /usr/bin/time's maximum resident set size (the
+# interleaved runs, medians. KLPSYM_BIN=PATH measures that build of klpsym instead of building
+# this tree's (a build before a change, kept aside). Peak RSS is /usr/bin/time's maximum resident set size (the
 # process's anonymous memory and the mapped file pages it holds at once).
 set -euo pipefail
 
@@ -22,8 +23,12 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 command -v /usr/bin/time >/dev/null || { echo "bench-dbg: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
-(cd "$ROOT" && cargo build --release -q -p klpsym-cli)
-BIN="$ROOT/target/release/klpsym"
+if [ -n "${KLPSYM_BIN:-}" ]; then
+	BIN="$KLPSYM_BIN"
+else
+	(cd "$ROOT" && cargo build --release -q -p klpsym-cli)
+	BIN="$ROOT/target/release/klpsym"
+fi
 
 dpkg-deb -c "$DBG" >"$WORK/list"
 # The regular file: usr/lib/debug/boot/vmlinux-REL (5.10, 6.1) or

@@ -24,6 +24,9 @@ mod layout;
 mod stream;
 mod tables;
 mod xz;
+mod xz_blocks;
+mod xz_format;
+mod xz_worker;
 
 pub use compression::Compression;
 pub use container::{

@@ -36,6 +36,8 @@ enum Inner<'a> {
         dec: Option<crate::xz::Decoder>,
         input: XzInput<'a>,
     },
+    /// A stream of many blocks decoded on worker threads (`xz_blocks.rs`).
+    XzBlocks(Box<crate::xz_blocks::BlockReader<'a>>),
     Other(Box<dyn Read + 'a>),
 }
 
@@ -96,11 +98,28 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
     /// A reader of what `input` gives, decompressed with `compression` (`None`: stored as
     /// is), at most `limit` bytes of output: the compressed bytes are read as they are needed,
     /// a buffer at a time.
+    ///
+    /// An XZ stream of blocks whose headers give their sizes (as a multithreaded `xz` writes
+    /// them) is decoded a block per worker thread, as many workers as CPUs (at most three in
+    /// the process, shared by every such reader; none with one CPU), and read in order.
     pub fn from_reader(
         compression: Option<Compression>,
         input: Box<dyn BufRead + 'a>,
         limit: u64,
         resched: &'r mut Resched,
+    ) -> io::Result<StreamDecoder<'a, 'r>> {
+        let workers = crate::xz_blocks::workers();
+        StreamDecoder::from_reader_workers(compression, input, limit, resched, workers)
+    }
+
+    /// [`StreamDecoder::from_reader`] with at most `workers` workers for an XZ stream's
+    /// blocks (fewer than two: decoded serially).
+    pub(crate) fn from_reader_workers(
+        compression: Option<Compression>,
+        input: Box<dyn BufRead + 'a>,
+        limit: u64,
+        resched: &'r mut Resched,
+        workers: usize,
     ) -> io::Result<StreamDecoder<'a, 'r>> {
         let other = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
         let xz = |kind, input| -> io::Result<Inner<'a>> {
@@ -111,7 +130,10 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
         };
         let inner = match compression {
             None => Inner::Other(input),
-            Some(Compression::Xz) => xz(crate::xz::Kind::Xz, input)?,
+            Some(Compression::Xz) => match crate::xz_blocks::open(input, workers, resched)? {
+                crate::xz_blocks::Opened::Blocks(b) => Inner::XzBlocks(b),
+                crate::xz_blocks::Opened::Serial(input) => xz(crate::xz::Kind::Xz, input)?,
+            },
             Some(Compression::Lzma) => xz(crate::xz::Kind::Lzma, input)?,
             Some(Compression::Gzip) => {
                 Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
@@ -145,8 +167,10 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
     /// steps (an XZ dictionary is megabytes: dropped, it is freed at once).
     pub fn close(self) -> Result<(), klpsym_resched::Cancelled> {
         let StreamDecoder { inner, resched, .. } = self;
-        if let Inner::Xz { dec: Some(d), .. } = inner {
-            d.finish(resched)?;
+        match inner {
+            Inner::Xz { dec: Some(d), .. } => d.finish(resched)?,
+            Inner::XzBlocks(b) => b.close(resched)?,
+            _ => {}
         }
         Ok(())
     }
@@ -155,52 +179,11 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
 impl Read for StreamDecoder<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.resched.tick_step().map_err(io::Error::other)?;
-        let n = buf.len().min(STEP);
-        let buf = &mut buf[..n];
+        let serial = buf.len().min(STEP);
         let got = match &mut self.inner {
-            Inner::Plain(rest) => {
-                let k = rest.len().min(buf.len());
-                buf[..k].copy_from_slice(&rest[..k]);
-                *rest = &rest[k..];
-                k
-            }
-            Inner::Xz { dec, input } => {
-                let Some(d) = dec.as_mut() else {
-                    return Ok(0);
-                };
-                let mut got = 0;
-                // A step may consume input without output (block headers): go on until some
-                // output or the end.
-                while got == 0 {
-                    let avail: &[u8] = match input {
-                        XzInput::Slice(s) => s,
-                        XzInput::Reader(r) => r.fill_buf()?,
-                    };
-                    let step = d
-                        .step(avail, buf, self.resched)
-                        .map_err(io::Error::other)?
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    match input {
-                        XzInput::Slice(s) => *s = &s[step.consumed..],
-                        XzInput::Reader(r) => r.consume(step.consumed),
-                    }
-                    got = step.produced;
-                    if step.stream_end {
-                        if let Some(d) = dec.take() {
-                            d.finish(self.resched).map_err(io::Error::other)?;
-                        }
-                        break;
-                    }
-                    if step.consumed == 0 && step.produced == 0 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "XZ stream ends without its end marker",
-                        ));
-                    }
-                }
-                got
-            }
-            Inner::Other(r) => r.read(buf)?,
+            // Copies of blocks decoded already: bigger steps.
+            Inner::XzBlocks(b) => b.read(buf, self.resched)?,
+            inner => step_read(inner, &mut buf[..serial], self.resched)?,
         };
         self.produced += got as u64;
         if self.produced > self.limit {
@@ -210,6 +193,56 @@ impl Read for StreamDecoder<'_, '_> {
             ));
         }
         Ok(got)
+    }
+}
+
+/// One step of `inner` into `buf` (at most [`STEP`] bytes, cut by the caller).
+fn step_read(inner: &mut Inner<'_>, buf: &mut [u8], resched: &mut Resched) -> io::Result<usize> {
+    match inner {
+        Inner::Plain(rest) => {
+            let k = rest.len().min(buf.len());
+            buf[..k].copy_from_slice(&rest[..k]);
+            *rest = &rest[k..];
+            Ok(k)
+        }
+        Inner::Xz { dec, input } => {
+            let Some(d) = dec.as_mut() else {
+                return Ok(0);
+            };
+            let mut got = 0;
+            // A step may consume input without output (block headers): go on until some
+            // output or the end.
+            while got == 0 {
+                let avail: &[u8] = match input {
+                    XzInput::Slice(s) => s,
+                    XzInput::Reader(r) => r.fill_buf()?,
+                };
+                let step = d
+                    .step(avail, buf, resched)
+                    .map_err(io::Error::other)?
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                match input {
+                    XzInput::Slice(s) => *s = &s[step.consumed..],
+                    XzInput::Reader(r) => r.consume(step.consumed),
+                }
+                got = step.produced;
+                if step.stream_end {
+                    if let Some(d) = dec.take() {
+                        d.finish(resched).map_err(io::Error::other)?;
+                    }
+                    break;
+                }
+                if step.consumed == 0 && step.produced == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "XZ stream ends without its end marker",
+                    ));
+                }
+            }
+            Ok(got)
+        }
+        Inner::Other(r) => r.read(buf),
+        Inner::XzBlocks(b) => b.read(buf, resched),
     }
 }
 
@@ -269,6 +302,37 @@ mod tests {
             Some(Compression::Bzip2),
         ] {
             assert_eq!(roundtrip(c, &data), data, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_limit_holds_for_blocks_decoded_on_workers() {
+        // A threaded xz's stream of 64 KiB blocks (xz_blocks.rs).
+        let data: Vec<u8> = (0..500_000u32)
+            .flat_map(|i| (i % 1021).to_le_bytes())
+            .collect();
+        let stream = xz2::stream::MtStreamBuilder::new()
+            .threads(2)
+            .block_size(64 << 10)
+            .preset(1)
+            .encoder()
+            .unwrap();
+        let mut e = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+        e.write_all(&data).unwrap();
+        let enc = e.finish().unwrap();
+        for (limit, whole) in [(100_000, false), (1 << 30, true)] {
+            let mut rs = Resched::none();
+            let input = Box::new(&enc[..]);
+            let mut d =
+                StreamDecoder::from_reader_workers(Some(Compression::Xz), input, limit, &mut rs, 2)
+                    .unwrap();
+            assert!(matches!(d.inner, Inner::XzBlocks(_)));
+            let mut out = Vec::new();
+            match d.read_to_end(&mut out) {
+                Ok(_) => assert!(whole && out == data),
+                Err(e) => assert!(!whole && e.to_string().contains("more than 100000"), "{e}"),
+            }
+            d.close().unwrap();
         }
     }
 

@@ -114,7 +114,14 @@ pub(crate) struct Decoder {
     /// callbacks reach it through the allocator's `opaque` too.
     heap: *mut Heap,
     ended: bool,
+    /// Kept at a stream's end, for [`Decoder::restart`] (the dictionary reused).
+    reusable: bool,
 }
+
+// SAFETY: the decoder owns its liblzma stream, allocator and heap outright (nothing else
+// points to them), and liblzma touches them only inside calls made through `&mut self`: moving
+// the whole to another thread (a worker decoding blocks) moves their only user with it.
+unsafe impl Send for Decoder {}
 
 /// What one [`Decoder::step`] did.
 pub(crate) struct Step {
@@ -124,6 +131,26 @@ pub(crate) struct Step {
 }
 
 impl Decoder {
+    /// An XZ decoder that is not ended at its stream's end: [`Decoder::restart`] starts the
+    /// next stream with the memory of the last (liblzma keeps a dictionary of the same size).
+    pub(crate) fn reusable() -> Result<Decoder, String> {
+        let mut d = Decoder::new(Kind::Xz)?;
+        d.reusable = true;
+        Ok(d)
+    }
+
+    /// Starts a new XZ stream on a [`Decoder::reusable`] decoder, ended or not.
+    pub(crate) fn restart(&mut self) -> Result<(), String> {
+        self.ended = false;
+        // SAFETY: the stream was initialized in `new` (or ended, which leaves it reusable);
+        // liblzma reinitializes it in place, through the same allocator.
+        let ret = unsafe { sys::lzma_stream_decoder(&mut *self.stream, u64::MAX, 0) };
+        if ret != sys::LZMA_OK {
+            return Err(format!("cannot create the decoder: {}", message(ret)));
+        }
+        Ok(())
+    }
+
     pub(crate) fn new(kind: Kind) -> Result<Decoder, String> {
         let heap = Box::into_raw(Box::<Heap>::default());
         let allocator = Box::new(sys::lzma_allocator {
@@ -146,6 +173,7 @@ impl Decoder {
             _allocator: allocator,
             heap,
             ended: false,
+            reusable: false,
         };
         if ret != sys::LZMA_OK {
             return Err(format!("cannot create the decoder: {}", message(ret)));
@@ -180,7 +208,9 @@ impl Decoder {
                 stream_end: false,
             }),
             sys::LZMA_STREAM_END => {
-                self.end();
+                if !self.reusable {
+                    self.end();
+                }
                 Ok(Step {
                     consumed,
                     produced,

@@ -111,3 +111,26 @@ fn the_dbg_package_holds_the_extracted_vmlinux() {
         "the bytes differ"
     );
 }
+
+/// A `-dbg` package cut inside its vmlinux: its `data.tar.xz` is a threaded xz's stream of
+/// blocks, decoded on workers where the machine has two CPUs or more; the error names the
+/// member, and the block the stream ends in, never a panic.
+#[test]
+fn a_dbg_package_cut_short_names_the_block_it_ends_in() {
+    let Some(deb) = lab("KLPSYM_TEST_DBG_DEB") else {
+        return;
+    };
+    let bytes = std::fs::read(&deb).unwrap();
+    let cut = &bytes[..(bytes.len() / 40).max(1 << 20)];
+    let want = Want {
+        vmlinux: true,
+        ..Want::default()
+    };
+    let e = read_package(cut, want, LIMIT, &mut Resched::none())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("data.tar.xz"), "{e}");
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        assert!(e.contains("XZ block") && e.contains("cut short"), "{e}");
+    }
+}
