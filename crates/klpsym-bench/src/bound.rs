@@ -201,6 +201,11 @@ impl Gate {
         self.pool.add(&calibration);
         let input = prepare()?;
         let _ = self.recorder.take();
+        // The operation starts on a settled machine, not in the wake of the calibration's
+        // memory work: right after it, the first system calls of an operation (a stat, an
+        // open) took 150-800 µs of the thread's CPU time in 3-5 of 5 runs (CI runs of
+        // 2026-12-07; the same calls take 1-4 µs, 8 at the 99th percentile, on this machine).
+        std::thread::sleep(std::time::Duration::from_millis(5));
         let mut r = match driver {
             Driver::Given => Resched::new(self.policy())
                 .with_interval(self.args.interval)
