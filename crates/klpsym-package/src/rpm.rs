@@ -114,10 +114,17 @@ fn read_headers(r: &mut dyn Read) -> Result<(Vec<u8>, usize), PackageError> {
             ));
         }
         if buf.len() < upto {
-            let at = buf.len();
-            buf.resize(upto, 0);
-            r.read_exact(&mut buf[at..])
+            // Grown by the bytes that arrive, never by what the header claims: a short input
+            // claiming 60 MiB of headers holds only its own bytes before it is refused.
+            let want = upto - buf.len();
+            let got = r
+                .take(want as u64)
+                .read_to_end(buf)
                 .map_err(|e| io_error(FORMAT, what.to_string(), e))?;
+            if got < want {
+                let e = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+                return Err(io_error(FORMAT, what.to_string(), e));
+            }
         }
         Ok(())
     };

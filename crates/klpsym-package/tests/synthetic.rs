@@ -81,6 +81,12 @@ fn members_over_the_limit_and_damaged_archives_are_errors_with_their_place() {
     assert!(e.contains("RPM package: payload"), "{e}");
     let e = read(&r[..120], Want::all()).unwrap_err().to_string();
     assert!(e.contains("header"), "{e}");
+    // A signature header claiming 48 MiB it does not have: refused as cut short, by its place.
+    let mut claim = r.clone();
+    claim[96 + 12..96 + 16].copy_from_slice(&(48u32 << 20).to_be_bytes());
+    claim.truncate(1024);
+    let e = read(&claim, Want::all()).unwrap_err().to_string();
+    assert!(e.contains("signature header"), "{e}");
     // A .deb without data.tar.
     let mut a = ar::Builder::new(Vec::new());
     a.append(

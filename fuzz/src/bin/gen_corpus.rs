@@ -504,6 +504,13 @@ fn package_seeds(out: &mut Out) {
         out.put("package", &format!("deb-{name}"), &pkg_fixture::deb(c, &files));
         out.put("package", &format!("rpm-{name}"), &pkg_fixture::rpm(c, &files));
     }
+    // Found by the timed run: a 1 KiB RPM whose signature header claims 48 MiB of store. The
+    // header reader once made room for the claim before reading (48 MiB for 1 KiB of input,
+    // past the budget); now it holds only the bytes that arrive.
+    let mut claim = pkg_fixture::rpm(pkg_fixture::Comp::Plain, &files);
+    claim[96 + 12..96 + 16].copy_from_slice(&(48u32 << 20).to_be_bytes());
+    claim.truncate(1024);
+    out.put("package", "rpm-header-claims-48mib", &claim);
 }
 
 /// Module.symvers as kbuild writes it (with and without namespaces, a repeated name), plain
