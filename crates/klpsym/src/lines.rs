@@ -124,24 +124,11 @@ impl Kernel {
 
     pub(crate) fn module_lines(&self, module: &str) -> Result<Option<Arc<Mutex<DebugLines>>>> {
         let key = klpsym_core::normalize_module_name(module);
-        if let Some(l) = self
-            .lines
-            .modules
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(l.clone());
+        if let Some(l) = self.lines.modules.get(&key) {
+            return Ok(l);
         }
         self.prepare_module_lines(&[module.to_string()])?;
-        Ok(self
-            .lines
-            .modules
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-            .cloned()
-            .flatten())
+        Ok(self.lines.modules.get(&key).flatten())
     }
 
     /// Finds the debug files of `modules` not looked for yet (see
@@ -150,9 +137,7 @@ impl Kernel {
         let held = |m: &String| {
             self.lines
                 .modules
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(&klpsym_core::normalize_module_name(m))
+                .contains(&klpsym_core::normalize_module_name(m))
         };
         let todo: Vec<String> = modules.iter().filter(|m| !held(m)).cloned().collect();
         if todo.is_empty() {
@@ -169,9 +154,9 @@ impl Kernel {
         })?;
         // Looked for: not looked for again.
         for m in &todo {
-            let key = klpsym_core::normalize_module_name(m);
-            let mut held = self.lines.modules.lock().unwrap_or_else(|p| p.into_inner());
-            held.entry(key).or_insert(None);
+            self.lines
+                .modules
+                .looked(klpsym_core::normalize_module_name(m));
         }
         Ok(())
     }
@@ -252,9 +237,7 @@ impl Kernel {
     fn set_module_lines(&self, key: &str, l: Option<DebugLines>) {
         self.lines
             .modules
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string(), l.map(|l| Arc::new(Mutex::new(l))));
+            .set(key.to_string(), l.map(|l| Arc::new(Mutex::new(l))));
     }
 
     /// Where the cache keeps module `name`'s debug file of this build: named by the vmlinux's

@@ -24,14 +24,8 @@ impl Kernel {
     /// for once (see [`Kernel::find_debug_modules`]); `None` when none is at hand.
     pub(crate) fn module_files(&self, module: &str) -> Result<Option<Arc<ModuleFiles>>> {
         let key = klpsym_core::normalize_module_name(module);
-        if let Some(f) = self
-            .lines
-            .module_files
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(f.clone());
+        if let Some(f) = self.lines.module_files.get(&key) {
+            return Ok(f);
         }
         let roots = self.vmlinux_roots()?;
         let mut rs = self.opts.resched();
@@ -51,11 +45,7 @@ impl Kernel {
                 Err(_) => Ok(false),
             }
         })?;
-        self.lines
-            .module_files
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, made.clone());
+        self.lines.module_files.set(key, made.clone());
         Ok(made)
     }
 
