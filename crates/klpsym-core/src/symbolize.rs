@@ -202,6 +202,31 @@ mod tests {
         assert_eq!(s.to_string(), "_etext+0x0");
     }
 
+    /// A symbol's end is its start plus its size, exclusive: the byte one past a sized symbol
+    /// (a module's last function, with its ELF size) is outside it, as the kernel's
+    /// `offset < size` check in kallsyms_lookup_size_offset() makes it.
+    #[test]
+    fn the_byte_past_a_sized_symbol_is_outside() {
+        let mut b = SymbolTableBuilder::new();
+        b.push(ObjectId::VMLINUX, 0x1000, b'T', "_text").unwrap();
+        let m = b.object("fat", ObjectKind::Module);
+        b.push(m, 0x9000, b't', "fat_a").unwrap();
+        b.push(m, 0x9040, b't', "fat_last").unwrap();
+        b.set_last_size(0x20);
+        let t = b.build();
+        let SymbolizeOutcome::Found(s) = t.symbolize(0x905f) else {
+            panic!("{:?}", t.symbolize(0x905f))
+        };
+        assert_eq!(s.to_string(), "fat_last+0x1f/0x20 [fat]");
+        match t.symbolize(0x9060) {
+            SymbolizeOutcome::Outside { nearest, size } => {
+                assert_eq!(nearest.name, "fat_last");
+                assert_eq!(size, 0x20);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn outside_is_not_blamed_on_the_previous_symbol() {
         let t = table();
