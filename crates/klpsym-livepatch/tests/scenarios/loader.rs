@@ -677,6 +677,19 @@ fn placed_ordinary_relocations_have_exact_bytes() {
         .expect("the 32S");
     assert_eq!(abs.bytes.as_deref(), Some(&[0x08, 0x00, 0x70, 0x81][..]));
     assert_eq!(relocations_check(&placed).status, CheckStatus::Passed);
+    // The check counts as computed exactly the relocations whose bytes are known.
+    for r in [&unplaced, &placed] {
+        let exact = r
+            .ordinary_relocations
+            .iter()
+            .filter(|x| x.status == RelocationStatus::Applied && x.bytes.is_some())
+            .count();
+        let detail = &relocations_check(r).detail;
+        assert!(
+            detail.contains(&format!(" {exact} computed, 0 refused")),
+            "{detail}"
+        );
+    }
 }
 
 #[test]
