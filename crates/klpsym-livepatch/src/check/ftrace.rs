@@ -87,7 +87,8 @@ impl Ctx<'_, '_, '_, '_> {
     }
 
     /// The kernel's lines for a function without a location: at enable, then the object's and
-    /// the patch's failure; when a module loads, then `klp_module_coming()`'s.
+    /// the patch's failure; when a module loads, `klp_module_coming()`'s notice (printed once
+    /// the object is initialized, before `klp_patch_object()`), then its failure's two lines.
     fn no_location_lines(&self, name: &str, object: &str, coming: Option<&str>) -> Vec<String> {
         let pname = &self.m.name;
         let first = if self.t.rules.version < (5, 18) {
@@ -102,6 +103,7 @@ impl Ctx<'_, '_, '_, '_> {
                 format!("livepatch: failed to enable patch '{pname}'"),
             ],
             Some(m) => vec![
+                format!("livepatch: applying patch '{pname}' to loading module '{m}'"),
                 first,
                 format!("livepatch: failed to apply patch '{pname}' to module '{m}' (-{EINVAL})"),
                 format!("livepatch: patch '{pname}' failed for module '{m}', refusing to load module '{m}'"),

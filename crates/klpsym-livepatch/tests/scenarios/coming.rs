@@ -154,6 +154,73 @@ fn each_loading_module_gets_its_own_lines() {
     assert_eq!(lines(&r), want);
 }
 
+/// A loading module's function without an ftrace call site (its `.ko`'s `__mcount_loc`):
+/// `klp_module_coming()` prints its notice, then `klp_patch_object()` fails, and the module
+/// is refused ("failed to apply patch", not "failed to initialize patch").
+#[test]
+fn a_loading_module_function_without_a_call_site_refuses_the_module() {
+    let k = kernel();
+    let ext4 = ext4_unplaced();
+    let spec = ModSpec {
+        objects: vec![ObjSpec {
+            name: Some("ext4"),
+            funcs: vec![("ext4_fill_super", 0)],
+        }],
+        ..ModSpec::default()
+    };
+    let bytes = build_module(&spec);
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let names = ["ext4_fill_super".to_string(), "ext4_static".to_string()];
+    let with = |sites: &[klpsym_elf::SiteFacts]| {
+        let t = target(&k)
+            .with_unplaced_module("ext4", &ext4)
+            .with_module_ftrace(
+                "ext4",
+                ModuleFtrace {
+                    names: &names,
+                    sites,
+                    source: "ext4.ko",
+                },
+            );
+        check(&m, &t)
+    };
+    let site = |at_start| klpsym_elf::SiteFacts {
+        at_start,
+        within: false,
+    };
+    let r = with(&[site(true), site(false)]);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    assert!(
+        lines(&r).contains(&"livepatch: applying patch 'lp' to loading module 'ext4'"),
+        "{:?}",
+        lines(&r)
+    );
+    let r = with(&[site(false), site(true)]);
+    assert_eq!(
+        r.verdict.kind,
+        PatchVerdictKind::RefusedWhenModuleLoads,
+        "{r:#?}"
+    );
+    assert_eq!(r.verdict.refused_modules, vec!["ext4".to_string()]);
+    let p = only_problem(&r);
+    assert_eq!(
+        (p.kind, &p.stage, p.symbol.as_deref()),
+        (
+            ProblemKind::NoFtraceLocation,
+            &coming("ext4"),
+            Some("ext4_fill_super")
+        )
+    );
+    let mut want = ENABLED.to_vec();
+    want.extend([
+        "livepatch: applying patch 'lp' to loading module 'ext4'",
+        "livepatch: failed to find location for function 'ext4_fill_super'",
+        "livepatch: failed to apply patch 'lp' to module 'ext4' (-22)",
+        "livepatch: patch 'lp' failed for module 'ext4', refusing to load module 'ext4'",
+    ]);
+    assert_eq!(lines(&r), want);
+}
+
 /// A patch the kernel refuses before `__klp_enable_patch()` (not marked as a livepatch
 /// module) never reaches `klp_patch_func()`: no call site is looked up, so none is reported,
 /// not even as not reached.
