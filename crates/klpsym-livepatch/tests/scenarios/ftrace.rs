@@ -418,3 +418,49 @@ fn a_module_function_is_judged_by_the_definition_at_its_position() {
     let r = check_module_sites((6, 1), vec![("nft_helper", 0)], &sites);
     assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
 }
+
+/// `ftrace_free_init_mem()` frees the records `ftrace_cmp_recs()` matches with the key
+/// `[__init_begin, __init_end]`, both ends included: a call beginning at `__init_end`, or
+/// overlapping `__init_begin`, is freed; one past either is not.
+#[test]
+fn the_init_memory_bounds_are_the_kernel_s() {
+    const BEGIN: u64 = 0xffff_ffff_8200_0000;
+    const END: u64 = 0xffff_ffff_8300_0000;
+    // cmdline_proc_show at `at` (its site at its start), between the init memory's bounds.
+    let with_function_at = |at: u64| {
+        let mut b = SymbolTableBuilder::new();
+        let v = ObjectId::VMLINUX;
+        b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+        b.push(v, 0xffff_ffff_8180_0000, b'T', "klp_enable_patch")
+            .unwrap();
+        for (a, t, n) in [
+            (at, b't', "cmdline_proc_show"),
+            (BEGIN, b'D', "__init_begin"),
+            (END, b'D', "__init_end"),
+            (0xffff_ffff_8400_0000, b'T', "_etext_like"),
+        ] {
+            b.push(v, a, t, n).unwrap();
+        }
+        let k = b.build();
+        let sites = [at];
+        let mut out = Vec::new();
+        for v in [(5, 10), (6, 1)] {
+            out.push(check_with_sites(&k, v, &sites).verdict.kind);
+        }
+        out
+    };
+    let refused = vec![PatchVerdictKind::RefusedAtLoad; 2];
+    let accepted = vec![PatchVerdictKind::Accepted; 2];
+    assert_eq!(with_function_at(END), refused, "a call at __init_end");
+    assert_eq!(with_function_at(END + 1), accepted, "one past __init_end");
+    assert_eq!(
+        with_function_at(BEGIN - 4),
+        refused,
+        "a call into __init_begin"
+    );
+    assert_eq!(
+        with_function_at(BEGIN - 5),
+        accepted,
+        "a call ending at __init_begin"
+    );
+}
