@@ -12,6 +12,7 @@ mod ftrace;
 mod klp_relocs;
 mod loader;
 mod loader_support;
+mod validity;
 
 pub(crate) fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {
     Target::new(t, KernelRules::for_version(6, 1), Arch::X86_64)
