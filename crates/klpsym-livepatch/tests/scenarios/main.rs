@@ -12,6 +12,7 @@ mod ftrace;
 mod klp_relocs;
 mod loader;
 mod loader_support;
+mod ordinary_relocs;
 mod validity;
 
 pub(crate) fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {
@@ -335,6 +336,18 @@ fn unknown_symbols_fail_the_load() {
     assert_eq!(
         p.log,
         vec!["lp: Unknown symbol static_helper (err -2)".to_string()]
+    );
+    let c = r
+        .loader_checks
+        .iter()
+        .find(|c| c.check == "unresolved_symbols");
+    let c = c.expect("unresolved_symbols");
+    assert_eq!(
+        (c.status, c.detail.as_str()),
+        (
+            CheckStatus::Failed,
+            "1 symbol(s) the target does not export"
+        )
     );
     assert_eq!(
         (r.verdict.kind, r.verdict.errno),
