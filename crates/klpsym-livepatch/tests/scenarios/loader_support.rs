@@ -92,3 +92,42 @@ fn enforced_signatures_refuse_an_unsigned_module() {
         assert_eq!(status(&r, LoaderCheckKind::Signature), CheckStatus::Passed);
     }
 }
+
+/// Without CONFIG_MODVERSIONS, `check_modstruct_version()` and `check_version()` are stubs
+/// that accept: a module without `__versions` loads where CONFIG_MODULE_FORCE_LOAD is off.
+/// With CONFIG_MODVERSIONS it is refused there, and where the force-load setting is unknown
+/// whether it loads is "not checked", never "passed".
+#[test]
+fn a_module_without_symbol_versions_by_the_target_s_modversions() {
+    let facts = |modversions: bool, force_load: Option<bool>| LoaderFacts {
+        modules: Some(Fact::new(true, "config")),
+        modversions: Some(Fact::new(modversions, "config")),
+        force_load: force_load.map(|f| Fact::new(f, "config")),
+        ..LoaderFacts::default()
+    };
+    let r = check_with_loader((6, 1), facts(false, Some(false)));
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    assert_eq!(
+        status(&r, LoaderCheckKind::ModuleLayout),
+        CheckStatus::NotApplicable
+    );
+    assert_eq!(
+        status(&r, LoaderCheckKind::SymbolVersions),
+        CheckStatus::NotApplicable
+    );
+    let r = check_with_loader((6, 1), facts(true, Some(false)));
+    assert_eq!(
+        (r.verdict.kind, r.verdict.errno),
+        (PatchVerdictKind::RefusedAtLoad, Some(8)),
+        "{r:#?}"
+    );
+    assert_eq!(only_problem(&r).kind, ProblemKind::ForceLoadRequired);
+    let r = check_with_loader((6, 1), facts(true, None));
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    for kind in [
+        LoaderCheckKind::ModuleLayout,
+        LoaderCheckKind::SymbolVersions,
+    ] {
+        assert_eq!(status(&r, kind), CheckStatus::NotChecked, "{kind:?}");
+    }
+}

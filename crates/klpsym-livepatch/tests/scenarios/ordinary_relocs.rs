@@ -115,6 +115,24 @@ fn placed_ordinary_relocations_have_exact_bytes() {
         .expect("the 32S");
     assert_eq!(abs.bytes.as_deref(), Some(&[0x08, 0x00, 0x70, 0x81][..]));
     assert_eq!(relocations_check(&placed).status, CheckStatus::Passed);
+    // simplify_symbols(): a symbol defined in a placed section is its value plus the
+    // section's address (the new function, which the patch tables point at).
+    let bytes = build_module(&spec);
+    let o = ElfObject::parse(&bytes).unwrap();
+    let new_func = o
+        .symbols
+        .iter()
+        .find(|s| s.name == "livepatch_0_0")
+        .unwrap();
+    let to_new: Vec<_> = placed
+        .ordinary_relocations
+        .iter()
+        .filter(|x| x.symbol == "livepatch_0_0")
+        .collect();
+    assert!(!to_new.is_empty());
+    for x in to_new {
+        assert_eq!(x.resolved, Some(text + new_func.value), "{x:?}");
+    }
     // The check counts as computed exactly the relocations whose bytes are known.
     for r in [&unplaced, &placed] {
         let exact = r
@@ -280,4 +298,26 @@ fn an_unresolved_weak_symbol_is_zero() {
     assert_eq!(only_problem(&r).kind, ProblemKind::UnknownSymbol);
     let x = row(&r);
     assert_eq!((x.status, x.resolved), (RelocationStatus::NotReached, None));
+}
+
+/// A target whose addresses are hidden (kptr_restrict: every address read as 0) knows no
+/// export's address: an ordinary relocation's S is unknown, never the 0 it was shown.
+#[test]
+fn hidden_addresses_give_no_symbol_value() {
+    let mut b = klpsym_core::SymbolTableBuilder::new();
+    let v = klpsym_core::ObjectId::VMLINUX;
+    for n in ["_text", "printk", "klp_enable_patch"] {
+        b.push(v, 0, b'T', n).unwrap();
+    }
+    let k = b.build();
+    assert!(k.addresses_hidden());
+    let bytes = build_module(&refs(&[("printk", elf::R_X86_64_64, 0)]));
+    let m = LivepatchModule::parse(&bytes).unwrap();
+    let r = check(&m, &target(&k).with_exports(&exported));
+    let x = r
+        .ordinary_relocations
+        .iter()
+        .find(|x| x.symbol == "printk")
+        .expect("the relocation to printk");
+    assert_eq!((x.resolved, x.bytes.as_deref()), (None, None), "{x:?}");
 }
