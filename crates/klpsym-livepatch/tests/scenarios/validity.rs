@@ -136,3 +136,51 @@ fn this_module_must_have_contents_and_occupy_memory() {
     let r = check(&m, &x86_target(&k, (6, 12), facts()));
     assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
 }
+
+/// 6.4+: exactly one `.gnu.linkonce.this_module`; two are refused, with the line of each
+/// version: "Only one ... must exist." (6.12), "Exactly one ... must exist." (7.2, from
+/// `elf_validity_cache_index_mod()`).
+#[test]
+fn a_second_this_module_section_is_refused() {
+    let bytes = build_module(&ModSpec::default());
+    let o = ElfObject::parse(&bytes).unwrap();
+    let this = o.section_by_name(".gnu.linkonce.this_module").unwrap();
+    let (flags, size) = (this.flags, this.size);
+    let two = edit(&bytes, |_, ed| {
+        ed.add_section(klpsym_livepatch::edit::NewSection {
+            name: ".gnu.linkonce.this_module".into(),
+            sh_type: 1, // SHT_PROGBITS
+            flags,
+            link: 0,
+            info: 0,
+            addralign: 64,
+            entsize: 0,
+            data: vec![0; size as usize],
+        });
+    });
+    let m = LivepatchModule::parse(&two).expect("parse");
+    let k = kernel();
+    for (v, line) in [
+        (
+            (6, 12),
+            "module lp: Only one .gnu.linkonce.this_module section must exist.",
+        ),
+        (
+            (7, 2),
+            "module lp: Exactly one .gnu.linkonce.this_module section must exist.",
+        ),
+    ] {
+        let facts = LoaderFacts {
+            modules: Some(Fact::new(true, "config")),
+            ..LoaderFacts::default()
+        };
+        let r = check(&m, &x86_target(&k, v, facts));
+        assert_eq!(r.verdict.errno, Some(8), "{v:?}: {r:#?}");
+        let p = only_problem(&r);
+        assert_eq!(
+            (p.kind, p.log.as_slice()),
+            (ProblemKind::ThisModule, &[line.to_string()][..]),
+            "{v:?}"
+        );
+    }
+}
