@@ -321,3 +321,35 @@ fn hidden_addresses_give_no_symbol_value() {
         .expect("the relocation to printk");
     assert_eq!((x.resolved, x.bytes.as_deref()), (None, None), "{x:?}");
 }
+
+/// An arm64 branch to an export reaches it from some places of the module area only: whether
+/// `apply_relocate_add()` accepts it depends on where the loader puts the module, so the check
+/// is "not checked" and says how many; an x86 module's PLT32 to an export is decided (x86
+/// does not range-check it) and nothing is said to depend on the placement's range.
+#[test]
+fn a_branch_whose_range_depends_on_the_placement_is_not_checked() {
+    let k = kernel();
+    let spec = ModSpec {
+        arch: Arch::Aarch64,
+        ..refs(&[("printk", elf::R_AARCH64_CALL26, 0)])
+    };
+    let bytes = build_module(&spec);
+    let m = LivepatchModule::parse(&bytes).unwrap();
+    let t = Target::new(&k, KernelRules::for_version(6, 1), Arch::Aarch64).with_exports(&exported);
+    let r = check(&m, &t);
+    let c = relocations_check(&r);
+    assert_eq!(c.status, CheckStatus::NotChecked, "{c:?}");
+    // The branches to exports (printk, and the init's klp_enable_patch): S known, P not.
+    let n = r
+        .ordinary_relocations
+        .iter()
+        .filter(|x| x.status == RelocationStatus::NeedsPlacement && x.resolved.is_some())
+        .count();
+    assert!(n >= 1);
+    let says = format!("; {n} may overflow depending on where the loader places the module");
+    assert!(c.detail.contains(&says), "{}", c.detail);
+    let r = ordinary(&refs(&[("printk", elf::R_X86_64_PLT32, -4)]), None);
+    let c = relocations_check(&r);
+    assert_eq!(c.status, CheckStatus::Passed, "{c:?}");
+    assert!(!c.detail.contains("may overflow"), "{}", c.detail);
+}
