@@ -289,6 +289,26 @@ fn another_release_passes_vermagic_when_the_module_has_symbol_versions() {
         "{:#?}",
         r.problems
     );
+    let vermagic = |r: &CheckReport| {
+        let c = r.loader_checks.iter().find(|c| c.check == "vermagic");
+        c.expect("vermagic").detail.clone()
+    };
+    assert!(
+        vermagic(&r).contains("the release differs"),
+        "{}",
+        vermagic(&r)
+    );
+    let crcs = [
+        ("module_layout", 0x1111, None),
+        ("klp_enable_patch", 0x2222, None),
+    ];
+    let same = loader_check(&versioned(), true, &crcs);
+    assert_eq!(status(&same, "vermagic"), CheckStatus::Passed);
+    assert!(
+        !vermagic(&same).contains("the release differs"),
+        "{}",
+        vermagic(&same)
+    );
     // Without __versions the whole string is compared (after module_layout, which a
     // CONFIG_MODVERSIONS kernel force-loads only with CONFIG_MODULE_FORCE_LOAD).
     let spec = ModSpec {

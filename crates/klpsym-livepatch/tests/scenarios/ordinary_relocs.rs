@@ -353,3 +353,28 @@ fn a_branch_whose_range_depends_on_the_placement_is_not_checked() {
     assert_eq!(c.status, CheckStatus::Passed, "{c:?}");
     assert!(!c.detail.contains("may overflow"), "{}", c.detail);
 }
+
+/// A relocation against a section symbol (no name of its own) is named by its section.
+#[test]
+fn section_symbols_are_named_by_their_section() {
+    let bytes = build_module(&refs(&[("printk", elf::R_X86_64_PLT32, -4)]));
+    let o = ElfObject::parse(&bytes).unwrap();
+    let r = check61(&bytes);
+    let mut named = 0;
+    for s in o.sections.iter().filter(|s| s.sh_type == elf::SHT_RELA) {
+        for (i, rela) in o.relas[s.index as usize].iter().enumerate() {
+            let y = &o.symbols[rela.sym as usize];
+            if !(y.name.is_empty() && y.kind() == elf::STT_SECTION) {
+                continue;
+            }
+            let row = r
+                .ordinary_relocations
+                .iter()
+                .find(|x| x.section == s.name && x.index == i)
+                .unwrap_or_else(|| panic!("{} #{i}", s.name));
+            assert_eq!(row.symbol, o.sections[usize::from(y.shndx)].name);
+            named += 1;
+        }
+    }
+    assert!(named >= 1, "no relocation against a section symbol");
+}
