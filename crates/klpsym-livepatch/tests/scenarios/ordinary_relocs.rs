@@ -378,3 +378,58 @@ fn section_symbols_are_named_by_their_section() {
     }
     assert!(named >= 1, "no relocation against a section symbol");
 }
+
+/// Every allocated section placed: every relocation is exact, and the check says none
+/// depends on the placement.
+#[test]
+fn with_every_section_placed_nothing_depends_on_the_placement() {
+    let k = kernel();
+    let bytes = build_module(&refs(&[("printk", elf::R_X86_64_PLT32, -4)]));
+    let m = LivepatchModule::parse(&bytes).unwrap();
+    let mut t = target(&k).with_exports(&exported);
+    let mut at = 0xffff_ffff_c000_0000u64;
+    for s in m
+        .elf
+        .sections
+        .iter()
+        .filter(|s| s.flags & elf::SHF_ALLOC != 0)
+    {
+        t = t.with_section_base(s.index, at);
+        at += 0x1_0000;
+    }
+    let r = check(&m, &t);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    assert!(r.ordinary_relocations.len() >= 2);
+    for x in &r.ordinary_relocations {
+        assert!(x.bytes.is_some(), "{x:?}");
+    }
+    let c = relocations_check(&r);
+    assert_eq!(c.status, CheckStatus::Passed);
+    assert!(!c.detail.contains("depend on where"), "{}", c.detail);
+}
+
+/// A module's own symbol, not placed: an absolute 32-bit field cannot hold any address of
+/// the module area (x86_64 modules live above 0xffffffffa0000000), so the relocation is
+/// refused wherever the loader puts the module.
+#[test]
+fn an_absolute_32_bit_reference_to_the_module_itself_never_fits() {
+    let base = build_module(&refs(&[("own_data", elf::R_X86_64_32, 0)]));
+    let o = ElfObject::parse(&base).unwrap();
+    let own = o
+        .symbols
+        .iter()
+        .find(|s| s.name == "own_data")
+        .unwrap()
+        .index;
+    let data = o.section_by_name(".data").expect(".data").index;
+    let defined = edit(&base, |_, ed| {
+        ed.set_symbol(own, "own_data", data as u16, 0)
+    });
+    let r = check61(&defined);
+    assert_eq!(
+        (r.verdict.kind, r.verdict.errno),
+        (PatchVerdictKind::RefusedAtLoad, Some(8)),
+        "{r:#?}"
+    );
+    assert_eq!(only_problem(&r).kind, ProblemKind::RelocationOverflow);
+}
