@@ -433,3 +433,55 @@ fn an_absolute_32_bit_reference_to_the_module_itself_never_fits() {
     );
     assert_eq!(only_problem(&r).kind, ProblemKind::RelocationOverflow);
 }
+
+/// A relocation against symbol 0 (STN_UNDEF): `simplify_symbols()` leaves its value 0, so
+/// the field gets the addend alone (here in a zeroed data section of its own).
+#[test]
+fn a_relocation_against_symbol_zero_writes_its_addend() {
+    let base = build_module(&refs(&[("printk", elf::R_X86_64_PLT32, -4)]));
+    let o = ElfObject::parse(&base).unwrap();
+    let symtab = o.section_by_name(".symtab").unwrap().index;
+    let zero = o.sections.len() as u32;
+    let rela = ElfRela {
+        offset: 8,
+        sym: 0,
+        r_type: elf::R_X86_64_64,
+        addend: 0x1234,
+    };
+    let data =
+        klpsym_livepatch::edit::encode_relas(&[rela], &mut klpsym_core::Resched::none()).unwrap();
+    let m = edit(&base, |_, ed| {
+        let z = ed.add_section(klpsym_livepatch::edit::NewSection {
+            name: ".data.zero".into(),
+            sh_type: 1,                  // SHT_PROGBITS
+            flags: elf::SHF_ALLOC | 0x1, // SHF_WRITE
+            link: 0,
+            info: 0,
+            addralign: 8,
+            entsize: 0,
+            data: vec![0; 16],
+        });
+        assert_eq!(z, zero);
+        ed.add_section(klpsym_livepatch::edit::NewSection {
+            name: ".rela.data.zero".into(),
+            sh_type: elf::SHT_RELA,
+            flags: elf::SHF_INFO_LINK,
+            link: symtab,
+            info: zero,
+            addralign: 8,
+            entsize: 24,
+            data,
+        });
+    });
+    let r = check61(&m);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    let x = r
+        .ordinary_relocations
+        .iter()
+        .find(|x| x.section == ".rela.data.zero")
+        .expect("the relocation against symbol 0");
+    assert_eq!(
+        (x.resolved, x.bytes.as_deref()),
+        (Some(0), Some(&0x1234u64.to_le_bytes()[..]))
+    );
+}
