@@ -87,7 +87,8 @@ impl Ctx<'_, '_, '_, '_> {
     }
 
     /// The kernel's lines for a function without a location: at enable, then the object's and
-    /// the patch's failure; when a module loads, then `klp_module_coming()`'s.
+    /// the patch's failure; when a module loads, `klp_module_coming()`'s notice (printed once
+    /// the object is initialized, before `klp_patch_object()`), then its failure's two lines.
     fn no_location_lines(&self, name: &str, object: &str, coming: Option<&str>) -> Vec<String> {
         let pname = &self.m.name;
         let first = if self.t.rules.version < (5, 18) {
@@ -102,6 +103,7 @@ impl Ctx<'_, '_, '_, '_> {
                 format!("livepatch: failed to enable patch '{pname}'"),
             ],
             Some(m) => vec![
+                format!("livepatch: applying patch '{pname}' to loading module '{m}'"),
                 first,
                 format!("livepatch: failed to apply patch '{pname}' to module '{m}' (-{EINVAL})"),
                 format!("livepatch: patch '{pname}' failed for module '{m}', refusing to load module '{m}'"),
@@ -207,8 +209,9 @@ impl Ctx<'_, '_, '_, '_> {
     }
 
     /// vmlinux's init memory, whose ftrace records are freed after boot: `ftrace_free_init_mem()`
-    /// frees `[__init_begin, __init_end)` (init and exit text alike); `[_sinittext,
-    /// _einittext)` when those are not listed.
+    /// frees those between `__init_begin` and `__init_end` (init and exit text alike; the
+    /// bounds are in [`Self::ftrace_location`]); `_sinittext` and `_einittext` when those are
+    /// not listed.
     fn init_text(&self) -> Option<(u64, u64)> {
         let at = |n: &str| {
             self.t
@@ -231,7 +234,11 @@ impl Ctx<'_, '_, '_, '_> {
         sites: &[u64],
         init: Option<(u64, u64)>,
     ) -> Result<Option<bool>, Cancelled> {
-        let live = |r: u64| init.is_none_or(|(s, e)| !(s <= r && r < e));
+        // ftrace_free_mem(NULL, __init_begin, __init_end) removes every record that
+        // ftrace_cmp_recs() matches with the key [start, end], whose end is inclusive: a call
+        // overlapping the start (`rec + MCOUNT_INSN_SIZE > start`) or beginning at the end.
+        let live =
+            |r: u64| init.is_none_or(|(s, e)| !(r.saturating_add(MCOUNT_INSN_SIZE) > s && r <= e));
         // The sites from `lo` to `hi` (inclusive), sorted.
         let any_live = |lo: u64, hi: u64| {
             let from = sites.partition_point(|&r| r < lo);

@@ -355,3 +355,18 @@ fn drop_set_with_points<T>(set: HashSet<T>, resched: &mut Resched) -> Result<(),
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set of names owns an allocation per element: each is dropped with a point after it,
+    /// never the whole set in one stretch.
+    #[test]
+    fn a_set_is_dropped_with_a_point_per_element() {
+        let set: HashSet<String> = (0..1000).map(|i| format!("name{i}")).collect();
+        let mut r = Resched::none();
+        drop_set_with_points(set, &mut r).expect("never cancels");
+        assert_eq!(r.stats().items, 1000);
+    }
+}

@@ -212,3 +212,255 @@ fn a_module_objects_functions_are_said_not_checked() {
     let r = check_with_sites(&k, (6, 1), &[CMDLINE, NEXT]);
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// 5.18 is the first version whose `ftrace_location()` searches from a symbol's start to the
+/// next symbol (aebfd12521d9, merged for 5.18-rc1): a site 4 bytes in (after `endbr64`)
+/// counts from 5.18 on, never before, and the failure's line changes with it.
+#[test]
+fn the_fentry_search_and_its_line_begin_with_5_18() {
+    let k = kernel();
+    let r = check_with_sites(&k, (5, 18), &[CMDLINE + 4]);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    let r = check_with_sites(&k, (5, 17), &[CMDLINE + 4]);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(
+        lines(&r)[1],
+        "livepatch: failed to set ftrace filter for function 'cmdline_proc_show' (-22)"
+    );
+    let r = check_with_sites(&k, (5, 18), &[CMDLINE - 0x10, NEXT]);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
+    assert_eq!(
+        lines(&r)[1],
+        "livepatch: failed to find location for function 'cmdline_proc_show'"
+    );
+}
+
+/// The warning for unknown vmlinux sites says why they are unknown: an x86_64 target that
+/// gives no `__mcount_loc` table, or an architecture whose sites are not modelled.
+#[test]
+fn the_unchecked_sites_warning_says_why() {
+    let k = kernel();
+    let says = |r: &CheckReport, why: &str| {
+        r.warnings
+            .iter()
+            .any(|w| w.contains("ftrace call site is not checked") && w.contains(why))
+    };
+    let m_x86 = build_module(&ModSpec::default());
+    let m = LivepatchModule::parse(&m_x86).expect("parse");
+    let r = check(
+        &m,
+        &Target::new(&k, KernelRules::for_version(6, 1), Arch::X86_64),
+    );
+    assert!(says(&r, "no __mcount_loc table"), "{:?}", r.warnings);
+    assert!(!says(&r, "not modelled"), "{:?}", r.warnings);
+    let m_arm = build_module(&ModSpec {
+        arch: Arch::Aarch64,
+        ..ModSpec::default()
+    });
+    let m = LivepatchModule::parse(&m_arm).expect("parse");
+    let r = check(
+        &m,
+        &Target::new(&k, KernelRules::for_version(6, 1), Arch::Aarch64),
+    );
+    assert!(says(&r, "not modelled"), "{:?}", r.warnings);
+    assert!(!says(&r, "no __mcount_loc table"), "{:?}", r.warnings);
+}
+
+/// The last symbol's extent is unknown wherever it sits: no wrapping arithmetic turns an
+/// unknown size into a window reaching the top of the address space (a function at address
+/// 1, the last of its table, with a site far above it).
+#[test]
+fn an_unknown_extent_stays_unknown_at_the_bottom_of_the_address_space() {
+    let mut b = SymbolTableBuilder::new();
+    let v = ObjectId::VMLINUX;
+    b.push(v, 0, b'T', "_text").unwrap();
+    b.push(v, 0, b'T', "klp_enable_patch").unwrap();
+    b.push(v, 1, b't', "cmdline_proc_show").unwrap();
+    let k = b.build();
+    let r = check_with_sites(&k, (6, 1), &[0x100]);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    assert_eq!(r.objects[0].funcs[0].address, Some(1), "{r:#?}");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("extent up to the next symbol is unknown")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// A module's functions are judged by the call sites of its own `.ko` (`__mcount_loc`,
+/// relocated when it loads): the kallsyms names of nf_tables in [`kernel`], each with its facts.
+const NFT_NAMES: [&str; 3] = ["nft_helper", "nft_dup", "nft_dup"];
+
+fn check_module_sites(
+    version: (u32, u32),
+    funcs: Vec<(&'static str, u64)>,
+    sites: &[klpsym_elf::SiteFacts],
+) -> CheckReport {
+    let k = kernel();
+    let spec = ModSpec {
+        objects: vec![ObjSpec {
+            name: Some("nf_tables"),
+            funcs,
+        }],
+        ..ModSpec::default()
+    };
+    let bytes = build_module(&spec);
+    let m = LivepatchModule::parse(&bytes).expect("parse");
+    let names: Vec<String> = NFT_NAMES.iter().map(|s| s.to_string()).collect();
+    let t = Target::new(
+        &k,
+        KernelRules::for_version(version.0, version.1),
+        Arch::X86_64,
+    )
+    .with_module_ftrace(
+        "nf_tables",
+        ModuleFtrace {
+            names: &names,
+            sites,
+            source: "nf_tables.ko",
+        },
+    );
+    check(&m, &t)
+}
+
+fn facts(at_start: bool, within: bool) -> klpsym_elf::SiteFacts {
+    klpsym_elf::SiteFacts { at_start, within }
+}
+
+/// `klp_patch_func()` of a loaded module's function: a site covering its first byte counts on
+/// every version; one further in (after `endbr64`) only from 5.18; none fails the enable with
+/// the object's lines.
+#[test]
+fn a_loaded_module_function_needs_its_own_call_site() {
+    for (f, v, accepted) in [
+        (facts(true, false), (5, 10), true),
+        (facts(true, false), (6, 1), true),
+        (facts(true, true), (5, 10), true),
+        (facts(false, true), (6, 1), true),
+        (facts(false, true), (5, 18), true),
+        (facts(false, true), (5, 17), false),
+        (facts(false, true), (5, 10), false),
+        (facts(false, false), (5, 10), false),
+        (facts(false, false), (6, 1), false),
+    ] {
+        let sites = [facts(true, true), facts(true, true), f];
+        let r = check_module_sites(v, vec![("nft_dup", 2)], &sites);
+        if accepted {
+            assert_eq!(
+                r.verdict.kind,
+                PatchVerdictKind::Accepted,
+                "{f:?} {v:?}: {r:#?}"
+            );
+            assert!(r.problems.is_empty(), "{f:?} {v:?}: {r:#?}");
+            continue;
+        }
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{f:?} {v:?}: {r:#?}"
+        );
+        let p = only_problem(&r);
+        assert_eq!(
+            (p.kind, &p.stage, p.symbol.as_deref(), p.object.as_deref()),
+            (
+                ProblemKind::NoFtraceLocation,
+                &Stage::PatchEnable,
+                Some("nft_dup"),
+                Some("nf_tables")
+            )
+        );
+        let first = if v < (5, 18) {
+            "livepatch: failed to set ftrace filter for function 'nft_dup' (-22)"
+        } else {
+            "livepatch: failed to find location for function 'nft_dup'"
+        };
+        assert_eq!(
+            lines(&r),
+            [
+                "livepatch: enabling patch 'lp'",
+                first,
+                "livepatch: failed to patch object 'nf_tables'",
+                "livepatch: failed to enable patch 'lp'",
+                "livepatch: 'lp': unpatching complete",
+            ],
+            "{f:?} {v:?}"
+        );
+    }
+}
+
+/// The facts judged are those of the definition the lookup found: the old_sympos-th of the
+/// name in the module's kallsyms order, never another name's.
+#[test]
+fn a_module_function_is_judged_by_the_definition_at_its_position() {
+    let sites = [facts(false, false), facts(true, false), facts(false, false)];
+    for (pos, accepted) in [(0, None), (1, Some(true)), (2, Some(false))] {
+        let r = check_module_sites((6, 1), vec![("nft_dup", pos)], &sites);
+        match accepted {
+            // Two definitions: the lookup itself fails, before any call site is looked at.
+            None => assert_eq!(only_problem(&r).kind, ProblemKind::Ambiguous, "{r:#?}"),
+            Some(true) => {
+                assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{pos}: {r:#?}")
+            }
+            Some(false) => assert_eq!(
+                only_problem(&r).kind,
+                ProblemKind::NoFtraceLocation,
+                "{pos}: {r:#?}"
+            ),
+        }
+    }
+    // The name's only definition, judged by its own facts.
+    let sites = [facts(false, false), facts(true, false), facts(true, false)];
+    let r = check_module_sites((6, 1), vec![("nft_helper", 0)], &sites);
+    assert_eq!(only_problem(&r).symbol.as_deref(), Some("nft_helper"));
+    let sites = [facts(true, false), facts(false, false), facts(false, false)];
+    let r = check_module_sites((6, 1), vec![("nft_helper", 0)], &sites);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+}
+
+/// `ftrace_free_init_mem()` frees the records `ftrace_cmp_recs()` matches with the key
+/// `[__init_begin, __init_end]`, both ends included: a call beginning at `__init_end`, or
+/// overlapping `__init_begin`, is freed; one past either is not.
+#[test]
+fn the_init_memory_bounds_are_the_kernel_s() {
+    const BEGIN: u64 = 0xffff_ffff_8200_0000;
+    const END: u64 = 0xffff_ffff_8300_0000;
+    // cmdline_proc_show at `at` (its site at its start), between the init memory's bounds.
+    let with_function_at = |at: u64| {
+        let mut b = SymbolTableBuilder::new();
+        let v = ObjectId::VMLINUX;
+        b.push(v, 0xffff_ffff_8100_0000, b'T', "_text").unwrap();
+        b.push(v, 0xffff_ffff_8180_0000, b'T', "klp_enable_patch")
+            .unwrap();
+        for (a, t, n) in [
+            (at, b't', "cmdline_proc_show"),
+            (BEGIN, b'D', "__init_begin"),
+            (END, b'D', "__init_end"),
+            (0xffff_ffff_8400_0000, b'T', "_etext_like"),
+        ] {
+            b.push(v, a, t, n).unwrap();
+        }
+        let k = b.build();
+        let sites = [at];
+        let mut out = Vec::new();
+        for v in [(5, 10), (6, 1)] {
+            out.push(check_with_sites(&k, v, &sites).verdict.kind);
+        }
+        out
+    };
+    let refused = vec![PatchVerdictKind::RefusedAtLoad; 2];
+    let accepted = vec![PatchVerdictKind::Accepted; 2];
+    assert_eq!(with_function_at(END), refused, "a call at __init_end");
+    assert_eq!(with_function_at(END + 1), accepted, "one past __init_end");
+    assert_eq!(
+        with_function_at(BEGIN - 4),
+        refused,
+        "a call into __init_begin"
+    );
+    assert_eq!(
+        with_function_at(BEGIN - 5),
+        accepted,
+        "a call ending at __init_begin"
+    );
+}

@@ -2,7 +2,8 @@
 //! (vermagic, CONFIG_LIVEPATCH, symbol versions, namespaces, force-loading), of modules that
 //! are not livepatches, and of the log the kernel prints on success.
 
-use crate::{check61, only_problem, refs, target};
+use crate::ordinary_relocs::ordinary;
+use crate::{check61, edit, only_problem, refs, target};
 use klpsym_livepatch::consts as elf;
 use klpsym_livepatch::*;
 use klpsym_testkit::module::*;
@@ -288,6 +289,26 @@ fn another_release_passes_vermagic_when_the_module_has_symbol_versions() {
         "{:#?}",
         r.problems
     );
+    let vermagic = |r: &CheckReport| {
+        let c = r.loader_checks.iter().find(|c| c.check == "vermagic");
+        c.expect("vermagic").detail.clone()
+    };
+    assert!(
+        vermagic(&r).contains("the release differs"),
+        "{}",
+        vermagic(&r)
+    );
+    let crcs = [
+        ("module_layout", 0x1111, None),
+        ("klp_enable_patch", 0x2222, None),
+    ];
+    let same = loader_check(&versioned(), true, &crcs);
+    assert_eq!(status(&same, "vermagic"), CheckStatus::Passed);
+    assert!(
+        !vermagic(&same).contains("the release differs"),
+        "{}",
+        vermagic(&same)
+    );
     // Without __versions the whole string is compared (after module_layout, which a
     // CONFIG_MODVERSIONS kernel force-loads only with CONFIG_MODULE_FORCE_LOAD).
     let spec = ModSpec {
@@ -413,6 +434,26 @@ fn symbol_versions_and_namespaces_as_resolve_symbol_checks_them() {
     );
     assert_eq!(r.verdict.errno, Some(22));
     assert_eq!(status(&r, "symbol_versions"), CheckStatus::Failed);
+    let detail = |r: &CheckReport| {
+        let c = r
+            .loader_checks
+            .iter()
+            .find(|c| c.check == "symbol_versions");
+        c.expect("symbol_versions").detail.clone()
+    };
+    assert!(detail(&r).starts_with("1 CRC(s) compared, 1 disagree, 0 not listed"));
+    // An export the module's __versions does not list: check_version() warns once, loads.
+    let spec = ModSpec {
+        versions: vec![("module_layout", 0x1111)],
+        ..ModSpec::default()
+    };
+    let crcs = [
+        ("module_layout", 0x1111, None),
+        ("klp_enable_patch", 0x2222, None),
+    ];
+    let r = loader_check(&spec, true, &crcs);
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
+    assert!(detail(&r).starts_with("0 CRC(s) compared, 0 disagree, 1 not listed"));
     // module_layout: -ENOEXEC, one line, and the load stops before vermagic.
     let r = loader_check(
         &versioned(),
@@ -444,6 +485,26 @@ fn symbol_versions_and_namespaces_as_resolve_symbol_checks_them() {
             "lp: Unknown symbol klp_enable_patch (err -22)"
         ]
     );
+    // The namespace imported (modinfo import_ns=KLP): resolved.
+    let bytes = build_module(&versioned());
+    let with_import = edit(&bytes, |o, ed| {
+        let s = o.section_by_name(".modinfo").expect(".modinfo");
+        let mut data = o.section_data(s.index).to_vec();
+        data.extend_from_slice(b"import_ns=KLP\0");
+        ed.set_contents(s.index, data);
+    });
+    let m = LivepatchModule::parse(&with_import).unwrap();
+    let r = check_against(
+        &m,
+        "6.1.0-57-amd64 SMP preempt mod_unload modversions ",
+        true,
+        false,
+        &[
+            ("module_layout", 0x1111, None),
+            ("klp_enable_patch", 0x2222, Some("KLP")),
+        ],
+    );
+    assert_eq!(r.verdict.kind, PatchVerdictKind::Accepted, "{r:#?}");
     // All matching: every check passed.
     let r = loader_check(
         &versioned(),
@@ -568,125 +629,6 @@ fn an_accepted_patch_logs_what_the_kernel_logs() {
 }
 
 /// The ordinary relocations of `spec`'s code, checked on 6.1 with `.text` placed at `text`.
-fn ordinary(spec: &ModSpec, text: Option<u64>) -> CheckReport {
-    let k = kernel();
-    let bytes = build_module(spec);
-    let m = LivepatchModule::parse(&bytes).expect("parse");
-    let mut t = target(&k).with_exports(&exported);
-    if let Some(a) = text {
-        let i = m.elf.section_by_name(".text").expect(".text").index;
-        t = t.with_section_base(i, a);
-    }
-    check(&m, &t)
-}
-
-fn relocations_check(r: &CheckReport) -> &LoaderCheck {
-    r.loader_checks
-        .iter()
-        .find(|c| c.check == "relocations")
-        .expect("a relocations check")
-}
-
-#[test]
-fn an_ordinary_relocation_that_overflows_refuses_the_load() {
-    // A module built without -mcmodel=kernel: an absolute 32-bit reference to printk.
-    let r = ordinary(&refs(&[("printk", elf::R_X86_64_32, 0)]), None);
-    assert_eq!(r.verdict.kind, PatchVerdictKind::RefusedAtLoad, "{r:#?}");
-    let p = only_problem(&r);
-    assert_eq!(p.kind, ProblemKind::RelocationOverflow);
-    assert_eq!(
-        p.log,
-        vec![
-            "module: overflow in relocation type 10 val ffffffff81700000".to_string(),
-            "module: `lp' likely not compiled with -mcmodel=kernel".to_string(),
-        ]
-    );
-    assert_eq!(p.section.as_deref(), Some(".rela.text"));
-    assert_eq!(relocations_check(&r).status, CheckStatus::Failed);
-    let failed: Vec<_> = r
-        .ordinary_relocations
-        .iter()
-        .filter(|x| x.status == RelocationStatus::Failed)
-        .collect();
-    assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].symbol, "printk");
-}
-
-#[test]
-fn ordinary_relocations_refuse_unknown_types_and_dirty_places() {
-    let r = ordinary(&refs(&[("printk", elf::R_X86_64_GOTPCREL, 0)]), None);
-    assert_eq!(
-        only_problem(&r).log,
-        vec!["module: lp: Unknown rela relocation: 9".to_string()]
-    );
-    let dirty = ModSpec {
-        dirty_slots: true,
-        ..refs(&[("printk", elf::R_X86_64_PLT32, -4)])
-    };
-    let r = ordinary(&dirty, Some(0xffff_ffff_c000_0000));
-    let p = only_problem(&r);
-    assert_eq!(p.kind, ProblemKind::RelocationTargetNonzero);
-    assert!(
-        p.log[0].contains("existing value is nonzero for type 4"),
-        "{:?}",
-        p.log
-    );
-}
-
-#[test]
-fn placed_ordinary_relocations_have_exact_bytes() {
-    let spec = refs(&[
-        ("printk", elf::R_X86_64_PLT32, -4),
-        ("printk", elf::R_X86_64_32S, 8),
-        ("printk", elf::R_X86_64_64, 0),
-    ]);
-    let unplaced = ordinary(&spec, None);
-    assert_eq!(unplaced.verdict.kind, PatchVerdictKind::Accepted);
-    let pc = |r: &CheckReport| {
-        r.ordinary_relocations
-            .iter()
-            .find(|x| {
-                x.target_section == ".text"
-                    && x.r_type == elf::R_X86_64_PLT32
-                    && x.symbol == "printk"
-            })
-            .cloned()
-            .expect("the PLT32 to printk")
-    };
-    let x = pc(&unplaced);
-    // x86 never checks a PC32 for overflow: the verdict is known, the bytes are not.
-    assert_eq!((x.status, x.bytes), (RelocationStatus::Applied, None));
-    // A library message names inputs, never a command's flag (the command adds its own).
-    let detail = &relocations_check(&unplaced).detail;
-    assert!(
-        detail.contains(klpsym_livepatch::PLACEMENT_HINT) && !detail.contains("--"),
-        "{detail}"
-    );
-    let text = 0xffff_ffff_c000_0000u64;
-    let placed = ordinary(&spec, Some(text));
-    let x = pc(&placed);
-    let want = 0xffff_ffff_8170_0000u64
-        .wrapping_sub(4)
-        .wrapping_sub(text + x.offset) as u32;
-    assert_eq!(x.status, RelocationStatus::Applied);
-    assert_eq!(x.bytes.as_deref(), Some(&want.to_le_bytes()[..]));
-    let abs = placed
-        .ordinary_relocations
-        .iter()
-        .find(|x| x.r_type == elf::R_X86_64_32S && x.symbol == "printk")
-        .expect("the 32S");
-    assert_eq!(abs.bytes.as_deref(), Some(&[0x08, 0x00, 0x70, 0x81][..]));
-    assert_eq!(relocations_check(&placed).status, CheckStatus::Passed);
-}
-
-#[test]
-fn ordinary_relocations_are_not_reached_after_an_unknown_symbol() {
-    let r = ordinary(&refs(&[("not_exported_fn", elf::R_X86_64_32, 0)]), None);
-    // The unknown symbol stops the load before apply_relocations().
-    assert_eq!(only_problem(&r).kind, ProblemKind::UnknownSymbol);
-    assert_eq!(relocations_check(&r).status, CheckStatus::NotReached);
-}
-
 /// An object as read back: its name and its functions (old_name, old_sympos).
 type ExtObjectRead<'a> = (&'a str, Vec<(Option<&'a str>, u64)>);
 

@@ -6,9 +6,14 @@ use klpsym_livepatch::edit::ElfEditor;
 use klpsym_livepatch::*;
 use klpsym_testkit::module::*;
 
+mod coming;
 mod convert;
 mod ftrace;
+mod klp_relocs;
 mod loader;
+mod loader_support;
+mod ordinary_relocs;
+mod validity;
 
 pub(crate) fn target(t: &klpsym_core::SymbolTable) -> Target<'_> {
     Target::new(t, KernelRules::for_version(6, 1), Arch::X86_64)
@@ -246,14 +251,23 @@ fn function_lookup_verdicts() {
         p.candidates.iter().map(|c| c.position).collect::<Vec<_>>(),
         vec![1, 2]
     );
+    assert!(
+        p.hint.starts_with("'dup_fn' is defined 2 times in vmlinux"),
+        "{}",
+        p.hint
+    );
     assert_eq!(
         (r.verdict.kind, r.verdict.errno),
         (PatchVerdictKind::RefusedAtLoad, Some(22))
     );
     assert_eq!(p.stage, Stage::PatchEnable);
     let r = check61(&build_module(&mk("dup_fn", 3)));
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::PositionNotFound);
+    assert_eq!(p.hint, "vmlinux has 2 definition(s) of 'dup_fn'");
+    assert_eq!(p.candidates.len(), 2);
     assert_eq!(
-        only_problem(&r).log,
+        p.log,
         vec![
             "livepatch: symbol position 3 for symbol 'dup_fn' in object 'vmlinux' not found"
                 .to_string()
@@ -322,6 +336,18 @@ fn unknown_symbols_fail_the_load() {
     assert_eq!(
         p.log,
         vec!["lp: Unknown symbol static_helper (err -2)".to_string()]
+    );
+    let c = r
+        .loader_checks
+        .iter()
+        .find(|c| c.check == "unresolved_symbols");
+    let c = c.expect("unresolved_symbols");
+    assert_eq!(
+        (c.status, c.detail.as_str()),
+        (
+            CheckStatus::Failed,
+            "1 symbol(s) the target does not export"
+        )
     );
     assert_eq!(
         (r.verdict.kind, r.verdict.errno),
@@ -658,5 +684,51 @@ fn pseudo_objects_are_not_candidates() {
             rep.conversions[0].position
         ),
         ("vmlinux", 0)
+    );
+}
+
+/// `apply_relocate_add()` on x86_64 refuses to write a place whose bytes are not zero: a
+/// second relocation of a place another has already written (a second RELA section for the
+/// same target) meets the first one's bytes, not the file's zeros.
+#[test]
+fn a_second_relocation_of_a_place_meets_the_first_one_s_bytes() {
+    let bytes = build_module(&refs(&[("printk", elf::R_X86_64_64, 0)]));
+    let obj = ElfObject::parse(&bytes).unwrap();
+    let rela = obj.section_by_name(".rela.text").unwrap();
+    let first = *obj.relas[rela.index as usize]
+        .iter()
+        .find(|r| obj.symbols[r.sym as usize].name == "printk")
+        .expect("the relocation to printk");
+    let (link, info) = (rela.link, rela.info);
+    let again = edit(&bytes, |_, ed| {
+        let data =
+            klpsym_livepatch::edit::encode_relas(&[first], &mut klpsym_core::Resched::none())
+                .unwrap();
+        ed.add_section(klpsym_livepatch::edit::NewSection {
+            name: ".rela.text.again".into(),
+            sh_type: elf::SHT_RELA,
+            flags: elf::SHF_INFO_LINK,
+            link,
+            info,
+            addralign: 8,
+            entsize: 24,
+            data,
+        });
+    });
+    let once = check61(&bytes);
+    assert_eq!(once.verdict.kind, PatchVerdictKind::Accepted, "{once:#?}");
+    let r = check61(&again);
+    assert_eq!(
+        (r.verdict.kind, r.verdict.errno),
+        (PatchVerdictKind::RefusedAtLoad, Some(8)),
+        "{r:#?}"
+    );
+    let p = only_problem(&r);
+    assert_eq!(p.kind, ProblemKind::RelocationTargetNonzero);
+    assert_eq!(p.section.as_deref(), Some(".rela.text.again"));
+    assert!(
+        p.log[0].contains("existing value is nonzero for type 1"),
+        "{:?}",
+        p.log
     );
 }
