@@ -53,6 +53,21 @@ impl Ctx<'_, '_, '_, '_> {
             }
             let object = report.name.clone();
             let funcs = found_funcs(report);
+            // Found by name, but a call site is found by address: a target that hides its
+            // addresses (a kallsyms read without the right to see them) cannot say.
+            let unplaced = report
+                .funcs
+                .iter()
+                .filter(|f| {
+                    matches!(f.verdict, Some(klpsym_core::LookupVerdict::Found))
+                        && f.address.is_none()
+                })
+                .count();
+            if unplaced > 0 {
+                self.warn_once(format!(
+                    "object {object}: whether {unplaced} replaced function(s) found by name have an ftrace call site is not checked: the target hides its addresses (kptr_restrict: a kallsyms read without the right to see them), and a call site is found by address; the kernel refuses the patch at enable when one has none (notrace)"
+                ));
+            }
             let failed = if object == "vmlinux" {
                 self.vmlinux_without_site(&funcs, &mut patched)?
             } else {

@@ -464,3 +464,42 @@ fn the_init_memory_bounds_are_the_kernel_s() {
         "a call ending at __init_begin"
     );
 }
+
+/// A target that hides its addresses (every address read as 0: kptr_restrict) finds the
+/// replaced function by name but cannot hold it against any call site: the check says it is
+/// not checked, where it once said nothing.
+#[test]
+fn hidden_addresses_leave_the_call_sites_unchecked_and_say_so() {
+    let mut b = SymbolTableBuilder::new();
+    for n in [
+        "_text",
+        "cmdline_proc_show",
+        "static_helper",
+        "klp_enable_patch",
+    ] {
+        b.push(ObjectId::VMLINUX, 0, b't', n).unwrap();
+    }
+    let k = b.build();
+    assert!(k.addresses_hidden());
+    let r = check_with_sites(&k, (6, 1), &[CMDLINE]);
+    let said: Vec<&String> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("hides its addresses"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", r.warnings);
+    assert!(
+        said[0].starts_with("object vmlinux: whether 1 replaced function(s)"),
+        "{}",
+        said[0]
+    );
+    // With the addresses shown, nothing of the kind is said.
+    let r = check_with_sites(&kernel(), (6, 1), &[CMDLINE]);
+    assert!(
+        r.warnings
+            .iter()
+            .all(|w| !w.contains("hides its addresses")),
+        "{:?}",
+        r.warnings
+    );
+}
