@@ -61,6 +61,9 @@ summary() {
 	failed="$(sed -n 's/^test result: .* \([0-9]*\) failed.*/\1/p' "$test_log" | awk '{ n += $1 } END { print n + 0 }')"
 	skipped="$(wc -l <"$KLPSYM_TEST_SKIP_LOG")"
 	echo "== $passed passed, $failed failed, $skipped skipped" >&2
+	if [ -n "${resched_note:-}" ]; then
+		echo "== $resched_note" >&2
+	fi
 	if [ "$skipped" -gt 0 ]; then
 		echo "== not judged (test, what, why):" >&2
 		sort "$KLPSYM_TEST_SKIP_LOG" | sed 's/^/   /' >&2
@@ -241,24 +244,57 @@ if [ -n "${KLPSYM_TEST_LAB_KERNELS:-}" ]; then
 	# Not yet gated (over the bound in every run, docs/performance.md): the live /proc/kallsyms
 	# reader thread's first read and the index helper thread's start (130-360 µs), the debug
 	# vmlinux and the package folder. The whole gate runs after, reported, not failing CI.
-	# A regression is over the bound in every gate run. An episode of the machine can push a
-	# whole gate run over, and the next one too (seen 2026-12-07 at the end of two CI runs:
-	# "symbolize one by one" over in 5 of 5 runs; "load kallsyms", its first stretch from the
-	# start of the load to the first point, 220-630 µs in 4 of 5 runs of both gate runs; the
-	# same builds within the bound in every gate run on the machine minutes after). So a
-	# failed gate runs again, up to three times in all, and fails CI only when every run is
-	# over, printed loudly either way.
+	# The gate exits 0 (within), 2 (over: the code's) or 3 (not judged at the bound: the
+	# machine too noisy, or unfit, its fresh pages alone past the bound; then only gross
+	# overruns, 2 ms, are judged). This VM has evenings of the second kind (2026-12-07: a
+	# first-touch stretch's median 132-153 µs for hours, a single stat 150-1,050 µs), when no
+	# code holds 100 µs; a verdict then would be the machine's. So: a pass ends the gate; an
+	# over is run again and fails CI at its third (as before); a not-judged waits a minute and runs again,
+	# up to 6 runs in all, after which CI goes on, saying loudly that the bound was not judged.
 	gate() {
 		cargo run --release -q -p klpsym-bench -- resched --kernel "$KLPSYM_TEST_KALLSYMS_NOMOD" --runs 5 \
 			--no-live --only "load kallsyms" --only dump --only symbolize --only resolve --only check \
 			--only convert
 	}
-	if ! gate; then
-		echo "klpsym CI: WARNING: the reschedule gate found an operation over the bound; running it again" >&2
-		if ! gate; then
-			echo "klpsym CI: WARNING: the reschedule gate found an operation over the bound again; a last run" >&2
-			gate || summary 1
-		fi
+	gate_over=0
+	gate_runs=0
+	resched_note="the reschedule bound: NOT JUDGED (the machine too noisy or unfit in every gate run; see above)"
+	while [ "$gate_runs" -lt 6 ]; do
+		gate_runs=$((gate_runs + 1))
+		set +e
+		gate
+		gate_rc=$?
+		set -e
+		case "$gate_rc" in
+		0)
+			resched_note="the reschedule bound: judged within, gate run $gate_runs"
+			break
+			;;
+		2)
+			gate_over=$((gate_over + 1))
+			if [ "$gate_over" -ge 3 ]; then
+				echo "klpsym CI: the reschedule gate found an operation over the bound in three runs" >&2
+				summary 1
+			fi
+			echo "klpsym CI: WARNING: the reschedule gate found an operation over the bound; running it again" >&2
+			;;
+		3)
+			echo "klpsym CI: WARNING: the reschedule gate could not judge the bound on this machine now (run $gate_runs of 6)" >&2
+			if [ "$gate_runs" -lt 6 ]; then
+				sleep 60
+			fi
+			;;
+		*)
+			echo "klpsym CI: the reschedule gate failed to run (exit $gate_rc)" >&2
+			summary 1
+			;;
+		esac
+	done
+	if [ "$gate_runs" -ge 6 ] && [ "$gate_rc" != 0 ]; then
+		printf '%s\n' "klpsym CI: WARNING: ============================================================" \
+			"klpsym CI: WARNING: THE RESCHEDULE BOUND WAS NOT JUDGED: no gate run of six found this" \
+			"klpsym CI: WARNING: machine fit to judge it (above); fewer than three found an overrun" \
+			"klpsym CI: WARNING: ============================================================" >&2
 	fi
 	echo "== the whole reschedule gate, reported (the operations above and those not yet within it: every loader on the lab's 6.1 files)" >&2
 	cargo run --release -q -p klpsym-bench -- resched --kernel "$KLPSYM_TEST_KALLSYMS_NOMOD" --runs 3 \

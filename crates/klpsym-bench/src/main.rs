@@ -80,8 +80,9 @@ enum Cmd {
     /// The reschedule bound, judged: every operation (each loader on real inputs, the index
     /// builds, queries, a large patch) runs several times with every driver instrumented,
     /// helper threads' included, and every run is judged (docs/performance.md, "The bound,
-    /// judged"); exits 2 when an operation is over the bound or the machine is too noisy to
-    /// judge it.
+    /// judged"); exits 2 when an operation is over the bound, 3 when nothing is over but an
+    /// operation could not be judged at the bound (the machine too noisy, or unfit: its fresh
+    /// pages alone take stretches past the bound; then only gross overruns are judged).
     Resched {
         /// A saved kallsyms (text): loaded, and the table of the index, query and patch
         /// operations. /proc/kallsyms by default.
@@ -128,6 +129,10 @@ enum Cmd {
         /// Judged runs added, at most, for an overrun seen in one run only.
         #[arg(long, default_value_t = 3)]
         extra_runs: usize,
+        /// The threshold, in microseconds, on a machine unfit to judge the bound (a probe's
+        /// median first-touch stretch over the bound): only overruns past it are judged there.
+        #[arg(long, default_value_t = 2000)]
+        gross_us: u64,
         /// Noisy runs redone per operation before it fails as too noisy to judge.
         #[arg(long, default_value_t = 4)]
         noisy_retries: usize,
@@ -224,6 +229,7 @@ fn main() -> std::process::ExitCode {
             runs,
             extra_runs,
             noisy_retries,
+            gross_us,
             calibrate_ms,
             only,
             yield_cpu,
@@ -244,6 +250,7 @@ fn main() -> std::process::ExitCode {
             runs,
             extra_runs,
             noisy_retries,
+            gross: Duration::from_micros(gross_us),
             calibrate: Duration::from_millis(calibrate_ms),
             policy_yield: yield_cpu,
             only,
@@ -252,7 +259,14 @@ fn main() -> std::process::ExitCode {
             if let Some(p) = json {
                 std::fs::write(&p, serde_json::to_string_pretty(&results)?)?;
             }
-            verdict
+            match verdict {
+                bound::Verdict::Within => Ok(()),
+                bound::Verdict::Over(what) => Err(format!("not within the bound: {what}").into()),
+                bound::Verdict::NotJudged(what) => {
+                    eprintln!("klpsym-bench: not judged at the bound: {what}");
+                    Err(NotJudged.into())
+                }
+            }
         }),
         Cmd::Names {
             kernel,
@@ -269,12 +283,25 @@ fn main() -> std::process::ExitCode {
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if e.is::<NotJudged>() => std::process::ExitCode::from(3),
         Err(e) => {
             eprintln!("klpsym-bench: error: {e}");
             std::process::ExitCode::from(2)
         }
     }
 }
+
+/// `resched`'s outcome when nothing was over but not everything was judged at the bound.
+#[derive(Debug)]
+struct NotJudged;
+
+impl std::fmt::Display for NotJudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not judged at the bound")
+    }
+}
+
+impl std::error::Error for NotJudged {}
 
 fn run_latency(
     kernel: &std::path::Path,
