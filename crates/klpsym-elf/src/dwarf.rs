@@ -39,6 +39,14 @@ pub struct CuPaths {
 }
 
 impl CuPaths {
+    /// Frees the map in steps with reschedule points (a -dbg vmlinux's units name thousands
+    /// of paths).
+    pub fn free_with(self, resched: &mut Resched) -> Result<(), Cancelled> {
+        klpsym_resched::bulk::free_with_points(self.ranges, resched)?;
+        klpsym_resched::bulk::free_with_points(self.variables, resched)?;
+        klpsym_resched::bulk::free_with_points(self.paths, resched)
+    }
+
     /// The source path of the compilation unit whose code holds `addr`, else of the one
     /// defining a variable at `addr` (`saved_command_line`: init/main.c).
     pub fn path_of(&self, addr: u64) -> Option<&str> {

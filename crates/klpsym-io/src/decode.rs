@@ -205,6 +205,11 @@ fn decode_binary(
                 let table = b
                     .build_with(resched)
                     .map_err(klpsym_core::BuildError::from)?;
+                resched.tick_step().map_err(klpsym_core::BuildError::from)?;
+                if let Some(c) = cus {
+                    c.free_with(resched)
+                        .map_err(klpsym_core::BuildError::from)?;
+                }
                 let release = v
                     .version
                     .as_deref()
@@ -214,6 +219,7 @@ fn decode_binary(
                 // would touch every page of it.
                 resched.set_phase("vmlinux: vermagic, CRCs, build id");
                 let spans = klpsym_elf::loaded_spans(bytes);
+                resched.tick_step().map_err(klpsym_core::BuildError::from)?;
                 let vermagic = klpsym_image::find_vermagic(bytes, &spans, release, resched)
                     .map_err(klpsym_core::BuildError::from)?;
                 let exports = vmlinux_crcs(bytes, resched)?;

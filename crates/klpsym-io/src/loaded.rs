@@ -244,6 +244,21 @@ impl LoadedKernel {
         if let Some(d) = self.debug {
             d.free_with(resched)?;
         }
+        // The rest one by one, a point between: a mapped vmlinux's pages are given back in
+        // steps before it is unmapped (unmapping a -dbg vmlinux with its pages present was one
+        // stretch of 1.5 ms after the exports, `klpsym-bench resched`, 2026-12-07).
+        resched.tick_step()?;
+        if let Some(e) = self.elf {
+            klpsym_core::bulk::free_shared_bytes_with(e.0, resched)?;
+        }
+        drop(self.lines);
+        resched.tick_step()?;
+        drop(self.package);
+        resched.tick_step()?;
+        drop(self.module_layouts);
+        resched.tick_step()?;
+        drop(self.facts.klp_structs);
+        resched.tick_step()?;
         Ok(())
     }
 }

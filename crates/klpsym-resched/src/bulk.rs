@@ -133,6 +133,28 @@ fn settle_frees() {
     drop(std::hint::black_box(Vec::<u8>::with_capacity(4096)));
 }
 
+/// `v.dedup()` in steps: consecutive equal elements kept once, a tick per element (the
+/// standard `dedup` of a million pairs is one stretch of hundreds of microseconds).
+#[track_caller]
+pub fn dedup_with_points<T: Copy + PartialEq>(
+    v: &mut Vec<T>,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    if v.is_empty() {
+        return Ok(());
+    }
+    let mut kept = 1;
+    for i in 1..v.len() {
+        if v[i] != v[kept - 1] {
+            v[kept] = v[i];
+            kept += 1;
+        }
+        resched.tick()?;
+    }
+    v.truncate(kept);
+    Ok(())
+}
+
 /// `bytes` is UTF-8; the check runs in steps. `Ok(Err(offset))` names the first invalid byte.
 #[track_caller]
 pub fn validate_utf8(bytes: &[u8], resched: &mut Resched) -> Result<Result<(), usize>, Cancelled> {
@@ -353,13 +375,42 @@ pub fn release_pages_with(bytes: &[u8], resched: &mut Resched) -> Result<(), Can
     Ok(())
 }
 
-/// The advice klpsym gives: none of it changes what memory holds. (No huge pages: a buffer
+/// Drops `bytes`, their pages given back 1 MiB a step first when this is their last owner:
+/// a mapped file's pages are otherwise unmapped in one system call (1.5 ms for a `-dbg`
+/// vmlinux, `klpsym-bench resched`, 2026-12-07), and a big buffer's freed in one.
+#[track_caller]
+pub fn free_shared_bytes_with<B: ?Sized + AsRef<[u8]>>(
+    mut bytes: std::sync::Arc<B>,
+    resched: &mut Resched,
+) -> Result<(), Cancelled> {
+    if std::sync::Arc::get_mut(&mut bytes).is_some() {
+        const STEP: usize = 1 << 20;
+        let b: &[u8] = (*bytes).as_ref();
+        let end = (b.as_ptr() as usize).saturating_add(b.len());
+        let mut at = b.as_ptr() as usize;
+        while at < end {
+            let next = ((at & !4095) + STEP).min(end);
+            // The last owner drops them right after, never reading them again.
+            advise(at, next - at, 4096, Advice::DontNeed);
+            at = next;
+            resched.tick_step()?;
+        }
+    }
+    drop(bytes);
+    resched.tick_step()
+}
+
+/// The advice klpsym gives: none of it changes what memory holds while anyone reads it
+/// (`DontNeed` only for the last owner's, right before they go). (No huge pages: a buffer
 /// klpsym fills is first touched inside a bounded loop, and a huge page's first touch zeroes
 /// 2 MiB in one kernel entry, 270 µs and more on this project's VM.)
 #[derive(Clone, Copy)]
 enum Advice {
     /// MADV_PAGEOUT: move the range out of memory now.
     PageOut,
+    /// MADV_DONTNEED: drop the range's pages now (a file's are read again from the file, an
+    /// anonymous one reads as zero): only for memory no one reads again.
+    DontNeed,
 }
 
 /// `advice` on the whole `unit`-sized pages inside `[start, start + len)`.
@@ -370,11 +421,12 @@ fn advise(start: usize, len: usize, unit: usize, advice: Advice) {
     let (a, b) = (start.next_multiple_of(unit), end & !(unit - 1));
     let advice = match advice {
         Advice::PageOut => libc::MADV_PAGEOUT,
+        Advice::DontNeed => libc::MADV_DONTNEED,
     };
     if b > a {
         // SAFETY: [a, b) lies inside memory the caller can read; the advice changes how the
-        // kernel backs those pages (none until read again), never their contents or their
-        // mapping.
+        // kernel backs those pages (none until read again), never their mapping, and their
+        // contents only under `DontNeed`, given for memory dropped right after unread.
         unsafe {
             libc::madvise(a as *mut libc::c_void, b - a, advice);
         }
@@ -407,6 +459,21 @@ mod tests {
         assert!(v == want, "released pages changed");
     }
 
+    /// A shared buffer is left as it is (another owner reads it); the last owner's goes.
+    #[test]
+    fn shared_bytes_are_freed_by_their_last_owner_only() {
+        let v: Vec<u8> = (0..(3usize << 20) + 99).map(|i| (i % 251) as u8).collect();
+        let want = v.clone();
+        let a: Arc<Vec<u8>> = Arc::new(v);
+        let b = a.clone();
+        free_shared_bytes_with(a, &mut Resched::none()).unwrap();
+        assert!(*b == want, "a shared buffer changed");
+        let mut r = Resched::none();
+        free_shared_bytes_with(b, &mut r).unwrap();
+        // A step per MiB (and the end).
+        assert!(r.stats().items >= 4, "{:?}", r.stats());
+    }
+
     proptest! {
         #[test]
         fn sort_matches_the_standard_stable_sort(v in prop::collection::vec((0u16..300, any::<u32>()), 0..3000)) {
@@ -431,6 +498,15 @@ mod tests {
                 sort_by_u64_key_with_points(&mut got, |p| p.0, &mut Resched::none()).unwrap();
                 prop_assert_eq!(got, want);
             }
+        }
+
+        #[test]
+        fn dedup_matches_the_standard_dedup(v in prop::collection::vec(0u8..4, 0..300)) {
+            let mut want = v.clone();
+            want.dedup();
+            let mut got = v.clone();
+            dedup_with_points(&mut got, &mut Resched::none()).unwrap();
+            prop_assert_eq!(got, want);
         }
 
         #[test]

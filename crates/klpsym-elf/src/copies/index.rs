@@ -231,14 +231,19 @@ impl Gathered {
             rs.tick()?;
             named.push((n, id));
         }
-        let mut order: Vec<u32> = (0..named.len() as u32).collect();
+        // Megabytes of fresh pages for these two, written in steps.
+        let mut order: Vec<u32> = Vec::with_capacity(named.len());
+        for i in 0..named.len() as u32 {
+            rs.tick()?;
+            order.push(i);
+        }
         klpsym_resched::bulk::sort_by_with_points(
             &mut order,
             |a, b| named[*a as usize].0.cmp(&named[*b as usize].0),
             rs,
         )?;
         // Old id -> rank in sorted order.
-        let mut rank = vec![0u32; named.len()];
+        let mut rank = klpsym_resched::bulk::filled_vec(named.len(), 0u32, rs)?;
         let mut text = Vec::new();
         let mut spans = Vec::with_capacity(named.len());
         for (r, &i) in order.iter().enumerate() {
@@ -248,16 +253,18 @@ impl Gathered {
             spans.push((text.len() as u32, n.len() as u32));
             text.extend_from_slice(n);
         }
-        for (n, _) in named {
-            rs.tick()?;
-            drop(n);
-        }
+        // The names and their vector freed in steps: dropped one by one and the buffer
+        // after, they were one stretch of 1.6-1.9 ms (`klpsym-bench resched`, 2026-12-07:
+        // glibc merges the freed strings when the buffer goes).
+        klpsym_resched::bulk::free_with_points(named, rs)?;
         for p in &mut pairs {
             rs.tick()?;
             p.0 = rank[p.0 as usize];
         }
+        klpsym_resched::bulk::free_with_points(rank, rs)?;
+        klpsym_resched::bulk::free_with_points(order, rs)?;
         klpsym_resched::bulk::sort_by_with_points(&mut pairs, |a, b| a.cmp(b), rs)?;
-        pairs.dedup();
+        klpsym_resched::bulk::dedup_with_points(&mut pairs, rs)?;
         let mut names = Vec::with_capacity(spans.len());
         let mut units = Vec::with_capacity(pairs.len());
         let mut at = 0;
@@ -272,7 +279,7 @@ impl Gathered {
         }
         klpsym_resched::bulk::free_with_points(pairs, rs)?;
         klpsym_resched::bulk::sort_by_with_points(&mut refs, |a, b| a.cmp(b), rs)?;
-        refs.dedup();
+        klpsym_resched::bulk::dedup_with_points(&mut refs, rs)?;
         Ok(CopiesIndex {
             text,
             names,
@@ -291,7 +298,10 @@ pub(super) fn index_all(
     let mut starts = Vec::new();
     let mut headers = dwarf.units();
     loop {
-        rs.tick()?;
+        // A step, not an item: each header is read from a page of its own of a mapped
+        // `.debug_info`, often a page fault (an item's stride made these stretches 300 µs,
+        // `klpsym-bench resched`, 2026-12-07).
+        rs.tick_step()?;
         match headers.next() {
             Ok(Some(h)) => {
                 if let Some(o) = h.debug_info_offset() {
@@ -342,6 +352,9 @@ fn index_unit(
     rs: &mut Resched,
 ) -> Result<(), Stop> {
     let unit = dwarf.unit(header)?;
+    // Parsing a unit (its abbreviations, its line program's header) is a step (see
+    // `dwarf.rs`).
+    rs.tick_step()?;
     let end = off + unit.header.length_including_self() as u64;
     // Declarations of this unit by offset: a definition that only specifies one (a prior
     // prototype) is named by it.
