@@ -150,6 +150,38 @@ impl KernelRules {
         self
     }
 
+    /// Whether `ftrace_location()` finds a function's `__fentry__` call from the symbol's
+    /// start (kernel/trace/ftrace.c: aebfd12521d9 "x86/ibt,ftrace: Search for __fentry__
+    /// location", 5.18), else takes only an address inside a recorded call. Stable trees took
+    /// it with e60b613df8b6 ("ftrace: Fix possible use-after-free issue in
+    /// ftrace_location()"): 5.15.162 and 5.10.227 (5.15.121 and 5.10.188 still match exactly).
+    pub fn ftrace_location_searches(&self) -> bool {
+        let sub = self.sublevel.unwrap_or(0);
+        self.version >= (5, 18)
+            || (self.version == (5, 15) && sub >= 162)
+            || (self.version == (5, 10) && sub >= 227)
+    }
+
+    /// The line `module_sig_check()` prints (pr_notice) when module `name` is unsigned and
+    /// signatures are enforced. 5.10.0 and older: `%s: %s is rejected` with `Loading of
+    /// unsigned module`; 5.11 (705e9195187d): `%s: loading of %s is rejected` with `unsigned
+    /// module`; 5.12 on (ec2a29593c83 moved the check before the module's name is known):
+    /// `Loading of %s is rejected`, no name, through kernel/module/signing.c (5.19+). Stable
+    /// trees took all three commits at 5.10.26 and 5.4.110; whether 5.11.y did is not known
+    /// here (5.11's own text is printed for every 5.11).
+    pub fn unsigned_module_line(&self, name: &str) -> String {
+        let sub = self.sublevel.unwrap_or(0);
+        let backported =
+            (self.version == (5, 10) && sub >= 26) || (self.version == (5, 4) && sub >= 110);
+        if self.version >= (5, 12) || backported {
+            "Loading of unsigned module is rejected".to_string()
+        } else if self.version == (5, 11) {
+            format!("{name}: loading of unsigned module is rejected")
+        } else {
+            format!("{name}: Loading of unsigned module is rejected")
+        }
+    }
+
     /// Parses the start of a kernel release string (`6.1.0-57-amd64`, `5.15.0`).
     pub fn from_release(release: &str) -> Option<KernelRules> {
         let mut it = release.split(|c: char| !c.is_ascii_digit());
@@ -178,6 +210,43 @@ mod tests {
             (5, 15)
         );
         assert!(KernelRules::from_release("x").is_none());
+    }
+
+    #[test]
+    fn signature_lines_and_fentry_search_follow_the_stable_trees() {
+        let at = |ma, mi, sub: Option<u32>| KernelRules {
+            sublevel: sub,
+            ..KernelRules::for_version(ma, mi)
+        };
+        let no_name = "Loading of unsigned module is rejected";
+        assert_eq!(
+            at(5, 10, Some(0)).unsigned_module_line("foo"),
+            "foo: Loading of unsigned module is rejected"
+        );
+        assert_eq!(
+            at(5, 10, Some(25)).unsigned_module_line("foo"),
+            "foo: Loading of unsigned module is rejected"
+        );
+        assert_eq!(at(5, 10, Some(26)).unsigned_module_line("foo"), no_name);
+        assert_eq!(at(5, 10, Some(237)).unsigned_module_line("foo"), no_name);
+        assert_eq!(at(5, 4, Some(110)).unsigned_module_line("foo"), no_name);
+        assert_eq!(
+            at(5, 4, Some(109)).unsigned_module_line("foo"),
+            "foo: Loading of unsigned module is rejected"
+        );
+        assert_eq!(
+            at(5, 11, None).unsigned_module_line("foo"),
+            "foo: loading of unsigned module is rejected"
+        );
+        assert_eq!(at(5, 12, None).unsigned_module_line("foo"), no_name);
+        assert_eq!(at(6, 1, None).unsigned_module_line("foo"), no_name);
+        assert!(!at(5, 10, Some(226)).ftrace_location_searches());
+        assert!(at(5, 10, Some(227)).ftrace_location_searches());
+        assert!(!at(5, 15, Some(161)).ftrace_location_searches());
+        assert!(at(5, 15, Some(162)).ftrace_location_searches());
+        assert!(!at(5, 17, Some(15)).ftrace_location_searches());
+        assert!(at(5, 18, None).ftrace_location_searches());
+        assert!(!at(5, 10, None).ftrace_location_searches());
     }
 
     #[test]

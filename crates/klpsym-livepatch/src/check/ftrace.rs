@@ -8,12 +8,17 @@
 //! The location, by version (kernel/livepatch/patch.c `klp_patch_func()`,
 //! kernel/trace/ftrace.c `ftrace_location()`):
 //! - before 5.18: `klp_get_ftrace_location()` is the function's address itself on x86; the
-//!   failure comes from `ftrace_set_filter_ip()`, which accepts only an address inside a
-//!   recorded call (`ftrace_match_addr()`): `failed to set ftrace filter for function '%s' (-22)`.
+//!   failure comes from `ftrace_set_filter_ip()`, which accepts only what `ftrace_location()`
+//!   finds (`ftrace_match_addr()`): `failed to set ftrace filter for function '%s' (-22)`.
+//!   `ftrace_location()` is an address inside a recorded call, or, from 5.10.227 and
+//!   5.15.162 (the stable trees' backport of the 5.18 search below), also a symbol's start
+//!   with a call before the next symbol.
 //! - 5.18+ (aebfd12521d9, "x86/ibt,ftrace: Search for __fentry__ location"; absent in
-//!   5.17-rc5, present in 5.19): `ftrace_location()` takes an address inside a recorded call,
-//!   or a symbol's start with a call anywhere up to the next kallsyms symbol (the `call
-//!   __fentry__` sits after `endbr64` with IBT): `failed to find location for function '%s'`.
+//!   5.17-rc5, present in 5.19; stable 5.15.162 and 5.10.227 took the search, not the
+//!   message, see `KernelRules::ftrace_location_searches`): `ftrace_location()` takes an
+//!   address inside a recorded call, or a symbol's start with a call anywhere up to the next
+//!   kallsyms symbol (the `call __fentry__` sits after `endbr64` with IBT): `failed to find
+//!   location for function '%s'`.
 //!
 //! Records of `.init.text` are freed after boot (`ftrace_free_init_mem()`). A module's call
 //! sites are its own `__mcount_loc`, relocated when it loads (`ftrace_module_init()`): they
@@ -106,6 +111,9 @@ impl Ctx<'_, '_, '_, '_> {
     /// the object is initialized, before `klp_patch_object()`), then its failure's two lines.
     fn no_location_lines(&self, name: &str, object: &str, coming: Option<&str>) -> Vec<String> {
         let pname = &self.m.name;
+        // The message is livepatch's own: 5.18 changed it with the search (the stable trees'
+        // backport of the search changed only ftrace.c: Debian's 5.10.262 still prints the
+        // filter line, lab case notrace).
         let first = if self.t.rules.version < (5, 18) {
             format!("livepatch: failed to set ftrace filter for function '{name}' (-{EINVAL})")
         } else {
@@ -204,7 +212,7 @@ impl Ctx<'_, '_, '_, '_> {
             ));
             return Ok(None);
         };
-        let newer = self.t.rules.version >= (5, 18);
+        let newer = self.t.rules.ftrace_location_searches();
         for (name, a, position) in funcs {
             self.r.tick()?;
             // The position-th definition of the name in the module's kallsyms order.
@@ -265,7 +273,7 @@ impl Ctx<'_, '_, '_, '_> {
         if any_live(a.saturating_sub(MCOUNT_INSN_SIZE - 1), a) {
             return Ok(Some(true));
         }
-        if self.t.rules.version < (5, 18) {
+        if !self.t.rules.ftrace_location_searches() {
             return Ok(Some(false));
         }
         // kallsyms_lookup_size_offset(): the extent up to the next higher address (the

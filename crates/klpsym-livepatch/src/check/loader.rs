@@ -10,9 +10,10 @@
 //!    `sizeof(struct module)` bytes — `elf_validity_cache_index_mod()` since 6.13); both
 //!    are in `validity.rs`.
 //! 1. `module_sig_check()` — an appended signature is verified; an unsigned module is refused
-//!    only when signatures are enforced (`Loading of unsigned module is rejected`; 5.10
-//!    prefixes `<module>: `). 5.10.0 ran it after the blacklist check, later kernels first:
-//!    either way before everything below.
+//!    only when signatures are enforced (`Loading of unsigned module is rejected`; before
+//!    5.12 and 5.10.26 prefixed `<module>: `, see `KernelRules::unsigned_module_line`).
+//!    5.10.0 ran it after the blacklist check, later kernels first: either way before
+//!    everything below.
 //! 2. `check_modstruct_version()` — `check_version(info, "module_layout", ...)`: a CRC that
 //!    disagrees fails the load with -ENOEXEC (module_layout is still exported in 7.1).
 //! 3. `check_modinfo()` — `same_magic()`: `%s: version magic '%s' should be '%s'` (-ENOEXEC);
@@ -156,13 +157,8 @@ impl Ctx<'_, '_, '_, '_> {
         }
         match facts.sig_force.clone() {
             Some(f) if f.value => {
-                // module_sig_check(): 5.10 prefixes the module name (kernel/module.c); since
-                // 5.19 kernel/module/signing.c does not.
-                let line = if self.t.rules.version < (5, 19) {
-                    format!("{}: Loading of unsigned module is rejected", self.m.name)
-                } else {
-                    "Loading of unsigned module is rejected".to_string()
-                };
+                // module_sig_check(): the line by version and stable sublevel.
+                let line = self.t.rules.unsigned_module_line(&self.m.name);
                 self.loader_failure(
                     ProblemKind::UnsignedModule,
                     vec![line],

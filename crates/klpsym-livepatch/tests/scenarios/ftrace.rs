@@ -235,6 +235,49 @@ fn the_fentry_search_and_its_line_begin_with_5_18() {
     );
 }
 
+/// The stable trees took the 5.18 search in `ftrace_location()` (5.10.227, 5.15.162) but not
+/// livepatch's new line: a call after the function's start is found there, and a function
+/// without one still fails with the filter line (Debian's 5.10.262 prints it, lab case
+/// notrace).
+#[test]
+fn the_stable_trees_search_from_5_10_227_and_5_15_162_with_the_old_line() {
+    let k = kernel();
+    let at = |v: (u32, u32), sub: u32, sites: &[u64]| {
+        let bytes = build_module(&ModSpec::default());
+        let m = LivepatchModule::parse(&bytes).expect("parse");
+        let rules = KernelRules {
+            sublevel: Some(sub),
+            ..KernelRules::for_version(v.0, v.1)
+        };
+        let t = Target::new(&k, rules, Arch::X86_64).with_ftrace_sites(sites, "test sites");
+        check(&m, &t)
+    };
+    for (v, old, new) in [((5, 10), 226, 227), ((5, 15), 161, 162)] {
+        let r = at(v, new, &[CMDLINE + 4]);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::Accepted,
+            "{v:?}.{new}: {r:#?}"
+        );
+        let r = at(v, old, &[CMDLINE + 4]);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{v:?}.{old}: {r:#?}"
+        );
+        let r = at(v, new, &[CMDLINE - 0x10, NEXT]);
+        assert_eq!(
+            r.verdict.kind,
+            PatchVerdictKind::RefusedAtLoad,
+            "{v:?}.{new}: {r:#?}"
+        );
+        assert_eq!(
+            lines(&r)[1],
+            "livepatch: failed to set ftrace filter for function 'cmdline_proc_show' (-22)"
+        );
+    }
+}
+
 /// The warning for unknown vmlinux sites says why they are unknown: an x86_64 target that
 /// gives no `__mcount_loc` table, or an architecture whose sites are not modelled.
 #[test]

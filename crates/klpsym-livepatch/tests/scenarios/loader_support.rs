@@ -63,9 +63,10 @@ fn a_kernel_without_modules_refuses_every_module() {
 }
 
 /// `module_sig_check()` with signatures enforced refuses an unsigned module with
-/// -EKEYREJECTED. 5.10's kernel/module.c prints `"%s: %s is rejected"` with the module's
-/// name and "Loading of unsigned module"; 6.1's kernel/module/signing.c prints
-/// `"Loading of %s is rejected"` with "unsigned module". Not enforced, it loads.
+/// -EKEYREJECTED. 5.10.0's kernel/module.c prints `"%s: %s is rejected"` with the module's
+/// name and "Loading of unsigned module" (5.10.26 on, as 5.12: no name); 6.1's
+/// kernel/module/signing.c prints `"Loading of %s is rejected"` with "unsigned module". Not
+/// enforced, it loads. (The stable sublevels: `KernelRules::unsigned_module_line`'s test.)
 #[test]
 fn enforced_signatures_refuse_an_unsigned_module() {
     let enforced = |on: bool| LoaderFacts {
