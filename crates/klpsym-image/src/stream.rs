@@ -41,6 +41,30 @@ enum Inner<'a> {
     Other(Box<dyn Read + 'a>),
 }
 
+/// The decoder of an archive's `compression` read through its library's reader: gzip, bzip2
+/// and zstd (XZ and LZMA have decoders of their own here; LZ4 and LZO, kernel-image codecs,
+/// never compress an archive).
+fn library_decoder<'a, R: BufRead + 'a>(
+    compression: Compression,
+    input: R,
+) -> io::Result<Box<dyn Read + 'a>> {
+    Ok(match compression {
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+        Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+        Compression::Zstd => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(input)?;
+            d.window_log_max(31)?;
+            Box::new(d)
+        }
+        c => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{c} is not used by archives"),
+            ))
+        }
+    })
+}
+
 /// Where an XZ stream's compressed bytes come from.
 enum XzInput<'a> {
     Slice(&'a [u8]),
@@ -72,20 +96,7 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
                 dec: Some(crate::xz::Decoder::new(crate::xz::Kind::Lzma).map_err(other)?),
                 input: XzInput::Slice(input),
             },
-            Some(Compression::Gzip) => {
-                Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
-            }
-            Some(Compression::Bzip2) => {
-                Inner::Other(Box::new(bzip2::bufread::MultiBzDecoder::new(input)))
-            }
-            Some(Compression::Zstd) => {
-                let mut d = zstd::stream::read::Decoder::with_buffer(input)?;
-                d.window_log_max(31)?;
-                Inner::Other(Box::new(d))
-            }
-            Some(c @ (Compression::Lz4Legacy | Compression::Lzo)) => {
-                return Err(other(format!("{c} is not used by archives")))
-            }
+            Some(c) => Inner::Other(library_decoder(c, input)?),
         };
         Ok(StreamDecoder {
             inner,
@@ -135,20 +146,7 @@ impl<'a, 'r> StreamDecoder<'a, 'r> {
                 crate::xz_blocks::Opened::Serial(input) => xz(crate::xz::Kind::Xz, input)?,
             },
             Some(Compression::Lzma) => xz(crate::xz::Kind::Lzma, input)?,
-            Some(Compression::Gzip) => {
-                Inner::Other(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
-            }
-            Some(Compression::Bzip2) => {
-                Inner::Other(Box::new(bzip2::bufread::MultiBzDecoder::new(input)))
-            }
-            Some(Compression::Zstd) => {
-                let mut d = zstd::stream::read::Decoder::with_buffer(input)?;
-                d.window_log_max(31)?;
-                Inner::Other(Box::new(d))
-            }
-            Some(c @ (Compression::Lz4Legacy | Compression::Lzo)) => {
-                return Err(other(format!("{c} is not used by archives")))
-            }
+            Some(c) => Inner::Other(library_decoder(c, input)?),
         };
         Ok(StreamDecoder {
             inner,
