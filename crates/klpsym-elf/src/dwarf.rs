@@ -88,6 +88,13 @@ pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, C
     let Some(dwarf) = sections.dwarf() else {
         return Ok(None);
     };
+    // The sections read at random (abbreviations, strings, line programs) asked into the page
+    // cache in steps first; `.debug_info` a window ahead of the pass (see `Behind`).
+    for (name, bytes) in sections.mapped_named() {
+        if name != ".debug_info" {
+            klpsym_resched::bulk::prefetch_with(bytes, resched)?;
+        }
+    }
     let mut behind = Behind::new(&sections);
     let result = read(&dwarf, &mut behind, resched);
     let released = behind.release_all(&sections, resched);
@@ -111,6 +118,7 @@ pub(crate) fn cu_paths_of(
     let mut behind = Behind {
         info: None,
         released: 0,
+        ahead: 0,
     };
     match read(dwarf, &mut behind, resched) {
         Ok(Some(mut paths)) => {
@@ -130,9 +138,16 @@ pub(crate) fn cu_paths_of(
 /// KiB around each page a unit's header is read from, so reading every unit's header alone
 /// would keep most of it. Only sections borrowed from the input (a mapped file) are released;
 /// a page read again comes back from its file.
+///
+/// Ahead of the pass, a window of it is asked into the page cache in bounded steps
+/// (`bulk::prefetch_with`): a fault of the pass itself would otherwise read ahead inside one
+/// stretch, allocating tens of page-cache pages (0.3-2.2 ms stretches on a -dbg vmlinux,
+/// `klpsym-bench resched`, 2026-12-07).
 struct Behind<'d> {
     info: Option<&'d [u8]>,
     released: usize,
+    /// `.debug_info` asked for up to here.
+    ahead: usize,
 }
 
 impl<'d> Behind<'d> {
@@ -141,17 +156,30 @@ impl<'d> Behind<'d> {
 
     /// Bytes released per `madvise` call, with a reschedule point after each: reclaiming
     /// 16 MiB of mapped file pages at once took 1.2-1.3 ms here (`klpsym-bench resched`).
-    const CALL: usize = 256 << 10;
+    const CALL: usize = 64 << 10;
+
+    /// How far ahead of the pass `.debug_info` is asked for.
+    const AHEAD: usize = 4 << 20;
 
     fn new(sections: &DebugSections<'d>) -> Behind<'d> {
         Behind {
             info: sections.mapped_info(),
             released: 0,
+            ahead: 0,
         }
     }
 
     /// The pass is at unit offset `off` and reads nothing before it again.
     fn passed(&mut self, off: usize, resched: &mut Resched) -> Result<(), Cancelled> {
+        if let Some(info) = self.info {
+            if off + Self::AHEAD / 2 > self.ahead && self.ahead < info.len() {
+                let to = (off + Self::AHEAD).min(info.len());
+                if let Some(next) = info.get(self.ahead.max(off)..to) {
+                    klpsym_resched::bulk::prefetch_with(next, resched)?;
+                }
+                self.ahead = to;
+            }
+        }
         if let Some(done) = self.info.and_then(|i| i.get(self.released..off)) {
             if done.len() >= Self::STEP {
                 release_in_steps(done, resched)?;
@@ -212,8 +240,13 @@ impl<'d> DebugSections<'d> {
 
     /// The sections borrowed from the input (not decompressed copies).
     fn mapped(&self) -> impl Iterator<Item = &'d [u8]> + '_ {
-        self.sections.iter().filter_map(|(_, d)| match d {
-            std::borrow::Cow::Borrowed(b) => Some(*b),
+        self.mapped_named().map(|(_, b)| b)
+    }
+
+    /// The same, with their names.
+    fn mapped_named(&self) -> impl Iterator<Item = (&str, &'d [u8])> + '_ {
+        self.sections.iter().filter_map(|(n, d)| match d {
+            std::borrow::Cow::Borrowed(b) => Some((n.as_str(), *b)),
             std::borrow::Cow::Owned(_) => None,
         })
     }
@@ -349,7 +382,11 @@ fn variables(
     resched: &mut Resched,
 ) -> Result<(), Stop> {
     // A pass of its own over `.debug_info`, leaving it behind as it goes.
-    let mut behind = Behind { info, released: 0 };
+    let mut behind = Behind {
+        info,
+        released: 0,
+        ahead: 0,
+    };
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         resched.tick()?;

@@ -322,7 +322,20 @@ pub(super) fn index_all(
         ..Gathered::default()
     };
     let mut released = 0usize;
+    // A window ahead of the walk asked into the page cache in steps (see `dwarf.rs`'s
+    // `Behind`).
+    let mut ahead = 0usize;
     for (off, header) in starts {
+        if let Some(m) = mapped {
+            let off = off as usize;
+            if off + (2 << 20) > ahead && ahead < m.len() {
+                let to = (off + (4 << 20)).min(m.len());
+                if let Some(next) = m.get(ahead.max(off)..to) {
+                    klpsym_resched::bulk::prefetch_with(next, rs)?;
+                }
+                ahead = to;
+            }
+        }
         // What lies behind the walk leaves the process's memory (a mapped 7.x vmlinux has
         // 250 MB of `.debug_info`) once 16 MiB are passed, in the bounded steps of
         // `release_pages_with` (16 MiB in one call is over a millisecond in the kernel).
