@@ -46,5 +46,6 @@ pub use raw::{NameBudget, NamesTooLarge};
 pub use source_lines::{debug_sections, DebugLines, Shared, SourceFrame};
 pub use symbol::{ElfKallsym, Iter as KallsymIter, KallsymTable};
 pub use vmlinux::{
-    loaded_spans, vmlinux_kallsyms, vmlinux_kallsyms_with, VmlinuxOptions, VmlinuxSymbols,
+    loaded_spans, prefetch_symbol_sections, vmlinux_kallsyms, vmlinux_kallsyms_with,
+    VmlinuxOptions, VmlinuxSymbols,
 };

@@ -133,6 +133,9 @@ fn debug_vmlinux(
     resched.set_phase("debug vmlinux: read in place");
     let file = crate::read::in_place(path, opts, resched)?;
     let bytes: &[u8] = (*file.bytes).as_ref();
+    // Mapped: what the symbols' pass reads is asked into the page cache in steps first.
+    klpsym_elf::prefetch_symbol_sections(bytes, resched)
+        .map_err(|c| LoadError::from(klpsym_core::BuildError::from(c)))?;
     let read_time = t0.elapsed();
     let mut k = crate::decode::from_binary(path, bytes, opts, resched)?;
     k.read_time = read_time;
