@@ -14,14 +14,17 @@ fn check_with_sites(
     version: (u32, u32),
     sites: &[u64],
 ) -> CheckReport {
+    check_with_rules(table, KernelRules::for_version(version.0, version.1), sites)
+}
+
+fn check_with_rules(
+    table: &klpsym_core::SymbolTable,
+    rules: KernelRules,
+    sites: &[u64],
+) -> CheckReport {
     let bytes = build_module(&ModSpec::default());
     let m = LivepatchModule::parse(&bytes).expect("parse");
-    let t = Target::new(
-        table,
-        KernelRules::for_version(version.0, version.1),
-        Arch::X86_64,
-    )
-    .with_ftrace_sites(sites, "test sites");
+    let t = Target::new(table, rules, Arch::X86_64).with_ftrace_sites(sites, "test sites");
     check(&m, &t)
 }
 
@@ -243,14 +246,11 @@ fn the_fentry_search_and_its_line_begin_with_5_18() {
 fn the_stable_trees_search_from_5_10_227_and_5_15_162_with_the_old_line() {
     let k = kernel();
     let at = |v: (u32, u32), sub: u32, sites: &[u64]| {
-        let bytes = build_module(&ModSpec::default());
-        let m = LivepatchModule::parse(&bytes).expect("parse");
         let rules = KernelRules {
             sublevel: Some(sub),
             ..KernelRules::for_version(v.0, v.1)
         };
-        let t = Target::new(&k, rules, Arch::X86_64).with_ftrace_sites(sites, "test sites");
-        check(&m, &t)
+        check_with_rules(&k, rules, sites)
     };
     for (v, old, new) in [((5, 10), 226, 227), ((5, 15), 161, 162)] {
         let r = at(v, new, &[CMDLINE + 4]);
