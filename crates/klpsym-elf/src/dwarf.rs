@@ -118,7 +118,7 @@ pub(crate) fn cu_paths_of(
     let mut behind = Behind {
         info: None,
         released: 0,
-        ahead: 0,
+        ahead: Default::default(),
     };
     match read(dwarf, &mut behind, resched) {
         Ok(Some(mut paths)) => {
@@ -146,8 +146,8 @@ pub(crate) fn cu_paths_of(
 struct Behind<'d> {
     info: Option<&'d [u8]>,
     released: usize,
-    /// `.debug_info` asked for up to here.
-    ahead: usize,
+    /// `.debug_info` asked for ahead of the pass.
+    ahead: klpsym_resched::bulk::ReadAhead,
 }
 
 impl<'d> Behind<'d> {
@@ -158,27 +158,18 @@ impl<'d> Behind<'d> {
     /// 16 MiB of mapped file pages at once took 1.2-1.3 ms here (`klpsym-bench resched`).
     const CALL: usize = 64 << 10;
 
-    /// How far ahead of the pass `.debug_info` is asked for.
-    const AHEAD: usize = 4 << 20;
-
     fn new(sections: &DebugSections<'d>) -> Behind<'d> {
         Behind {
             info: sections.mapped_info(),
             released: 0,
-            ahead: 0,
+            ahead: Default::default(),
         }
     }
 
     /// The pass is at unit offset `off` and reads nothing before it again.
     fn passed(&mut self, off: usize, resched: &mut Resched) -> Result<(), Cancelled> {
         if let Some(info) = self.info {
-            if off + Self::AHEAD / 2 > self.ahead && self.ahead < info.len() {
-                let to = (off + Self::AHEAD).min(info.len());
-                if let Some(next) = info.get(self.ahead.max(off)..to) {
-                    klpsym_resched::bulk::prefetch_with(next, resched)?;
-                }
-                self.ahead = to;
-            }
+            self.ahead.at(info, off, resched)?;
         }
         if let Some(done) = self.info.and_then(|i| i.get(self.released..off)) {
             if done.len() >= Self::STEP {
@@ -385,7 +376,7 @@ fn variables(
     let mut behind = Behind {
         info,
         released: 0,
-        ahead: 0,
+        ahead: Default::default(),
     };
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {

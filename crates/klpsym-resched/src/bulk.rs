@@ -400,6 +400,31 @@ pub fn prefetch_with(bytes: &[u8], resched: &mut Resched) -> Result<(), Cancelle
     Ok(())
 }
 
+/// A window of a mapped section kept asked into the page cache ahead of a pass that reads it
+/// in order: [`prefetch_with`] of the next 4 MiB once the pass is within 2 MiB of what was
+/// asked.
+#[derive(Debug, Default)]
+pub struct ReadAhead {
+    ahead: usize,
+}
+
+impl ReadAhead {
+    /// How far ahead of the pass the window reaches.
+    pub const WINDOW: usize = 4 << 20;
+
+    /// The pass is at offset `off` of `bytes`.
+    pub fn at(&mut self, bytes: &[u8], off: usize, resched: &mut Resched) -> Result<(), Cancelled> {
+        if off + Self::WINDOW / 2 > self.ahead && self.ahead < bytes.len() {
+            let to = (off + Self::WINDOW).min(bytes.len());
+            if let Some(next) = bytes.get(self.ahead.max(off)..to) {
+                prefetch_with(next, resched)?;
+            }
+            self.ahead = to;
+        }
+        Ok(())
+    }
+}
+
 /// Drops `bytes`, their pages given back 1 MiB a step first when this is their last owner:
 /// a mapped file's pages are otherwise unmapped in one system call (1.5 ms for a `-dbg`
 /// vmlinux, `klpsym-bench resched`, 2026-12-07), and a big buffer's freed in one.

@@ -324,17 +324,10 @@ pub(super) fn index_all(
     let mut released = 0usize;
     // A window ahead of the walk asked into the page cache in steps (see `dwarf.rs`'s
     // `Behind`).
-    let mut ahead = 0usize;
+    let mut ahead = klpsym_resched::bulk::ReadAhead::default();
     for (off, header) in starts {
         if let Some(m) = mapped {
-            let off = off as usize;
-            if off + (2 << 20) > ahead && ahead < m.len() {
-                let to = (off + (4 << 20)).min(m.len());
-                if let Some(next) = m.get(ahead.max(off)..to) {
-                    klpsym_resched::bulk::prefetch_with(next, rs)?;
-                }
-                ahead = to;
-            }
+            ahead.at(m, off as usize, rs)?;
         }
         // What lies behind the walk leaves the process's memory (a mapped 7.x vmlinux has
         // 250 MB of `.debug_info`) once 16 MiB are passed, in the bounded steps of
