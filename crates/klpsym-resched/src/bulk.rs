@@ -67,39 +67,45 @@ pub fn extend_from_slice<T: Clone>(
 /// back, making that merge happen in small batches, each followed by a point; and the buffer
 /// of heap-owning elements shrinks 32 KiB at a time, below that 64 KiB threshold. With other
 /// allocators this costs a malloc/free pair per batch.
+///
+/// The buffer is given back a step at a time however much of it is spare: an emptied buffer
+/// kept for reuse (a decoder's block buffer, its length 0 and its 25 MB of pages touched) went
+/// in one `munmap` of 1-1.5 ms here when the step was taken from its length.
 #[track_caller]
 pub fn free_with_points<T>(mut v: Vec<T>, resched: &mut Resched) -> Result<(), Cancelled> {
-    if !std::mem::needs_drop::<T>() {
-        // Plain values: only the buffer, 256 KiB (64 pages) a step.
-        let step = ((256 << 10) / std::mem::size_of::<T>().max(1)).max(1);
-        while v.capacity() > step {
-            let keep = v.len().min(v.capacity() - step);
-            v.truncate(keep);
-            v.shrink_to(keep);
-            resched.tick_step()?;
+    let size = std::mem::size_of::<T>().max(1);
+    let heap_owning = std::mem::needs_drop::<T>();
+    // Heap-owning elements: 32 KiB of buffer a step (see above); plain values: 256 KiB (64
+    // pages).
+    let step = (if heap_owning { 32 << 10 } else { 256 << 10 } / size).max(1);
+    if heap_owning {
+        const SETTLE_EVERY: usize = 4;
+        let mut dropped = 0usize;
+        while let Some(x) = v.pop() {
+            drop(x);
+            dropped += 1;
+            if dropped.is_multiple_of(SETTLE_EVERY) {
+                settle_frees();
+                resched.tick_step()?;
+            } else {
+                resched.tick()?;
+            }
+            if dropped.is_multiple_of(step) {
+                v.shrink_to(v.len().max(v.capacity().saturating_sub(step)));
+                resched.tick_step()?;
+            }
         }
-        drop(v);
-        return resched.tick_step();
+        settle_frees();
+        resched.tick_step()?;
     }
-    const SETTLE_EVERY: usize = 4;
-    let step = ((32 << 10) / std::mem::size_of::<T>().max(1)).max(1);
-    let mut dropped = 0usize;
-    while let Some(x) = v.pop() {
-        drop(x);
-        dropped += 1;
-        if dropped.is_multiple_of(SETTLE_EVERY) {
-            settle_frees();
-            resched.tick_step()?;
-        } else {
-            resched.tick()?;
-        }
-        if dropped.is_multiple_of(step) {
-            v.shrink_to(v.len());
-            resched.tick_step()?;
-        }
+    while v.capacity() > step {
+        let target = v.capacity() - step;
+        // Plain values past the step's end go with it (heap-owning ones are gone by now).
+        v.truncate(target);
+        v.shrink_to(target);
+        resched.tick_step()?;
     }
     drop(v);
-    settle_frees();
     resched.tick_step()
 }
 
@@ -592,6 +598,19 @@ mod tests {
         let mut r = Resched::none();
         free_with_points(vec![0u8; 3 << 20], &mut r).unwrap();
         assert!(r.stats().items >= 12, "{:?}", r.stats());
+        // A buffer emptied for reuse, its pages touched: given back in the same steps, not
+        // at once because its length is 0.
+        let mut emptied = vec![1u8; 3 << 20];
+        emptied.clear();
+        let mut r = Resched::none();
+        free_with_points(emptied, &mut r).unwrap();
+        assert!(r.stats().items >= 12, "{:?}", r.stats());
+        // Heap-owning elements with most of their buffer spare (2.4 MB): 32 KiB a step.
+        let mut few = Vec::with_capacity(100_000);
+        few.extend((0..10).map(|i| i.to_string()));
+        let mut r = Resched::none();
+        free_with_points(few, &mut r).unwrap();
+        assert!(r.stats().items >= 70, "{:?}", r.stats());
     }
 
     #[test]
