@@ -26,6 +26,8 @@ use crate::symvers::parse_symvers;
 /// 64 KiB stays well inside the bound, for 16 times the calls (a few milliseconds over a
 /// gigabyte-sized -dbg package).
 const IO_BUF: usize = 64 << 10;
+/// The write buffer of a member spilled to a temporary file.
+const SPILL_BUF: usize = 16 << 10;
 
 fn want(opts: &LoadOptions) -> Want {
     Want {
@@ -76,9 +78,12 @@ impl klpsym_package::Spill for TempSpill<'_> {
             return Ok(None);
         }
         let f = crate::entry::private_temp_file(self.cache)?;
+        // 16 KiB a write: each write takes that many fresh page-cache pages inside one
+        // stretch (64 KiB writes were stretches of 0.3-0.65 ms on the folder's -dbg package,
+        // `klpsym-bench resched`, the pages counted as the thread's block output).
         let w = self
             .file
-            .insert(std::io::BufWriter::with_capacity(IO_BUF, f));
+            .insert(std::io::BufWriter::with_capacity(SPILL_BUF, f));
         Ok(Some(w))
     }
 }
@@ -128,7 +133,7 @@ pub fn debug_modules_of(
     };
     let mut spill = NamedDebugModules { names };
     let package =
-        klpsym_package::read_package_from(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
+        klpsym_package::read_package_file(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
             .map_err(|source| LoadError::Package {
                 path: path.to_path_buf(),
                 source,
@@ -185,6 +190,7 @@ pub(crate) fn read_file(
         source,
     };
     let f = std::fs::File::open(path).map_err(io_err)?;
+    rs.tick_step()?;
     let mut r = std::io::BufReader::with_capacity(IO_BUF, f);
     rs.set_phase("package: stream the members out");
     let mut spill = TempSpill {
@@ -192,7 +198,7 @@ pub(crate) fn read_file(
         cache: opts.cache.as_ref(),
     };
     let package =
-        klpsym_package::read_package_from(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
+        klpsym_package::read_package_file(&mut r, want, opts.max_decompressed_size, &mut spill, rs)
             .map_err(|source| LoadError::Package {
                 path: path.to_path_buf(),
                 source,
@@ -225,7 +231,10 @@ fn read_with_identity(
                 crate::entry::prove_identity(path, u64::MAX, &mut hashing)
             })
             .ok();
-        let read = read_file(path, want(opts), opts, rs);
+        let read = rs
+            .tick_step()
+            .map_err(LoadError::from)
+            .and_then(|()| read_file(path, want(opts), opts, rs));
         let id = match id {
             Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             None => crate::entry::prove_identity(path, u64::MAX, rs),
@@ -289,10 +298,14 @@ pub fn load_packages(
     let mut parts: Vec<(PathBuf, Part)> = Vec::new();
     let mut out: Vec<PackageKernel> = Vec::new();
     for p in paths {
+        // Each package's start (a stat, the cache's lookup: its stamp record and entry
+        // opened, a helper thread started) is a few system calls a step, a point between.
+        rs.tick_step()?;
         let meta = std::fs::metadata(p).ok();
         // The package's identity when the cache proved it on the way to a miss.
         let mut known = None;
         if let Some(c) = cache {
+            rs.tick_step()?;
             match c.lookup(p, opts, rs) {
                 Ok(Lookup::Hit(k)) => {
                     parts.push((p.clone(), Part::Cached(k)));
@@ -310,6 +323,7 @@ pub fn load_packages(
                 }
             }
         }
+        rs.tick_step()?;
         let read = match (cache, known, &meta) {
             (Some(_), Some(id), _) => read_file(p, want(opts), opts, rs).map(|r| (Some(id), r)),
             (Some(c), None, Some(m)) => read_with_identity(p, c, m, opts, rs),

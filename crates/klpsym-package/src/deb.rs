@@ -11,10 +11,12 @@ use std::io::Read;
 use klpsym_resched::resched::Resched;
 
 use crate::end::{end_in_bytes, Probe};
+use crate::input::Input;
 use crate::{
     decode_to_end, io_error, read_body, Collector, Package, PackageError, PackageFormat, Spill,
     Want, STREAM_FACTOR,
 };
+use klpsym_image::Compression;
 
 const FORMAT: PackageFormat = PackageFormat::Deb;
 
@@ -89,7 +91,7 @@ fn skip(r: &mut dyn Read, n: u64, place: &str) -> Result<(), PackageError> {
 }
 
 pub(crate) fn read(
-    r: &mut dyn Read,
+    r: &mut dyn Input,
     want: Want,
     limit: u64,
     spill: &mut dyn Spill,
@@ -135,7 +137,10 @@ pub(crate) fn read(
             // to their end).
             let structural = d.early && end_in_bytes(d.compression);
             probe
-                .read_through(resched)
+                .read_through(
+                    structural && d.compression == Some(Compression::Xz),
+                    resched,
+                )
                 .map_err(|e| io_error(FORMAT, place.clone(), e))?;
             let (seen, end) = (probe.seen(), probe.check_end(d.compression));
             drop(probe);

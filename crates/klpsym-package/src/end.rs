@@ -14,6 +14,8 @@
 use std::io::{self, Read};
 
 use klpsym_image::Compression;
+
+use crate::input::Input;
 use klpsym_resched::resched::Resched;
 
 /// How many of the last bytes of a member are kept: an XZ index with thousands of blocks
@@ -35,7 +37,7 @@ pub(crate) struct Probe<R> {
     zstd: ZstdWalk,
 }
 
-impl<R: Read> Probe<R> {
+impl<R: Input> Probe<R> {
     pub(crate) fn new(inner: R) -> Probe<R> {
         Probe {
             inner,
@@ -52,8 +54,25 @@ impl<R: Read> Probe<R> {
     }
 
     /// Reads what is left of the member through (and drops it), a step at a time with a
-    /// reschedule point each.
-    pub(crate) fn read_through(&mut self, resched: &mut Resched) -> io::Result<()> {
+    /// reschedule point each. When its end is to be checked from its last bytes
+    /// (`end_in_tail`: an XZ stream's, see [`Probe::check_end`]) and the input can, the bytes
+    /// before the last [`TAIL`] are passed over instead: never decoded, they need not be read
+    /// (the rest of a `-dbg` package is a gigabyte).
+    pub(crate) fn read_through(
+        &mut self,
+        end_in_tail: bool,
+        resched: &mut Resched,
+    ) -> io::Result<()> {
+        if end_in_tail {
+            if let Some(left) = self.inner.remaining() {
+                let passed = self.inner.pass_over(left.saturating_sub(TAIL as u64))?;
+                if passed > 0 {
+                    // What the tail held is no longer next to what comes.
+                    self.tail.clear();
+                    self.seen += passed;
+                }
+            }
+        }
         let mut buf = vec![0u8; STEP];
         loop {
             resched.tick_step().map_err(io::Error::other)?;
@@ -363,6 +382,85 @@ mod tests {
         let n = bad.len();
         bad[n - 14] ^= 1; // the index's CRC32
         assert!(probed(&bad, 4096).check_end(Some(Compression::Xz)).is_err());
+    }
+
+    /// A buffer that counts the bytes read from it (passed-over ones are not).
+    struct Counting<'a> {
+        left: &'a [u8],
+        read: usize,
+    }
+
+    impl Read for Counting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.left.read(buf)?;
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    impl Input for Counting<'_> {
+        fn remaining(&mut self) -> Option<u64> {
+            self.left.remaining()
+        }
+
+        fn pass_over(&mut self, n: u64) -> io::Result<u64> {
+            self.left.pass_over(n)
+        }
+    }
+
+    /// An XZ stream's rest is passed over to its last bytes, and its end is judged from them as
+    /// when every byte is read: whole, cut anywhere, or with a damaged index.
+    #[test]
+    fn an_xz_stream_s_rest_is_passed_over_and_its_end_judged_the_same() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let noise: Vec<u8> = (0..3_000_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+        e.write_all(&noise).unwrap();
+        let whole = e.finish().unwrap();
+        assert!(whole.len() > 4 * TAIL, "{} bytes", whole.len());
+        let mut bad = whole.clone();
+        let n = bad.len();
+        bad[n - 14] ^= 1;
+        let cases: [(&[u8], bool); 4] = [
+            (&whole, true),
+            (&whole[..whole.len() - 1], false),
+            (&whole[..whole.len() / 2], false),
+            (&bad, false),
+        ];
+        for (bytes, whole_stream) in cases {
+            for pass in [true, false] {
+                let mut input = Counting {
+                    left: bytes,
+                    read: 0,
+                };
+                let mut p = Probe::new(&mut input);
+                // The start read, as a decoder that stopped early reads it.
+                let mut buf = vec![0u8; 100_000];
+                p.read_exact(&mut buf).unwrap();
+                p.read_through(pass, &mut Resched::none()).unwrap();
+                assert_eq!(p.seen(), bytes.len() as u64);
+                let end = p.check_end(Some(Compression::Xz));
+                assert_eq!(
+                    end.is_ok(),
+                    whole_stream,
+                    "{} bytes, pass {pass}: {end:?}",
+                    bytes.len()
+                );
+                drop(p);
+                if pass {
+                    assert!(input.read <= 100_000 + TAIL, "{} read", input.read);
+                } else {
+                    assert_eq!(input.read, bytes.len());
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,10 @@
 
 mod deb;
 mod end;
+mod input;
 mod rpm;
+
+use input::Input;
 
 use klpsym_image::{Compression, StreamDecoder};
 use klpsym_resched::resched::{Cancelled, Resched};
@@ -267,11 +270,12 @@ pub fn read_package(
     if detect(bytes).is_none() {
         return Err(not_a_package());
     }
-    read_package_from(&mut &bytes[..], want, limit, &mut NoSpill, resched)
+    read_input(&mut &bytes[..], want, limit, &mut NoSpill, resched)
 }
 
 /// [`read_package`] from a reader, a buffer at a time (the package is never held whole), big
-/// members through `spill`.
+/// members through `spill`. What follows the members asked for is read through (see
+/// [`read_package_file`] for a file, which passes over it).
 pub fn read_package_from(
     r: &mut dyn std::io::Read,
     want: Want,
@@ -279,9 +283,35 @@ pub fn read_package_from(
     spill: &mut dyn Spill,
     resched: &mut Resched,
 ) -> Result<Package, PackageError> {
+    read_input(&mut input::Stream(r), want, limit, spill, resched)
+}
+
+/// [`read_package_from`] a package file: where the end of what follows the members asked
+/// for is found in its last bytes (an XZ stream's), the bytes before them are passed over,
+/// not read (a `-dbg` package's debug modules, a gigabyte).
+pub fn read_package_file(
+    r: &mut std::io::BufReader<std::fs::File>,
+    want: Want,
+    limit: u64,
+    spill: &mut dyn Spill,
+    resched: &mut Resched,
+) -> Result<Package, PackageError> {
+    read_input(r, want, limit, spill, resched)
+}
+
+fn read_input(
+    r: &mut dyn Input,
+    want: Want,
+    limit: u64,
+    spill: &mut dyn Spill,
+    resched: &mut Resched,
+) -> Result<Package, PackageError> {
     let mut head = [0u8; 4];
     r.read_exact(&mut head).map_err(|_| not_a_package())?;
-    let mut r = std::io::Read::chain(&head[..], r);
+    let mut r = input::Headed {
+        head: &head[..],
+        rest: r,
+    };
     match &head {
         b"!<ar" => deb::read(&mut r, want, limit, spill, resched),
         [0xed, 0xab, 0xee, 0xdb] => rpm::read(&mut r, want, limit, spill, resched),

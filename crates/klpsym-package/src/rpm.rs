@@ -8,10 +8,12 @@ use std::io::Read;
 use klpsym_resched::resched::Resched;
 
 use crate::end::{end_in_bytes, Probe};
+use crate::input::Input;
 use crate::{
     decode_to_end, io_error, Collector, Package, PackageError, PackageFormat, Spill, Want,
     STREAM_FACTOR,
 };
+use klpsym_image::Compression;
 
 /// At most this many bytes of headers are read (kernel packages' are a few hundred KiB).
 const MAX_HEADERS: usize = 64 << 20;
@@ -144,7 +146,7 @@ fn read_headers(r: &mut dyn Read) -> Result<(Vec<u8>, usize), PackageError> {
 }
 
 pub(crate) fn read(
-    r: &mut dyn Read,
+    r: &mut dyn Input,
     want: Want,
     limit: u64,
     spill: &mut dyn Spill,
@@ -218,7 +220,10 @@ pub(crate) fn read(
         }
         drop(reader);
         probe
-            .read_through(resched)
+            .read_through(
+                structural(early) && compression == Some(Compression::Xz),
+                resched,
+            )
             .map_err(|e| io_error(FORMAT, "payload".into(), e))?;
         if structural(early) {
             probe

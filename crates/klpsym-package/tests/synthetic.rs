@@ -22,6 +22,27 @@ fn read(bytes: &[u8], want: Want) -> Result<klpsym_package::Package, PackageErro
     read_package(bytes, want, 1 << 20, &mut Resched::none())
 }
 
+/// The same bytes read as a package file is ([`klpsym_package::read_package_file`], which
+/// passes over what it need not read).
+fn read_file(bytes: &[u8], want: Want) -> Result<klpsym_package::Package, PackageError> {
+    let p = std::env::temp_dir().join(format!(
+        "klpsym-synthetic-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&p, bytes).unwrap();
+    let mut r = std::io::BufReader::new(std::fs::File::open(&p).unwrap());
+    let got = klpsym_package::read_package_file(
+        &mut r,
+        want,
+        1 << 20,
+        &mut klpsym_package::NoSpill,
+        &mut Resched::none(),
+    );
+    std::fs::remove_file(&p).unwrap();
+    got
+}
+
 #[test]
 fn both_formats_with_every_compression_keep_what_is_asked() {
     for c in Comp::ALL {
@@ -240,16 +261,19 @@ fn a_package_cut_after_what_was_asked_is_not_answered_as_whole() {
             (PackageFormat::Rpm, rpm(c, &files)),
         ] {
             let what = format!("{format} {c:?}");
-            let p = read(&bytes, image()).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(p.stopped_early, "{what}");
-            assert_eq!(p.members.len(), 3, "{what}");
-            // (Not the last byte: a .deb's may be the ar padding after a member of odd size.)
-            for cut in [bytes.len() * 3 / 10, bytes.len() * 3 / 4, bytes.len() - 2] {
-                let e = read(&bytes[..cut], image())
-                    .map(|_| ())
-                    .expect_err(&format!("{what} cut at {cut} of {}", bytes.len()))
-                    .to_string();
-                assert!(e.starts_with(&format!("{format}")), "{what}: {e}");
+            for read in [read, read_file] {
+                let p = read(&bytes, image()).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(p.stopped_early, "{what}");
+                assert_eq!(p.members.len(), 3, "{what}");
+                // (Not the last byte: a .deb's may be the ar padding after a member of odd
+                // size.)
+                for cut in [bytes.len() * 3 / 10, bytes.len() * 3 / 4, bytes.len() - 2] {
+                    let e = read(&bytes[..cut], image())
+                        .map(|_| ())
+                        .expect_err(&format!("{what} cut at {cut} of {}", bytes.len()))
+                        .to_string();
+                    assert!(e.starts_with(&format!("{format}")), "{what}: {e}");
+                }
             }
             // Asked for everything, a cut package fails the same.
             assert!(

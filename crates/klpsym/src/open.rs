@@ -138,6 +138,8 @@ fn open_sources(sources: &[PathBuf], opts: &Options) -> Result<(Vec<Opened>, Vec
         false => (None, Some(scan_in_background(dirs, &load, &rs))),
         true => (None, None),
     };
+    // Starting the helper (its stack mapped, the thread cloned) is a step of its own.
+    rs.tick_step()?;
     let opened = open_kernels(sources, opts, &load, tree.clone(), &loaded, &mut rs);
     // A module tree that is wrong is reported first, as when it was scanned first.
     let tree = match scanning {
@@ -252,7 +254,9 @@ fn open_kernels(
     let placement = placement_kernel
         .as_ref()
         .map_or(Placement::None, |k| Placement::Kallsyms(&k.table));
+    // A folder listed and each file's first bytes read (what it is): a point after.
     let expanded = crate::sources::expand_dirs(&paths);
+    rs.tick_step()?;
     let notes = expanded.notes;
     // A source that yields no kernel (an empty folder, a link to nothing) is a failure in its
     // place; the others are opened.
