@@ -112,6 +112,10 @@ pub fn find_structs_with(
     let (ts, te) = span(type_off, type_len)?;
     let (ss, se) = span(str_off, str_len)?;
     let strings = &btf[ss..se];
+    // A mapped vmlinux's BTF (megabytes) asked into the page cache in steps first: a fault of
+    // the walk would otherwise read ahead inside one stretch (the DWARF pass's reason).
+    klpsym_resched::bulk::prefetch_with(&btf[ts..te], resched)?;
+    klpsym_resched::bulk::prefetch_with(strings, resched)?;
     let name = |off: u32| -> String {
         strings
             .get(off as usize..)
