@@ -129,7 +129,7 @@ impl Gate {
     /// fresh memory, one per step, both with points as klpsym's loops reach them.
     fn calibrate(&self, compute_time: Duration, pages: usize) -> Result<Calibration, BoxError> {
         let rec = Recorder::new(crate::sys::thread_cpu_time, Duration::MAX)
-            .with_fault_counter(crate::sys::thread_minor_faults);
+            .with_fault_counter(crate::sys::thread_fresh_pages);
         let histogram = |records: &[DriverRecord]| {
             records
                 .last()
@@ -186,7 +186,7 @@ impl Gate {
     /// and the page faults they took.
     fn touch(&self, pages: usize) -> Result<(Vec<u64>, u64), BoxError> {
         let rec = Recorder::new(crate::sys::thread_cpu_time, Duration::MAX)
-            .with_fault_counter(crate::sys::thread_minor_faults);
+            .with_fault_counter(crate::sys::thread_fresh_pages);
         {
             let mut v = Vec::<u8>::with_capacity(pages << 12);
             let mut r = Resched::new(self.policy())
@@ -470,7 +470,7 @@ fn print_result(res: &OpResult, runs: &[Run], rule: &Rule) {
             "unconfirmed"
         };
         println!(
-            "    {what} {:.1} µs; {} overrun{} in {} of {} runs, {} stretches ({:.1} faults each), noise p={:.1e}: {}",
+            "    {what} {:.1} µs; {} overrun{} in {} of {} runs, {} stretches ({:.1} fresh pages each), noise p={:.1e}: {}",
             f.longest_us,
             f.overruns,
             if f.overruns == 1 { "" } else { "s" },
@@ -530,7 +530,7 @@ pub fn run(args: BoundArgs) -> Result<(Vec<OpResult>, Verdict), BoxError> {
         rule,
         pool: NoisePool::default(),
         recorder: Recorder::new(crate::sys::thread_cpu_time, args.bound)
-            .with_fault_counter(crate::sys::thread_minor_faults),
+            .with_fault_counter(crate::sys::thread_fresh_pages),
         results: Vec::new(),
         fitness: Fitness {
             touch_p50: Duration::ZERO,

@@ -15,8 +15,10 @@
 //! - In a judged run, a stretch longer than the bound plus the run's allowance is an
 //!   **overrun**. Noise puts overruns anywhere, at rates the calibrations measure (all of this
 //!   gate's so far): the share of their stretches at least as long as a given length, the
-//!   compute calibration's for any stretch, the first-touch calibration's scaled by the page
-//!   faults a place's stretches take (the thread's minor faults, counted per stretch). Code
+//!   compute calibration's for any stretch, the first-touch calibration's scaled by the fresh
+//!   pages a place's stretches take (the thread's page faults and the pages its file reads
+//!   and writes brought into the page cache, counted per stretch: each a page the kernel
+//!   takes from free memory, as a first touch does). Code
 //!   puts overruns at the same place run after run. A place is **over** when its overruns came
 //!   in two runs or more and noise is too unlikely to have put them there: for each j, the
 //!   j-th longest of its overruns against a Poisson law whose mean is the place's number of
@@ -152,8 +154,9 @@ impl NoisePool {
     }
 
     /// The share of the machine's stretches `length` or longer, for stretches that take
-    /// `faults` page faults each on average: the compute or walk calibration's, or the
-    /// first-touch calibration's scaled by those faults against its own per stretch,
+    /// `faults` fresh pages each on average (page faults, pages read or written: see
+    /// `sys::thread_fresh_pages`): the compute or walk calibration's, or the first-touch
+    /// calibration's scaled by those pages against its own per stretch,
     /// whichever is largest.
     pub fn rate(&self, length: Duration, faults: f64) -> f64 {
         let touch_stretches: u64 = self.touch.iter().sum();

@@ -99,15 +99,23 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Minor page faults the calling thread has taken: what the reschedule-bound gate counts per
-/// stretch, to judge a stretch of first touches against the machine's first-touch noise.
-pub fn thread_minor_faults() -> u64 {
+/// The fresh pages the calling thread has made the kernel allocate: its page faults (minor
+/// and major) and the pages its file reads and writes brought into the page cache (block
+/// input and output, counted in 512-byte units when the I/O is issued or the page dirtied).
+/// Each is a page the kernel takes from its free memory, a first touch of the machine's
+/// memory alike (on a VM whose free pages went back to the host, a host-side fault): what the
+/// reschedule-bound gate counts per stretch, to judge such a stretch against the machine's
+/// first-touch noise.
+pub fn thread_fresh_pages() -> u64 {
     // SAFETY: rusage is plain data (zeroed is valid); getrusage fills the live local.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
         if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
             return 0;
         }
-        ru.ru_minflt as u64
+        let blocks = (ru.ru_inblock as u64).saturating_add(ru.ru_oublock as u64);
+        (ru.ru_minflt as u64)
+            .saturating_add(ru.ru_majflt as u64)
+            .saturating_add(blocks / 8)
     }
 }
