@@ -82,9 +82,13 @@ type Slice<'a> = EndianSlice<'a, LittleEndian>;
 /// `.debug_aranges`/`.debug_info` or they do not parse. Paths are relative to the source tree
 /// when it can be told (the directory holding `init/main.c`), else as the compiler wrote them.
 pub fn cu_paths(data: &[u8], resched: &mut Resched) -> Result<Option<CuPaths>, Cancelled> {
+    // The ELF's section headers parsed again, the DWARF sections found: steps of their own
+    // (a page of the headers not mapped yet is a fault).
+    resched.tick_step()?;
     let Some(sections) = DebugSections::read(data) else {
         return Ok(None);
     };
+    resched.tick_step()?;
     let Some(dwarf) = sections.dwarf() else {
         return Ok(None);
     };

@@ -428,7 +428,9 @@ impl BlockReader<'_> {
 
     /// Stops the workers and gives every buffer back in steps.
     pub(crate) fn close(mut self, resched: &mut Resched) -> Result<(), Cancelled> {
+        // The workers stopped and joined, then the buffers: a point between.
         let mut buffers = self.stop();
+        resched.tick_step()?;
         self.recycle();
         buffers.append(&mut self.free_in);
         buffers.append(&mut self.free_out);
